@@ -1,0 +1,1 @@
+"""Reference fix: a locked drop-in replacement for Lightning's AsyncCheckpointIO."""

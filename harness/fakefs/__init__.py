@@ -1,0 +1,1 @@
+"""racecheck fake filesystem (see issue 3)."""

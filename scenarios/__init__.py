@@ -1,0 +1,1 @@
+"""Race scenarios with their oracles."""
