@@ -28,6 +28,8 @@ import _thread
 import threading
 from typing import Any
 
+__racecheck_engine__ = True
+
 _local = threading.local()
 
 # The real primitives, captured before any instrumentation can swap names, for the engine's own use.

@@ -1,0 +1,39 @@
+"""Exception types that racecheck reports or raises; one place so every layer agrees on them."""
+
+from __future__ import annotations
+
+__racecheck_engine__ = True
+
+
+class RacecheckError(Exception):
+    """Base class of racecheck's own errors."""
+
+
+class TokenError(RacecheckError, ValueError):
+    """A schedule token is malformed, from another tool or version, or recorded for another test."""
+
+
+class ReplayDivergence(TokenError):
+    """The code under test did not follow the recorded schedule: it is nondeterministic outside racecheck's control
+    (an uninstrumented thread, real time, unseeded randomness, or the code changed since the token was recorded)."""
+
+
+class Deadlock(RacecheckError):
+    """No controlled thread can run while some are unfinished; the message says who waits on what."""
+
+
+class UncontrolledBlocking(RacecheckError):
+    """A controlled thread blocked (or spun) on something racecheck does not control; the message says where."""
+
+
+class StepLimitExceeded(RacecheckError):
+    """A schedule ran more scheduling steps than allowed: a livelock, or a workload larger than ``max_steps``."""
+
+
+class Crashed(BaseException):
+    """Raised in the thread that triggered a simulated crash (power loss); unwinds it without running handlers
+    meant for ordinary exceptions. Not a failure by itself: the run stops and recovery may run on the survivor."""
+
+
+class _Abort(BaseException):
+    """Unwinds a parked controlled thread when its run is torn down (engine internal)."""

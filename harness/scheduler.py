@@ -1,0 +1,455 @@
+"""The controlled scheduler: real OS threads, one baton, a decision at every scheduling point.
+
+Each controlled thread owns a real lock used as its baton; it runs only while it holds it. At a scheduling point
+the running thread records what it is about to do, computes which threads could run, asks the chooser for one, and
+if that is another thread, releases that thread's baton and parks on its own. Code between two points therefore
+runs atomically, and a schedule is fully described by the sequence of decisions: replaying the same decisions
+replays the same execution.
+
+A blocked operation is a predicate ("this lock is free", "this future is done"): the thread is not a candidate
+until the predicate holds. Timed waits carry a virtual deadline; virtual time advances only when nothing else can
+run (every other step is taken to be instantaneous), so timeouts and sleeps are deterministic.
+
+The scheduler never imports or knows about Lightning, the filesystem or any particular primitive.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from racecheck import runtime
+from racecheck.errors import Crashed, Deadlock, StepLimitExceeded, UncontrolledBlocking, _Abort
+from racecheck.strategies import Chooser
+from racecheck.trace import TraceEvent, display_path
+
+__racecheck_engine__ = True
+
+_real_Event = threading.Event
+_real_Thread = threading.Thread
+_real_thread_start = threading.Thread.start
+_real_monotonic = __import__("time").monotonic
+
+_SKIP_FILES: set[str] = set()
+for _mod_name in ("threading", "queue", "concurrent.futures._base", "concurrent.futures.thread", "contextlib"):
+    _mod = sys.modules.get(_mod_name) or __import__(_mod_name, fromlist=["_"])
+    if getattr(_mod, "__file__", None):
+        _SKIP_FILES.add(_mod.__file__)
+
+
+def caller_location(depth: int = 2) -> str:
+    """file:line of the innermost frame that belongs to the code under test (not the engine, not stdlib sync)."""
+    frame = sys._getframe(depth)
+    while frame is not None and (
+        frame.f_globals.get("__racecheck_engine__") or frame.f_code.co_filename in _SKIP_FILES
+    ):
+        frame = frame.f_back
+    if frame is None:
+        return ""  # an engine-internal thread (an executor worker's own loop): the op text says enough
+    return f"{display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _code_location(fn: Any) -> str:
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__func__", None), "__code__", None)
+    if code is None:
+        return ""
+    return f"{display_path(code.co_filename)}:{code.co_firstlineno}"
+
+
+class ThreadRecord:
+    """The scheduler's view of one controlled thread."""
+
+    __slots__ = (
+        "tid", "run", "thread", "baton", "started", "finished", "op", "loc", "enabled", "deadline",
+        "timed_out", "yielding", "background", "exited", "launched",
+    )
+
+    def __init__(self, tid: int, run: Run, thread: Any) -> None:
+        self.tid = tid
+        self.run = run
+        self.thread = thread
+        self.baton = runtime.real_allocate_lock()
+        self.baton.acquire()  # held = "not your turn"
+        self.started = False
+        self.finished = False
+        self.op = "begin"
+        self.loc = ""
+        self.enabled: Callable[[], bool] | None = None
+        self.deadline: float | None = None
+        self.timed_out = False
+        self.yielding = False
+        self.background = False  # daemon threads and idle executor workers may be left blocked at the end
+        self.exited = _real_Event()
+        self.launched = False  # its OS thread exists (a reserved record waits for the "start" point first)
+
+    @property
+    def name(self) -> str:
+        return f"T{self.tid}"
+
+    def can_run(self) -> bool:
+        return self.timed_out or self.enabled is None or bool(self.enabled())
+
+
+@dataclass
+class FailureInfo:
+    kind: str  # "exception", "deadlock", "uncontrolled-blocking", "step-limit", "divergence"
+    exception: BaseException
+    tid: int | None
+
+    def signature(self) -> tuple:
+        """What "fails the same way" means for shrinking: kind, exception type and where it was raised."""
+        where = ""
+        tb = self.exception.__traceback__
+        while tb is not None:
+            where = f"{display_path(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+            tb = tb.tb_next
+        return (self.kind, type(self.exception).__name__, where if self.kind == "exception" else "")
+
+
+@dataclass
+class RunConfig:
+    max_steps: int = 20000
+    watchdog: float | None = 2.0  # seconds without a scheduling point before a block is called uncontrolled
+    epoch: float = 1_700_000_000.0  # what time.time() reads at virtual time 0
+
+
+@dataclass
+class Run:
+    """One execution under control."""
+
+    chooser: Chooser
+    config: RunConfig = field(default_factory=RunConfig)
+
+    def __post_init__(self) -> None:
+        self.threads: list[ThreadRecord] = []
+        self.current: ThreadRecord | None = None
+        self.steps = 0
+        self.clock = 0.0
+        self.trace: list[TraceEvent] = []
+        self.choices: list[int] = []
+        self.arities: list[int] = []
+        self.preemptions = 0
+        self.failure: FailureInfo | None = None
+        self.aborting = False
+        self.crashed = False
+        self.crash_reason = ""
+        self.done = _real_Event()
+        self.resources: dict[str, Any] = {}
+        self.leaked: list[str] = []
+        self._finish_callbacks: list[Callable[[Run], None]] = []
+        self._counters: dict[str, int] = {}
+        self._root: ThreadRecord | None = None
+
+    # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
+
+    def new_object_id(self, kind: str) -> str:
+        number = self._counters.get(kind, 0) + 1
+        self._counters[kind] = number
+        return f"{kind}#{number}"
+
+    def now(self) -> float:
+        return self.clock
+
+    def on_finish(self, callback: Callable[[Run], None]) -> None:
+        self._finish_callbacks.append(callback)
+
+    def schedule(
+        self,
+        op: str,
+        *,
+        enabled: Callable[[], bool] | None = None,
+        timeout: float | None = None,
+        yielding: bool = False,
+    ) -> bool:
+        me = self._me()
+        if timeout is not None and timeout <= 0 and enabled is not None:
+            # A non-blocking attempt: a plain point, then look once.
+            self.schedule(op, yielding=yielding)
+            return bool(enabled())
+        me.op = op
+        me.loc = caller_location()
+        me.enabled = enabled
+        me.deadline = None if timeout is None else self.clock + timeout
+        me.timed_out = False
+        me.yielding = yielding
+        self._step(me, alive=True)
+        timed_out = me.timed_out and not (enabled is not None and enabled())
+        me.enabled = None
+        me.deadline = None
+        me.timed_out = False
+        me.yielding = False
+        return not timed_out
+
+    def sleep(self, seconds: float) -> None:
+        seconds = max(float(seconds), 0.0)
+        if seconds == 0:
+            self.schedule("sleep 0", yielding=True)
+        else:
+            self.schedule(f"sleep {seconds:g}", enabled=_never, timeout=seconds, yielding=True)
+
+    def choose(self, n: int, label: str) -> int:
+        self._me()
+        if n <= 1:
+            return 0
+        value = self.chooser.pick_value(n, label)
+        self._record(n, value)
+        self.note(f"choose {label} -> {value}")
+        return value
+
+    def note(self, op: str) -> None:
+        """A traced effect that is not a scheduling point (a release, a notify)."""
+        me = runtime.current_thread_record()
+        if me is not None and me.run is self:
+            self.trace.append(TraceEvent(self.steps, me.tid, op, caller_location(), "info"))
+
+    def crash(self, reason: str) -> None:
+        me = self._me()
+        self.crashed = True
+        self.crash_reason = reason
+        self.trace.append(TraceEvent(self.steps, me.tid, f"CRASH ({reason})", caller_location(), "info"))
+        self.aborting = True
+        self.done.set()
+        raise Crashed(reason)
+
+    # ----- threads ----------------------------------------------------------------------------------------------
+
+    def start_root(self, fn: Callable[[], Any], name: str = "racecheck-T0") -> ThreadRecord:
+        """Start ``fn`` as the first controlled thread of a phase (the test function, or crash recovery)."""
+        thread = _real_Thread(target=fn, name=name, daemon=True)
+        rec = self._register(thread)
+        self._root = rec
+        rec.launched = True
+        _real_thread_start(thread)
+        self.current = rec
+        self.trace.append(TraceEvent(self.steps, rec.tid, "begin", rec.loc, "switch"))
+        rec.baton.release()
+        return rec
+
+    def start_thread(self, thread: Any, real_start: Callable[[Any], None]) -> None:
+        """Called from a controlled thread's ``Thread.start()``: the new thread joins the run."""
+        rec = self._register(thread)  # reserve the logical id so the trace names it
+        self.schedule(f"start T{rec.tid}")
+        rec.background = bool(thread.daemon) or bool(getattr(thread, "_racecheck_background", False))
+        thread.daemon = True  # a thread stuck in uncontrolled code must never keep the process alive
+        rec.launched = True
+        real_start(thread)
+
+    def _register(self, thread: Any) -> ThreadRecord:
+        rec = ThreadRecord(len(self.threads), self, thread)
+        self.threads.append(rec)
+        thread._racecheck_record = rec
+        target_run = thread.run
+        run = self
+
+        def controlled_body() -> None:
+            runtime.bind(run, rec)
+            rec.baton.acquire()
+            try:
+                if not run.aborting:
+                    rec.started = True
+                    target_run()
+            except _Abort:
+                pass
+            except Crashed:
+                pass
+            except BaseException as exc:  # noqa: BLE001 - every escaping exception is a finding
+                run._fail("exception", exc, rec)
+            finally:
+                try:
+                    run._exit(rec)
+                finally:
+                    runtime.bind(None, None)
+                    rec.exited.set()
+
+        thread.run = controlled_body
+        rec.loc = _code_location(getattr(thread, "_target", None) or target_run)
+        return rec
+
+    def _exit(self, rec: ThreadRecord) -> None:
+        rec.finished = True
+        if self.aborting:
+            return
+        self.trace.append(TraceEvent(self.steps, rec.tid, "exit", "", "info"))
+        rec.op = "exit"
+        self._step(rec, alive=False)
+
+    # ----- the decision -----------------------------------------------------------------------------------------
+
+    def _me(self) -> ThreadRecord:
+        me = runtime.current_thread_record()
+        if me is None or me.run is not self:
+            raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
+        if self.aborting:
+            raise _Abort()
+        return me
+
+    def _record(self, n: int, value: int) -> None:
+        self.arities.append(n)
+        self.choices.append(value)
+
+    def _candidates(self, me: ThreadRecord, alive: bool) -> list[ThreadRecord]:
+        out = [me] if alive and me.can_run() else []
+        for rec in self.threads:
+            if rec is not me and rec.launched and not rec.finished and rec.can_run():
+                out.append(rec)
+        return out
+
+    def _advance_clock(self) -> bool:
+        deadlines = [r.deadline for r in self.threads if r.launched and not r.finished and r.deadline is not None]
+        if not deadlines:
+            return False
+        self.clock = max(self.clock, min(deadlines))
+        for rec in self.threads:
+            if not rec.finished and rec.deadline is not None and rec.deadline <= self.clock:
+                rec.timed_out = True
+        return True
+
+    def _step(self, me: ThreadRecord, alive: bool) -> None:
+        self.steps += 1
+        if self.steps > self.config.max_steps:
+            self._fail(
+                "step-limit",
+                StepLimitExceeded(f"more than {self.config.max_steps} scheduling steps (livelock, or raise max_steps)"),
+                me,
+            )
+            self._stop(me, alive)
+            return
+        candidates = self._candidates(me, alive)
+        while not candidates and self._advance_clock():
+            candidates = self._candidates(me, alive)
+        if not candidates:
+            unfinished = [r for r in self.threads if r.launched and not r.finished]
+            root_done = self._root is None or self._root.finished
+            if not unfinished or (root_done and all(r.background for r in unfinished)):
+                self.done.set()  # the run is complete; background threads still parked are torn down
+                self._stop(me, alive)
+                return
+            self._fail("deadlock", Deadlock(self._describe_waiters(unfinished)), me)
+            self._stop(me, alive)
+            return
+        current_enabled = alive and candidates[0] is me
+        if len(candidates) == 1:
+            index = 0
+        else:
+            index = self.chooser.pick_thread([c.tid for c in candidates], current_enabled, alive and me.yielding)
+            self._record(len(candidates), index)
+        chosen = candidates[index]
+        if current_enabled and index != 0:
+            self.preemptions += 1
+            switch = "preempt"
+        else:
+            switch = "" if chosen is me else "switch"
+        self.trace.append(TraceEvent(self.steps, chosen.tid, chosen.op, chosen.loc, switch))
+        self.current = chosen
+        if chosen is me:
+            return
+        chosen.baton.release()
+        if alive:
+            me.baton.acquire()
+            if self.aborting:
+                raise _Abort()
+
+    def _stop(self, me: ThreadRecord, alive: bool) -> None:
+        self.aborting = True
+        self.done.set()
+        if alive:
+            raise _Abort()
+
+    def _describe_waiters(self, unfinished: list[ThreadRecord]) -> str:
+        waits = "; ".join(f"T{r.tid} waits: {r.op} @{r.loc}" for r in unfinished)
+        return f"deadlock: no thread can run ({waits})"
+
+    def _fail(self, kind: str, exc: BaseException, rec: ThreadRecord | None) -> None:
+        if self.failure is None and not self.crashed:
+            self.failure = FailureInfo(kind, exc, None if rec is None else rec.tid)
+        self.aborting = True
+        self.done.set()
+
+    # ----- supervision (runs on the explorer's own, uncontrolled thread) ---------------------------------------
+
+    def supervise(self) -> None:
+        """Wait for the phase to end, turning a silent hang into UncontrolledBlocking, then tear everything down."""
+        watchdog = self.config.watchdog
+        last_steps = -1
+        last_seen: set = set()
+        last_progress = _real_monotonic()
+        while not self.done.wait(0.02):
+            if watchdog is None:
+                continue
+            now = _real_monotonic()
+            where = self._current_frame_key()
+            if self.steps != last_steps or (where is not None and where not in last_seen):
+                if self.steps != last_steps:
+                    last_seen = set()
+                last_steps = self.steps
+                if where is not None:
+                    last_seen.add(where)
+                last_progress = now
+                continue
+            if now - last_progress > watchdog:
+                rec = self.current
+                self._fail("uncontrolled-blocking", UncontrolledBlocking(self._describe_stuck(rec)), rec)
+                if rec is not None:
+                    self.leaked.append(f"T{rec.tid}")
+                break
+        self.teardown()
+
+    def _current_frame_key(self) -> tuple | None:
+        rec = self.current
+        if rec is None or rec.thread.ident is None:
+            return None
+        frame = sys._current_frames().get(rec.thread.ident)
+        if frame is None:
+            return None
+        return (id(frame.f_code), frame.f_lineno)
+
+    def _describe_stuck(self, rec: ThreadRecord | None) -> str:
+        if rec is None:
+            return "uncontrolled blocking: the run stopped making progress"
+        frame = sys._current_frames().get(rec.thread.ident)
+        inner = ""
+        user = ""
+        while frame is not None:
+            here = f"{display_path(frame.f_code.co_filename)}:{frame.f_lineno} ({frame.f_code.co_name})"
+            if not inner:
+                inner = here
+            if not user and not frame.f_globals.get("__racecheck_engine__") and frame.f_code.co_filename not in _SKIP_FILES:
+                user = here
+            frame = frame.f_back
+        where = inner if inner == user or not user else f"{inner}, called from {user}"
+        return (
+            f"uncontrolled blocking: T{rec.tid} made no scheduling point for {self.config.watchdog:g}s, "
+            f"stuck in {where} (a real lock, real sleep or I/O wait that racecheck does not control; "
+            "instrument the module that owns it)"
+        )
+
+    def teardown(self) -> None:
+        """Unwind every parked thread, one at a time, and wait for each OS thread to end."""
+        self.aborting = True
+        stuck = self.current if self.leaked else None
+        for rec in self.threads:
+            if rec is stuck or rec.exited.is_set() or not rec.launched:
+                continue
+            rec.baton.release()
+            if not rec.exited.wait(timeout=max(self.config.watchdog or 2.0, 2.0)):
+                self.leaked.append(f"T{rec.tid}")
+        for rec in self.threads:
+            if rec is not stuck and rec.exited.is_set() and rec.thread.is_alive():
+                rec.thread.join(timeout=1.0)
+
+    def reset_for_phase(self) -> None:
+        """Prepare a second phase (recovery after a crash) on the same run: same choice stream and clock."""
+        self.aborting = False
+        self.done = _real_Event()
+
+    def finish(self) -> None:
+        callbacks, self._finish_callbacks = self._finish_callbacks, []
+        for callback in callbacks:
+            callback(self)
+
+
+def _never() -> bool:
+    return False

@@ -1,0 +1,76 @@
+"""Minimise a failing schedule toward the fewest preemptions, then the fewest steps.
+
+Pure logic over a ``probe(choices)`` callback that replays a candidate choice sequence and says whether it still
+fails the same way (and with which cost). Because choice 0 always means "no preemption / no fault", lowering and
+deleting choices is all it takes; the shrinker never needs to know what a choice meant (Hypothesis' idea).
+Candidates are tried in a fixed order and the budget counts probes, so shrinking is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__racecheck_engine__ = True
+
+
+@dataclass
+class Probe:
+    choices: list[int]  # what the replay actually consumed, trailing zeros removed
+    key: tuple  # (preemptions, steps, ...) - smaller is simpler
+    payload: Any = None  # whatever the caller wants back for the winner (the run)
+
+
+def normalize(choices: list[int]) -> list[int]:
+    out = list(choices)
+    while out and out[-1] == 0:
+        out.pop()
+    return out
+
+
+def _candidates(choices: list[int]) -> Iterator[list[int]]:
+    n = len(choices)
+    # 1. zero out whole blocks, halving their size (drops many incidental switches at once)
+    size = n // 2
+    while size >= 1:
+        for start in range(0, n - size + 1, size):
+            yield choices[:start] + [0] * size + choices[start + size :]
+        size //= 2
+    # 2. zero out single choices, latest first (late preemptions are most often incidental)
+    for i in range(n - 1, -1, -1):
+        if choices[i]:
+            yield choices[:i] + [0] + choices[i + 1 :]
+    # 3. delete single choices (moves a preemption earlier or merges two)
+    for i in range(n - 1, -1, -1):
+        yield choices[:i] + choices[i + 1 :]
+    # 4. lower single choices
+    for i in range(n):
+        for lower in range(1, choices[i]):
+            yield choices[:i] + [lower] + choices[i + 1 :]
+
+
+def shrink(start: Probe, probe: Callable[[list[int]], Probe | None], budget: int = 300) -> tuple[Probe, int]:
+    """Greedy descent to a local minimum; returns the best probe and the number of probes spent."""
+    best = start
+    spent = 0
+    seen: set[tuple[int, ...]] = {tuple(best.choices)}
+    improved = True
+    while improved and spent < budget:
+        improved = False
+        for candidate in _candidates(best.choices):
+            candidate = normalize(candidate)
+            key = tuple(candidate)
+            if key in seen:
+                continue
+            seen.add(key)
+            if spent >= budget:
+                break
+            spent += 1
+            result = probe(candidate)
+            if result is not None and result.key < best.key:
+                best = result
+                seen.add(tuple(result.choices))
+                improved = True
+                break
+    return best, spent

@@ -1,0 +1,86 @@
+"""Bringing ``threading.Thread`` under control without replacing the class.
+
+Code under test may subclass ``threading.Thread`` at import time, long before any run, so swapping the name is not
+enough. Instead, for the duration of an exploration, ``Thread.start``, ``join`` and ``is_alive`` are wrapped: when
+the caller is a controlled thread, the new thread joins the caller's run and join/is_alive follow the scheduler's
+view; for every other caller the original methods run unchanged. Thread default names ("Thread-N") come from a
+per-run counter so they do not depend on how many threads the process created before.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from racecheck import runtime
+
+__racecheck_engine__ = True
+
+_Thread = threading.Thread
+_orig_start = _Thread.start
+_orig_join = _Thread.join
+_orig_is_alive = _Thread.is_alive
+_orig_newname = getattr(threading, "_newname", None)
+
+
+def _start(self: Any) -> None:
+    run = runtime.current_run()
+    if run is None or getattr(self, "_racecheck_record", None) is not None:
+        return _orig_start(self)
+    run.start_thread(self, _orig_start)
+
+
+def _record_in_current_run(thread: Any) -> Any:
+    rec = getattr(thread, "_racecheck_record", None)
+    run = runtime.current_run()
+    if rec is None or run is None or rec.run is not run:
+        return None
+    return rec
+
+
+def _join(self: Any, timeout: float | None = None) -> None:
+    rec = _record_in_current_run(self)
+    if rec is None:
+        return _orig_join(self, timeout)
+    if rec is runtime.current_thread_record():
+        raise RuntimeError("cannot join current thread")
+    if not rec.launched:
+        raise RuntimeError("cannot join thread before it is started")
+    wait = None if timeout is None else max(float(timeout), 0.0)
+    rec.run.schedule(f"join T{rec.tid}", enabled=lambda: rec.finished, timeout=wait)
+
+
+def _is_alive(self: Any) -> bool:
+    rec = _record_in_current_run(self)
+    if rec is None:
+        return _orig_is_alive(self)
+    return rec.launched and not rec.finished
+
+
+def _newname(name_template: str = "Thread-%d") -> str:
+    run = runtime.current_run()
+    if run is None or _orig_newname is None:
+        return _orig_newname(name_template) if _orig_newname else name_template
+    count = run.resources.get("_thread_names", 0) + 1
+    run.resources["_thread_names"] = count
+    return name_template % count
+
+
+@contextmanager
+def controlled_thread_class() -> Iterator[None]:
+    """Wrap Thread.start/join/is_alive (and default naming) for the duration of the block."""
+    _Thread.start = _start
+    _Thread.join = _join
+    _Thread.is_alive = _is_alive
+    if _orig_newname is not None:
+        threading._newname = _newname
+    try:
+        yield
+    finally:
+        _Thread.start = _orig_start
+        _Thread.join = _orig_join
+        _Thread.is_alive = _orig_is_alive
+        if _orig_newname is not None:
+            threading._newname = _orig_newname

@@ -1,0 +1,128 @@
+"""Schedule tokens: a compact, versioned, copy-pasteable string that replays one schedule exactly.
+
+Layout: ``rc1.<strategy>.<seed>.<index>.<target>.<config>.<shape>.<choices>.<check>``
+
+* ``rc1``       format version; anything else is refused.
+* strategy/seed/index say where the schedule came from (for humans and for reruns of the same exploration).
+* target        4 hex of sha256(module.qualname) of the test function, so a token pasted into the wrong test is
+                refused instead of replaying nonsense.
+* config        4 hex of sha256 of the options that change behaviour (e.g. the fake filesystem's spec).
+* shape         ``<decisions>x<4 hex>``: how many decisions the run made and a hash of how many options each had,
+                so a replay that takes another path (nondeterminism outside control) is detected, not trusted.
+* choices       base64url(zlib(varints)) of the choice stream; choices past its end default to 0.
+* check         8 hex of sha256 over everything before it, so a truncated or edited token is caught.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import zlib
+from dataclasses import dataclass
+
+from racecheck.errors import TokenError
+
+__racecheck_engine__ = True
+
+VERSION = "rc1"
+_FIELD = re.compile(r"^[A-Za-z0-9_-]*$")
+
+
+def short_hash(text: str, width: int = 4) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:width]
+
+
+def _encode_choices(choices: list[int]) -> str:
+    out = bytearray()
+    for value in choices:
+        if value < 0:
+            raise ValueError("choices are non-negative")
+        while True:
+            byte = value & 0x7F
+            value >>= 7
+            if value:
+                out.append(byte | 0x80)
+            else:
+                out.append(byte)
+                break
+    packed = zlib.compress(bytes(out), 9)
+    return base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
+
+
+def _decode_choices(text: str) -> list[int]:
+    try:
+        padded = text + "=" * (-len(text) % 4)
+        raw = zlib.decompress(base64.urlsafe_b64decode(padded.encode("ascii")))
+    except Exception:
+        raise TokenError("malformed token: the choice payload does not decode") from None
+    choices: list[int] = []
+    value = shift = 0
+    for byte in raw:
+        value |= (byte & 0x7F) << shift
+        if byte & 0x80:
+            shift += 7
+        else:
+            choices.append(value)
+            value = shift = 0
+    if shift:
+        raise TokenError("malformed token: the choice payload is truncated")
+    return choices
+
+
+@dataclass(frozen=True)
+class Token:
+    strategy: str
+    seed: int
+    index: int
+    target: str
+    config: str
+    shape: str
+    choices: tuple[int, ...]
+
+    def encode(self) -> str:
+        body = ".".join(
+            [
+                VERSION,
+                self.strategy,
+                str(self.seed),
+                str(self.index),
+                self.target,
+                self.config,
+                self.shape,
+                _encode_choices(list(self.choices)),
+            ]
+        )
+        return f"{body}.{short_hash(body, 8)}"
+
+    def __str__(self) -> str:
+        return self.encode()
+
+
+def decode(text: object) -> Token:
+    """Parse a token, with a one-line reason for anything that is not a valid rc1 token."""
+    if not isinstance(text, str):
+        raise TokenError(f"malformed token: expected a string, got {type(text).__name__}")
+    text = text.strip()
+    parts = text.split(".")
+    if not parts or not parts[0].startswith("rc"):
+        raise TokenError("not a racecheck token (it should start with 'rc1.')")
+    if parts[0] != VERSION:
+        raise TokenError(f"unsupported token version {parts[0]!r} (this racecheck reads {VERSION!r})")
+    if len(parts) != 9:
+        raise TokenError(f"malformed token: expected 9 dot-separated fields, got {len(parts)}")
+    version, strategy, seed, index, target, config, shape, payload, check = parts
+    if not all(_FIELD.match(p) for p in parts):
+        raise TokenError("malformed token: unexpected characters")
+    body = ".".join(parts[:-1])
+    if short_hash(body, 8) != check:
+        raise TokenError("corrupted token: checksum mismatch (was it truncated or edited?)")
+    try:
+        seed_value, index_value = int(seed), int(index)
+    except ValueError:
+        raise TokenError("malformed token: seed and index must be integers") from None
+    return Token(strategy, seed_value, index_value, target, config, shape, tuple(_decode_choices(payload)))
+
+
+def shape_of(arities: list[int]) -> str:
+    return f"{len(arities)}x{short_hash(','.join(map(str, arities)), 4)}"

@@ -1,0 +1,83 @@
+"""Trace events and the per-thread table a person reads to understand a failing schedule.
+
+One row per step, one column per logical thread (T0 is the test function, T1 the first thread it started, ...).
+A row names the operation the thread performed and the source line that asked for it. Rows marked ``>>`` are
+preemptions (the previous thread could have continued but was switched out): the context switches that matter.
+Everything in a trace is logical (thread numbers, object numbers, repo-relative paths), never OS ids or addresses,
+so the same schedule renders the same text on any machine.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+__racecheck_engine__ = True
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    step: int
+    tid: int
+    op: str
+    loc: str
+    switch: str = ""  # "" (same thread continues), "switch" (previous blocked/ended), "preempt", "info"
+
+    def as_dict(self) -> dict:
+        return {"step": self.step, "thread": f"T{self.tid}", "op": self.op, "loc": self.loc, "switch": self.switch}
+
+
+_relpath_cache: dict[str, str] = {}
+
+
+def display_path(filename: str) -> str:
+    """A machine-independent name for a source file: relative to the longest sys.path entry that holds it."""
+    cached = _relpath_cache.get(filename)
+    if cached is not None:
+        return cached
+    best = ""
+    absolute = os.path.abspath(filename)
+    for entry in sys.path:
+        base = os.path.abspath(entry or os.getcwd())
+        if absolute.startswith(base.rstrip(os.sep) + os.sep) and len(base) > len(best):
+            best = base
+    shown = os.path.relpath(absolute, best) if best else os.path.basename(absolute)
+    shown = shown.replace(os.sep, "/")
+    _relpath_cache[filename] = shown
+    return shown
+
+
+def _cell(event: TraceEvent) -> str:
+    text = f"{event.op}  @{event.loc}" if event.loc else event.op
+    return f"  {text}" if event.switch == "info" else text
+
+
+def render(events: list[TraceEvent], threads: int, outcome: str = "", max_width: int = 72) -> str:
+    """The per-thread table: ``step | mark | T0 | T1 | ...``; ``>>`` marks a preemption."""
+    columns = max(threads, 1 + max((e.tid for e in events), default=0))
+    widths = [2] * columns
+    for event in events:
+        widths[event.tid] = min(max(widths[event.tid], len(_cell(event))), max_width)
+    header = [f"T{i}" for i in range(columns)]
+    lines = [_row("step", "  ", header, widths), _row("----", "--", ["-" * w for w in widths], widths)]
+    for event in events:
+        cells = [""] * columns
+        cells[event.tid] = _cell(event)
+        mark = ">>" if event.switch == "preempt" else ""
+        step = "" if event.switch == "info" else str(event.step)
+        lines.append(_row(step, mark, cells, widths))
+    if outcome:
+        lines.append(outcome)
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _row(step: str, mark: str, cells: list[str], widths: list[int]) -> str:
+    body = " | ".join(_fit(c, w) for c, w in zip(cells, widths))
+    return f"{step:>4} {mark:2} | {body}"
+
+
+def _fit(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text.ljust(width)
+    return text[: width - 1] + "~"
