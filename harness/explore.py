@@ -168,9 +168,8 @@ def _outcome_line(run: Run) -> str:
 
 
 def _make_token(run: Run, strategy: str, seed: int, index: int, target: str, config: str) -> str:
-    return Token(
-        strategy, seed, index, short_hash(target), short_hash(config), shape_of(run.arities), tuple(normalize(run.choices))
-    ).encode()
+    choices = tuple(normalize(run.choices))
+    return Token(strategy, seed, index, short_hash(target), short_hash(config), shape_of(run.arities), choices).encode()
 
 
 def _failure(run: Run, token: str, index: int, original: Run, probes: int) -> Failure:
@@ -189,6 +188,32 @@ def _failure(run: Run, token: str, index: int, original: Run, probes: int) -> Fa
         original_steps=original.steps,
         shrink_probes=probes,
     )
+
+
+def _fewest_preemptions(
+    fn: Callable, config: RunConfig, fs: Any, on_crash: Callable | None, signature: tuple, found: int, budget: int
+) -> tuple[Probe | None, int]:
+    """Greedy shrinking finds a local minimum; bounded DFS at bounds 0..found-1 finds the global one (within budget).
+
+    Choices change meaning when an earlier one changes, so lowering choices one at a time can get stuck above the
+    true minimum. Exhaustive search with an increasing preemption bound cannot: the first same-kind failure it
+    meets has the fewest preemptions possible.
+    """
+    spent = 0
+    for bound in range(found):
+        search = make_strategy("dfs", 0, 1, bound)
+        while spent < budget:
+            chooser = search.new_execution(spent)
+            if chooser is None:
+                break
+            spent += 1
+            run = _run_once(fn, chooser, config, fs, on_crash)
+            search.end_execution(chooser, run.steps)
+            if run.failure is not None and run.failure.signature() == signature:
+                return Probe(normalize(run.choices), (run.preemptions, run.steps), run), spent
+        if spent >= budget:
+            break
+    return None, spent
 
 
 # ----- public API -----------------------------------------------------------------------------------------------------
@@ -246,7 +271,7 @@ def explore(
             if run.failure is not None:
                 signature = run.failure.signature()
 
-                def probe(choices: list[int]) -> Probe | None:
+                def probe(choices: list[int], signature: tuple = signature) -> Probe | None:
                     candidate = _run_once(fn, ReplayChooser(choices), config, fs, on_crash)
                     result.leaked_threads.extend(candidate.leaked)
                     if candidate.failure is None or candidate.failure.signature() != signature:
@@ -255,6 +280,12 @@ def explore(
 
                 start = Probe(normalize(run.choices), (run.preemptions, run.steps), run)
                 best, probes = shrink(start, probe, budget=shrink_budget) if shrink_budget > 0 else (start, 0)
+                if shrink_budget > 0 and best.key[0] > 0:
+                    fewer, spent = _fewest_preemptions(fn, config, fs, on_crash, signature, best.key[0], shrink_budget)
+                    probes += spent
+                    if fewer is not None:
+                        best, more = shrink(fewer, probe, budget=shrink_budget)
+                        probes += more
                 best_run: Run = best.payload
                 token = _make_token(best_run, strategy, seed, index, target, config_key)
                 result.ok = False
@@ -287,7 +318,9 @@ def replay(
         run = _run_once(fn, chooser, config, fs, on_crash)
     if chooser.diverged or shape_of(run.arities) != parsed.shape:
         detail = chooser.diverged or f"it made {len(run.arities)} decisions where the token recorded {parsed.shape}"
-        raise ReplayDivergence(f"replay diverged from the token: {detail} (nondeterminism outside racecheck's control?)")
+        raise ReplayDivergence(
+            f"replay diverged from the token: {detail} (nondeterminism outside racecheck's control?)"
+        )
     result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed)
     result.max_steps_seen = run.steps
     result.crashes = int(run.crashed)

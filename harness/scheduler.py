@@ -24,7 +24,7 @@ from typing import Any
 from racecheck import runtime
 from racecheck.errors import Crashed, Deadlock, StepLimitExceeded, UncontrolledBlocking, _Abort
 from racecheck.strategies import Chooser
-from racecheck.trace import TraceEvent, display_path
+from racecheck.trace import TraceEvent, display_path, frame_path
 
 __racecheck_engine__ = True
 
@@ -49,14 +49,15 @@ def caller_location(depth: int = 2) -> str:
         frame = frame.f_back
     if frame is None:
         return ""  # an engine-internal thread (an executor worker's own loop): the op text says enough
-    return f"{display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+    return f"{frame_path(frame)}:{frame.f_lineno}"
 
 
 def _code_location(fn: Any) -> str:
     code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__func__", None), "__code__", None)
     if code is None:
         return ""
-    return f"{display_path(code.co_filename)}:{code.co_firstlineno}"
+    module = getattr(fn, "__module__", None) or getattr(getattr(fn, "__func__", None), "__module__", None)
+    return f"{display_path(code.co_filename, module)}:{code.co_firstlineno}"
 
 
 class ThreadRecord:
@@ -104,7 +105,7 @@ class FailureInfo:
         where = ""
         tb = self.exception.__traceback__
         while tb is not None:
-            where = f"{display_path(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+            where = f"{frame_path(tb.tb_frame)}:{tb.tb_lineno}"
             tb = tb.tb_next
         return (self.kind, type(self.exception).__name__, where if self.kind == "exception" else "")
 
@@ -413,10 +414,11 @@ class Run:
         inner = ""
         user = ""
         while frame is not None:
-            here = f"{display_path(frame.f_code.co_filename)}:{frame.f_lineno} ({frame.f_code.co_name})"
+            here = f"{frame_path(frame)}:{frame.f_lineno} ({frame.f_code.co_name})"
             if not inner:
                 inner = here
-            if not user and not frame.f_globals.get("__racecheck_engine__") and frame.f_code.co_filename not in _SKIP_FILES:
+            engine = frame.f_globals.get("__racecheck_engine__") or frame.f_code.co_filename in _SKIP_FILES
+            if not user and not engine:
                 user = here
             frame = frame.f_back
         where = inner if inner == user or not user else f"{inner}, called from {user}"

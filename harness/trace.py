@@ -10,7 +10,6 @@ so the same schedule renders the same text on any machine.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 
 __racecheck_engine__ = True
@@ -28,24 +27,28 @@ class TraceEvent:
         return {"step": self.step, "thread": f"T{self.tid}", "op": self.op, "loc": self.loc, "switch": self.switch}
 
 
-_relpath_cache: dict[str, str] = {}
+_path_cache: dict[tuple[str, str], str] = {}
 
 
-def display_path(filename: str) -> str:
-    """A machine-independent name for a source file: relative to the longest sys.path entry that holds it."""
-    cached = _relpath_cache.get(filename)
+def display_path(filename: str, module: str | None = None) -> str:
+    """A machine- and sys.path-independent name for a source file, derived from its module's dotted name
+    (``lightning/pytorch/plugins/io/async_plugin.py``); the bare file name for scripts and unknown modules."""
+    key = (filename, module or "")
+    cached = _path_cache.get(key)
     if cached is not None:
         return cached
-    best = ""
-    absolute = os.path.abspath(filename)
-    for entry in sys.path:
-        base = os.path.abspath(entry or os.getcwd())
-        if absolute.startswith(base.rstrip(os.sep) + os.sep) and len(base) > len(best):
-            best = base
-    shown = os.path.relpath(absolute, best) if best else os.path.basename(absolute)
-    shown = shown.replace(os.sep, "/")
-    _relpath_cache[filename] = shown
+    base = os.path.basename(filename)
+    if module and module != "__main__" and base.endswith(".py"):
+        parts = module.split(".")
+        shown = "/".join(parts) + ("/__init__.py" if base == "__init__.py" else ".py")
+    else:
+        shown = base
+    _path_cache[key] = shown
     return shown
+
+
+def frame_path(frame: object) -> str:
+    return display_path(frame.f_code.co_filename, frame.f_globals.get("__name__"))  # type: ignore[attr-defined]
 
 
 def _cell(event: TraceEvent) -> str:
@@ -73,7 +76,7 @@ def render(events: list[TraceEvent], threads: int, outcome: str = "", max_width:
 
 
 def _row(step: str, mark: str, cells: list[str], widths: list[int]) -> str:
-    body = " | ".join(_fit(c, w) for c, w in zip(cells, widths))
+    body = " | ".join(_fit(c, w) for c, w in zip(cells, widths, strict=True))
     return f"{step:>4} {mark:2} | {body}"
 
 

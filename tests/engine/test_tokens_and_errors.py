@@ -1,0 +1,52 @@
+"""Tokens are versioned and checked; bad input gives a one-line TokenError, never a hang or a wrong replay."""
+
+import classic_bugs
+import pytest
+
+import racecheck
+from racecheck.tokens import Token, decode, shape_of
+
+
+def test_token_round_trip():
+    token = Token("pct", 7, 12, "abcd", "-", shape_of([2, 3, 2]), (0, 2, 1, 0, 300))
+    text = token.encode()
+    assert decode(text) == token
+    assert text.startswith("rc1.pct.7.12.")
+
+
+@pytest.mark.parametrize(
+    "bad, reason",
+    [
+        ("", "not a racecheck token"),
+        ("hello", "not a racecheck token"),
+        ("rc9.pct.0.0.a.b.c.d.e", "unsupported token version"),
+        ("rc1.pct.0", "expected 9"),
+        (12345, "expected a string"),
+    ],
+)
+def test_malformed_tokens_are_refused(bad, reason):
+    with pytest.raises(racecheck.TokenError, match=reason):
+        decode(bad)
+
+
+def _failing_token():
+    return racecheck.explore(classic_bugs.lost_update, strategy="random", schedules=200).failure.token
+
+
+def test_edited_token_is_refused():
+    token = _failing_token()
+    edited = token[:-12] + ("A" if token[-12] != "A" else "B") + token[-11:]
+    with pytest.raises(racecheck.TokenError, match="checksum"):
+        racecheck.replay(classic_bugs.lost_update, edited)
+
+
+def test_foreign_token_is_refused():
+    token = _failing_token()
+    with pytest.raises(racecheck.TokenError, match="another test function"):
+        racecheck.replay(classic_bugs.check_then_act, token)
+
+
+def test_token_errors_are_one_line():
+    with pytest.raises(racecheck.TokenError) as info:
+        racecheck.replay(classic_bugs.lost_update, "rc1.x")
+    assert "\n" not in str(info.value)
