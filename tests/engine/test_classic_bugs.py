@@ -2,9 +2,8 @@
 preemptions it needs, and its fixed variant passes bounded exhaustive search (preemption bound 2)."""
 
 import pytest
-from classic_bugs import BUGS
-
 import racecheck
+from classic_bugs import BUGS
 
 BUDGET = 500  # schedules each strategy may spend finding a bug
 REPLAYS = 100

@@ -10,7 +10,6 @@ import time
 
 import classic_bugs
 import pytest
-
 import racecheck
 from racecheck import sync
 

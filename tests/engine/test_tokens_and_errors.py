@@ -2,7 +2,6 @@
 
 import classic_bugs
 import pytest
-
 import racecheck
 from racecheck.tokens import Token, decode, shape_of
 
