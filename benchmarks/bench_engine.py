@@ -17,10 +17,9 @@ import tempfile
 import threading
 import time
 
+import racecheck
 from rich.console import Console
 from rich.table import Table
-
-import racecheck
 
 
 def ping_pong(rounds: int) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 
 import click
-
 from racecheck.errors import TokenError
 from racecheck.explore import Result, explore, replay
 from racecheck.strategies import STRATEGIES

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from racecheck.cli import main
 
 README = Path(__file__).resolve().parents[2] / "README.md"
