@@ -1,1 +1,116 @@
-"""racecheck fake filesystem (see issue 3)."""
+"""racecheck's fake filesystem: an in-memory store whose every operation is a scheduling point.
+
+Two ways in, one store per run:
+  * ``racefs://`` (fsspec, entry point in pyproject) — usable standalone too (process-global default store);
+  * os-level stand-ins for ``os``, ``os.path``, ``io``, ``open``, ``shutil``, ``tempfile`` in instrumented modules,
+    for paths under the run's mount root (default ``/racefs``); other paths go to the real OS untouched.
+
+Engine contract: ``begin_run(run, fs)`` before the test function of every schedule, ``end_run(run, crashed)``
+after all its threads are gone (applies the power loss). See docs/fakefs.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import io
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from racecheck import instrument
+from racecheck.fakefs import os_facade as _fos
+from racecheck.fakefs import shutil_facade as _fsh
+from racecheck.fakefs import torch_hooks as _torch_hooks
+from racecheck.fakefs.model import Store
+from racecheck.fakefs.mount import current_store, default_store, reset_default_store, run_store
+from racecheck.fakefs.semantics import WinPermissionError
+from racecheck.fakefs.spec import FakeFS, as_spec
+
+__all__ = ["FakeFS", "Store", "root", "current_store", "default_store", "reset_default_store",
+           "DEFAULT_MODULES", "default_modules", "begin_run", "end_run", "prepare", "WinPermissionError",
+           "os_facade", "path_facade", "io_facade", "shutil_facade", "tempfile_facade", "fake_open"]
+
+# Modules whose file access Lightning checkpointing goes through; instrument them when fs= is given.
+_CANDIDATE_MODULES = (
+    "fsspec.implementations.local",
+    "lightning.fabric.utilities.cloud_io",
+    "lightning.fabric.plugins.io.torch_io",
+    "lightning.pytorch.plugins.io.torch_plugin",
+    "lightning.pytorch.callbacks.model_checkpoint",
+    "lightning.pytorch.trainer.connectors.checkpoint_connector",
+    "torch.serialization",
+    "pathlib",
+)
+# Only those whose top-level package is installed (checked without importing anything heavy).
+DEFAULT_MODULES = tuple(m for m in _CANDIDATE_MODULES if importlib.util.find_spec(m.split(".")[0]) is not None)
+
+os_facade = _fos.os_facade
+path_facade = _fos.path_facade
+io_facade = _fos.io_facade
+fake_open = _fos.fake_open
+shutil_facade = _fos.Facade(shutil, _fsh.shutil_overrides)
+tempfile_facade = _fos.Facade(tempfile, _fsh.tempfile_overrides)
+
+
+def _register() -> None:
+    """Swap whole modules (``import os``) and directly imported functions (``from os import remove``)."""
+    for real, fake in ((os, os_facade), (os.path, path_facade), (io, io_facade), (shutil, shutil_facade),
+                       (tempfile, tempfile_facade)):
+        instrument.register_swap(real, fake)
+        for name, value in fake.__dict__.items():
+            if callable(value) and not name.startswith("_") and not isinstance(value, type(os)):
+                original = getattr(real, name, None)
+                if original is not None and original is not value:
+                    instrument.register_swap(original, value)
+    instrument.register_builtin_swap("open", fake_open)
+
+
+_register()
+
+
+def prepare() -> None:
+    """Register stand-ins that depend on optional, already loaded packages (torch). The engine calls it before
+    instrumenting; begin_run calls it too. Idempotent and cheap."""
+    _torch_hooks.register()
+
+
+_torch_hooks.register()
+
+
+def default_modules() -> list[str]:
+    """DEFAULT_MODULES that import in this environment (imports them; registers the torch stand-in)."""
+    names = []
+    for name in DEFAULT_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - an optional module that is absent or broken is skipped
+            continue
+        names.append(name)
+    prepare()
+    return names
+
+
+def root() -> str:
+    """The mount root of the calling thread's run (e.g. "/racefs"); outside a run, the default store's."""
+    store = run_store()
+    return store.root if store is not None else default_store().root
+
+
+def begin_run(run: Any, fs: Any) -> Store:
+    """Engine hook: a fresh store for this schedule, from ``fs`` ("posix", "windows" or a FakeFS)."""
+    prepare()
+    store = Store(as_spec(fs))
+    run.resources["fakefs"] = store
+    return store
+
+
+def end_run(run: Any, crashed: bool) -> None:
+    """Engine hook, after all threads of the run are gone: on a crash, keep only what a power loss keeps."""
+    store = run.resources.get("fakefs")
+    if store is not None and crashed:
+        store.power_loss()
+
+
+__racecheck_engine__ = True  # the fake is part of the engine: never instrumented itself

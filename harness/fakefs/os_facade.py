@@ -1,0 +1,436 @@
+"""Stand-ins for ``os``, ``os.path``, ``io`` and builtin ``open`` in instrumented modules.
+
+Each is a module object that forwards every attribute it does not override to the real module, so code that
+reads ``os.sep`` or ``os.path.join`` sees the real thing. Overridden functions send paths under the run's mount
+root to the store and everything else, untouched, to the real function. The real ``os.makedirs``/``os.walk``
+call the real ``os`` functions through their own module globals, so they are re-implemented here on top of the
+stand-ins (each step a scheduling point, as the real ones are a sequence of syscalls).
+"""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import io
+import os
+import posixpath
+import stat as stat_mod
+import types
+from typing import Any
+
+from racecheck.fakefs import handles
+from racecheck.fakefs.mount import fd_store, target
+from racecheck.fakefs.semantics import posix_error
+
+real_open = builtins.open
+_real_os = os
+_real_path = os.path
+
+
+class Facade(types.ModuleType):
+    """A module stand-in: explicit overrides, everything else read from the real module at access time."""
+
+    def __init__(self, real: types.ModuleType, overrides: dict[str, Any]) -> None:
+        super().__init__(real.__name__, real.__doc__)
+        self.__dict__["_racecheck_real"] = real
+        self.__dict__.update(overrides)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_racecheck_real"], name)
+
+    def __repr__(self) -> str:
+        return f"<racecheck fakefs facade of {self.__dict__['_racecheck_real'].__name__}>"
+
+
+def _shown(path: Any) -> str:
+    return os.fspath(path)
+
+
+# -------------------------------------------------------------------------------------------- builtins.open
+def fake_open(file: Any, mode: str = "r", buffering: int = -1, encoding: str | None = None,
+              errors: str | None = None, newline: str | None = None, closefd: bool = True,
+              opener: Any = None) -> Any:
+    """``open()``: fake for mounted paths and fake descriptors, the real ``open`` otherwise."""
+    store = fd_store(file)
+    if store is not None:
+        return handles.fdopen(store, file, mode, buffering, encoding, errors, newline, closefd)
+    hit = target(file)
+    if hit is None:
+        return real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+    store, path = hit
+    return handles.open_file(store, path, mode, buffering, encoding, errors, newline, shown=file)
+
+
+# ------------------------------------------------------------------------------------------------- os
+def remove(path: Any, *, dir_fd: Any = None) -> None:
+    hit = target(path)
+    if hit is None:
+        return _real_os.remove(path, dir_fd=dir_fd)
+    hit[0].remove(hit[1], shown=_shown(path))
+
+
+def _rename(src: Any, dst: Any, replace: bool, real: Any, **kw: Any) -> None:
+    s, d = target(src), target(dst)
+    if s is None and d is None:
+        return real(src, dst, **kw)
+    if s is None or d is None or s[0] is not d[0]:
+        raise posix_error(errno.EXDEV, _shown(src), _shown(dst))  # the store is its own device
+    s[0].rename(s[1], d[1], replace=replace, shown=(_shown(src), _shown(dst)))
+
+
+def rename(src: Any, dst: Any, *, src_dir_fd: Any = None, dst_dir_fd: Any = None) -> None:
+    _rename(src, dst, False, _real_os.rename, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+
+
+def replace(src: Any, dst: Any, *, src_dir_fd: Any = None, dst_dir_fd: Any = None) -> None:
+    _rename(src, dst, True, _real_os.replace, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+
+
+def stat(path: Any, *, dir_fd: Any = None, follow_symlinks: bool = True) -> os.stat_result:
+    store = fd_store(path)
+    if store is not None:
+        return store.h_fstat(store.fds[path])
+    hit = target(path)
+    if hit is None:
+        return _real_os.stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+    return hit[0].stat(hit[1], shown=_shown(path))
+
+
+def lstat(path: Any, *, dir_fd: Any = None) -> os.stat_result:
+    hit = target(path)
+    if hit is None:
+        return _real_os.lstat(path, dir_fd=dir_fd)
+    return hit[0].stat(hit[1], shown=_shown(path))
+
+
+def mkdir(path: Any, mode: int = 0o777, *, dir_fd: Any = None) -> None:
+    hit = target(path)
+    if hit is None:
+        return _real_os.mkdir(path, mode, dir_fd=dir_fd)
+    hit[0].mkdir(hit[1], shown=_shown(path))
+
+
+def makedirs(name: Any, mode: int = 0o777, exist_ok: bool = False) -> None:
+    """os.makedirs, step by step through the stand-ins (the real one would call the real os.mkdir)."""
+    if target(name) is None:
+        return _real_os.makedirs(name, mode, exist_ok)
+    head, tail = posixpath.split(os.fspath(name))
+    if not tail:
+        head, tail = posixpath.split(head)
+    if head and tail and not exists(head):
+        try:
+            makedirs(head, exist_ok=exist_ok)
+        except FileExistsError:
+            pass
+    try:
+        mkdir(name, mode)
+    except OSError:
+        if not exist_ok or not isdir(name):
+            raise
+
+
+def rmdir(path: Any, *, dir_fd: Any = None) -> None:
+    hit = target(path)
+    if hit is None:
+        return _real_os.rmdir(path, dir_fd=dir_fd)
+    hit[0].rmdir(hit[1], shown=_shown(path))
+
+
+def listdir(path: Any = ".") -> list:
+    hit = target(path)
+    if hit is None:
+        return _real_os.listdir(path)
+    return [name for name, _ in hit[0].listdir(hit[1], shown=_shown(path))]
+
+
+class FakeDirEntry:
+    """os.DirEntry for a fake directory; ``stat()`` asks the store again, like the real one's lstat."""
+
+    __slots__ = ("name", "path", "_dir", "_store", "_full")
+
+    def __init__(self, store: Any, directory: str, shown_dir: str, name: str, is_dir: bool) -> None:
+        self.name = name
+        self.path = posixpath.join(shown_dir, name)
+        self._full = posixpath.join(directory, name)
+        self._store = store
+        self._dir = is_dir
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        return self._dir
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        return not self._dir
+
+    def is_symlink(self) -> bool:
+        return False
+
+    def is_junction(self) -> bool:
+        return False
+
+    def inode(self) -> int:
+        return self.stat().st_ino
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        return self._store.stat(self._full, shown=self.path)
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __repr__(self) -> str:
+        return f"<FakeDirEntry {self.name!r}>"
+
+
+class _ScandirIterator:
+    def __init__(self, entries: list[FakeDirEntry]) -> None:
+        self._it = iter(entries)
+
+    def __iter__(self) -> _ScandirIterator:
+        return self
+
+    def __next__(self) -> FakeDirEntry:
+        return next(self._it)
+
+    def close(self) -> None:
+        self._it = iter(())
+
+    def __enter__(self) -> _ScandirIterator:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def scandir(path: Any = ".") -> Any:
+    hit = target(path)
+    if hit is None:
+        return _real_os.scandir(path)
+    store, norm = hit
+    shown = _shown(path)
+    listing = store.listdir(norm, shown=shown)
+    return _ScandirIterator([FakeDirEntry(store, norm, shown, name, node.is_dir) for name, node in listing])
+
+
+def walk(top: Any, topdown: bool = True, onerror: Any = None, followlinks: bool = False) -> Any:
+    """os.walk over the stand-ins (the real one calls the real scandir)."""
+    if target(top) is None:
+        yield from _real_os.walk(top, topdown, onerror, followlinks)
+        return
+    try:
+        entries = list(scandir(top))
+    except OSError as exc:
+        if onerror is not None:
+            onerror(exc)
+        return
+    dirs = [e.name for e in entries if e.is_dir()]
+    files = [e.name for e in entries if not e.is_dir()]
+    if topdown:
+        yield os.fspath(top), dirs, files
+    for name in dirs:
+        yield from walk(posixpath.join(os.fspath(top), name), topdown, onerror, followlinks)
+    if not topdown:
+        yield os.fspath(top), dirs, files
+
+
+def chmod(path: Any, mode: int, *, dir_fd: Any = None, follow_symlinks: bool = True) -> None:
+    hit = target(path)
+    if hit is None:
+        return _real_os.chmod(path, mode, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+    hit[0].chmod(hit[1], mode, shown=_shown(path))
+
+
+def utime(path: Any, times: Any = None, *, ns: Any = None, dir_fd: Any = None,
+          follow_symlinks: bool = True) -> None:
+    hit = target(path)
+    if hit is None:
+        kw = {"ns": ns} if ns is not None else {}
+        return _real_os.utime(path, times, dir_fd=dir_fd, follow_symlinks=follow_symlinks, **kw)
+    when = times[1] if times else (ns[1] / 1e9 if ns else None)
+    hit[0].utime(hit[1], when, shown=_shown(path))
+
+
+def truncate(path: Any, length: int) -> None:
+    store = fd_store(path)
+    if store is not None:
+        store.h_truncate(store.fds[path], length)
+        return
+    hit = target(path)
+    if hit is None:
+        return _real_os.truncate(path, length)
+    hit[0].truncate_path(hit[1], length, shown=_shown(path))
+
+
+def access(path: Any, mode: int, *, dir_fd: Any = None, effective_ids: bool = False,
+           follow_symlinks: bool = True) -> bool:
+    hit = target(path)
+    if hit is None:
+        return _real_os.access(path, mode, dir_fd=dir_fd, effective_ids=effective_ids,
+                               follow_symlinks=follow_symlinks)
+    return hit[0].stat(hit[1], quiet=True) is not None
+
+
+def _no_links(real: Any) -> Any:
+    def fn(src: Any, dst: Any, *args: Any, **kw: Any) -> None:
+        if target(src) is None and target(dst) is None:
+            return real(src, dst, *args, **kw)
+        raise posix_error(errno.EPERM, _shown(src), _shown(dst))  # the fake has no links (documented limit)
+
+    fn.__name__ = real.__name__
+    return fn
+
+
+def readlink(path: Any, *, dir_fd: Any = None) -> str:
+    hit = target(path)
+    if hit is None:
+        return _real_os.readlink(path, dir_fd=dir_fd)
+    hit[0].stat(hit[1], shown=_shown(path))
+    raise posix_error(errno.EINVAL, _shown(path))
+
+
+# ---------------------------------------------------------------------------------------- descriptors
+def os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: Any = None) -> int:
+    hit = target(path)
+    if hit is None:
+        return _real_os.open(path, flags, mode, dir_fd=dir_fd)
+    return hit[0].open(hit[1], flags, shown=_shown(path), api="open").fd
+
+
+def close(fd: int) -> None:
+    store = fd_store(fd)
+    if store is None:
+        return _real_os.close(fd)
+    store.h_close(store.fds[fd])
+
+
+def write(fd: int, data: Any) -> int:
+    store = fd_store(fd)
+    if store is None:
+        return _real_os.write(fd, data)
+    return store.h_write(store.fds[fd], bytes(data))
+
+
+def read(fd: int, n: int) -> bytes:
+    store = fd_store(fd)
+    if store is None:
+        return _real_os.read(fd, n)
+    return store.h_read(store.fds[fd], n)
+
+
+def lseek(fd: int, pos: int, how: int) -> int:
+    store = fd_store(fd)
+    if store is None:
+        return _real_os.lseek(fd, pos, how)
+    return store.h_seek(store.fds[fd], pos, how)
+
+
+def fsync(fd: Any) -> None:
+    if not isinstance(fd, int) and hasattr(fd, "fileno"):
+        fd = fd.fileno()
+    store = fd_store(fd)
+    if store is None:
+        return _real_os.fsync(fd)
+    store.h_fsync(store.fds[fd])
+
+
+def fstat(fd: int) -> os.stat_result:
+    store = fd_store(fd)
+    if store is None:
+        return _real_os.fstat(fd)
+    return store.h_fstat(store.fds[fd])
+
+
+def ftruncate(fd: int, length: int) -> None:
+    store = fd_store(fd)
+    if store is None:
+        return _real_os.ftruncate(fd, length)
+    store.h_truncate(store.fds[fd], length)
+
+
+def fdopen(fd: int, mode: str = "r", buffering: int = -1, encoding: str | None = None, *args: Any,
+           **kwargs: Any) -> Any:
+    store = fd_store(fd)
+    if store is None:
+        return _real_os.fdopen(fd, mode, buffering, encoding, *args, **kwargs)
+    return handles.fdopen(store, fd, mode, buffering, encoding, *args, **kwargs)
+
+
+def sync() -> None:
+    from racecheck.fakefs.mount import run_store
+
+    store = run_store()
+    if store is None:
+        return _real_os.sync()
+    store.sync()
+
+
+# -------------------------------------------------------------------------------------------- os.path
+def _quiet_stat(path: Any) -> os.stat_result | None:
+    hit = target(path)
+    if hit is None:
+        return None
+    return hit[0].stat(hit[1], quiet=True)
+
+
+def exists(path: Any) -> bool:
+    if fd_store(path) is not None:
+        return True
+    if target(path) is None:
+        return _real_path.exists(path)
+    return _quiet_stat(path) is not None
+
+
+def lexists(path: Any) -> bool:
+    if target(path) is None:
+        return _real_path.lexists(path)
+    return _quiet_stat(path) is not None
+
+
+def isfile(path: Any) -> bool:
+    if target(path) is None:
+        return _real_path.isfile(path)
+    st = _quiet_stat(path)
+    return st is not None and stat_mod.S_ISREG(st.st_mode)
+
+
+def isdir(path: Any) -> bool:
+    if target(path) is None:
+        return _real_path.isdir(path)
+    st = _quiet_stat(path)
+    return st is not None and stat_mod.S_ISDIR(st.st_mode)
+
+
+def islink(path: Any) -> bool:
+    if target(path) is None:
+        return _real_path.islink(path)
+    return False
+
+
+def _stat_field(real: Any, field: str) -> Any:
+    def fn(path: Any) -> Any:
+        if target(path) is None:
+            return real(path)
+        return getattr(stat(path), field)
+
+    fn.__name__ = real.__name__
+    return fn
+
+
+path_facade = Facade(_real_path, {
+    "exists": exists, "lexists": lexists, "isfile": isfile, "isdir": isdir, "islink": islink,
+    "getsize": _stat_field(_real_path.getsize, "st_size"),
+    "getmtime": _stat_field(_real_path.getmtime, "st_mtime"),
+    "getatime": _stat_field(_real_path.getatime, "st_atime"),
+    "getctime": _stat_field(_real_path.getctime, "st_ctime"),
+})
+
+os_facade = Facade(_real_os, {
+    "path": path_facade, "remove": remove, "unlink": remove, "rename": rename, "replace": replace,
+    "stat": stat, "lstat": lstat, "mkdir": mkdir, "makedirs": makedirs, "rmdir": rmdir, "listdir": listdir,
+    "scandir": scandir, "walk": walk, "chmod": chmod, "utime": utime, "truncate": truncate, "access": access,
+    "link": _no_links(_real_os.link), "symlink": _no_links(_real_os.symlink), "readlink": readlink,
+    "open": os_open, "close": close, "write": write, "read": read, "lseek": lseek, "fsync": fsync,
+    "fdatasync": fsync, "fstat": fstat, "ftruncate": ftruncate, "fdopen": fdopen, "sync": sync,
+})
+
+io_facade = Facade(io, {"open": fake_open})
+
+__racecheck_engine__ = True  # the fake is part of the engine: never instrumented itself

@@ -1,0 +1,60 @@
+"""Let ``torch.save(obj, "/racefs/x.ckpt")`` and ``torch.load("/racefs/x.ckpt")`` reach the store.
+
+``torch.load(path)`` opens the file with Python's ``open`` (``torch.serialization._open_file``), so instrumenting
+``torch.serialization`` with the builtin-``open`` stand-in is enough. ``torch.save(path)`` is different: for an
+ASCII path it hands the *name* to C++ (``PyTorchFileWriter(name)``), which writes to the real disk, out of reach of
+any Python patch. So, once ``torch.serialization`` is loaded, we also register a stand-in for its module global
+``_open_zipfile_writer`` that, for mounted paths only, opens the fake file and uses torch's own buffer writer.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from racecheck.fakefs.mount import target
+
+_registered = False
+
+
+def register() -> bool:
+    """Register the torch.serialization stand-in if torch is loaded (idempotent); True when registered."""
+    global _registered
+    if _registered:
+        return True
+    ser = sys.modules.get("torch.serialization")
+    if ser is None or not hasattr(ser, "_open_zipfile_writer_buffer"):
+        return False
+    from racecheck import instrument
+    from racecheck.fakefs.os_facade import fake_open
+
+    real_writer = ser._open_zipfile_writer
+
+    class _FakeFileZipWriter(ser._open_zipfile_writer_buffer):
+        """torch's buffer writer over a fake file that it also closes."""
+
+        def __init__(self, path: Any) -> None:
+            self._fake_file = fake_open(path, "wb")
+            try:
+                super().__init__(self._fake_file)
+            except BaseException:
+                self._fake_file.close()
+                raise
+
+        def __exit__(self, *args: Any) -> None:
+            try:
+                super().__exit__(*args)
+            finally:
+                self._fake_file.close()
+
+    def _open_zipfile_writer(name_or_buffer: Any) -> Any:
+        if isinstance(name_or_buffer, (str, bytes)) or hasattr(name_or_buffer, "__fspath__"):
+            if target(name_or_buffer) is not None:
+                return _FakeFileZipWriter(name_or_buffer)
+        return real_writer(name_or_buffer)
+
+    instrument.register_swap(real_writer, _open_zipfile_writer)
+    _registered = True
+    return True
+
+__racecheck_engine__ = True  # the fake is part of the engine: never instrumented itself
