@@ -12,6 +12,7 @@ import click
 from racecheck.errors import TokenError
 from racecheck.explore import Result, explore, replay
 from racecheck.strategies import STRATEGIES
+from racecheck.tokens import decode
 
 __racecheck_engine__ = True
 
@@ -80,6 +81,10 @@ def run(scenario: str, target: str | None, strategy: str, schedules: int, seed: 
 @click.option("--target", default=None, help="checkpoint IO as module:Class (default: stock AsyncCheckpointIO)")
 def replay_cmd(scenario: str, token: str, target: str | None) -> None:
     """Replay TOKEN for SCENARIO and print its trace."""
+    try:
+        decode(token)  # a malformed token is reported before anything is imported or run
+    except TokenError as exc:
+        _bad_input(str(exc))
     target = target or _scenarios().STOCK_TARGET
     spec, cls, modules = _resolve(scenario, target)
     try:
