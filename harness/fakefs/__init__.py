@@ -43,8 +43,20 @@ _CANDIDATE_MODULES = (
     "torch.serialization",
     "pathlib",
 )
+
+
+class _ModuleList(tuple):
+    """A tuple of module names whose iteration also registers stand-ins for optional packages (torch) as soon as
+    the consumer has imported them: the engine imports each name while iterating, then instruments."""
+
+    def __iter__(self):
+        for name in tuple.__iter__(self):
+            yield name
+            _torch_hooks.register()
+
+
 # Only those whose top-level package is installed (checked without importing anything heavy).
-DEFAULT_MODULES = tuple(m for m in _CANDIDATE_MODULES if importlib.util.find_spec(m.split(".")[0]) is not None)
+DEFAULT_MODULES = _ModuleList(m for m in _CANDIDATE_MODULES if importlib.util.find_spec(m.split(".")[0]) is not None)
 
 os_facade = _fos.os_facade
 path_facade = _fos.path_facade

@@ -73,6 +73,18 @@ class FakeFS:
         if unknown:
             raise ValueError(f"unknown operation kinds {sorted(unknown)}; known: {sorted(ALL_OPS)}")
 
+    def config_key(self) -> str:
+        """Identity of this configuration for schedule tokens: a token replays only on the same filesystem."""
+        fields = ("semantics", "root", "crash", "crash_ops", "fault_window", "eio", "enospc_quota", "enospc",
+                  "latency", "torn_writes", "capture_tempdir", "tmpdir")
+        parts = []
+        for name in fields:
+            value = getattr(self, name)
+            if isinstance(value, (set, frozenset)):
+                value = sorted(value)
+            parts.append(f"{name}={value!r}")
+        return "FakeFS(" + ", ".join(parts) + ")"
+
     @property
     def temp_root(self) -> str:
         return self.tmpdir or posixpath.join(self.root, ".tmp")

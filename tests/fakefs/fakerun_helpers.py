@@ -1,0 +1,69 @@
+"""A minimal stand-in for the engine's Run, so the store can be tested without the scheduler.
+
+It records every scheduling point and answers ``choose`` from a script (label -> value, default 0), which is all
+the store needs from a run. Integration tests through ``racecheck.explore`` live in test_engine_integration.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import racecheck.fakefs as fakefs
+from racecheck import instrument
+from racecheck.errors import Crashed
+from racecheck.runtime import bind
+
+
+class FakeRun:
+    def __init__(self, choices: dict[str, Any] | None = None) -> None:
+        self.resources: dict[str, Any] = {}
+        self.points: list[str] = []
+        self.choices = dict(choices or {})
+        self.drawn: list[tuple[str, int, int]] = []
+        self.clock = 0.0
+        self.crash_reason: str | None = None
+
+    def schedule(self, op: str, *, enabled: Any = None, timeout: Any = None) -> bool:
+        self.points.append(op)
+        return True
+
+    def choose(self, n: int, label: str) -> int:
+        value = self.choices.get(label, 0)
+        if isinstance(value, list):
+            value = value.pop(0) if value else 0
+        value = min(int(value), n - 1)
+        self.drawn.append((label, n, value))
+        return value
+
+    def now(self) -> float:
+        return self.clock
+
+    def sleep(self, seconds: float) -> None:
+        self.points.append(f"sleep {seconds}")
+        self.clock += seconds
+
+    def crash(self, reason: str) -> None:
+        self.crash_reason = reason
+        raise Crashed(reason)
+
+    def on_finish(self, callback: Any) -> None:
+        pass
+
+    def new_object_id(self, kind: str) -> str:
+        return f"{kind}#0"
+
+
+@contextlib.contextmanager
+def bound_run(fs: Any = "posix", choices: dict | None = None, modules: tuple = ()):
+    """Bind a FakeRun with a fresh store to this thread (and instrument ``modules``) for the block."""
+    run = FakeRun(choices)
+    fakefs.begin_run(run, fs)
+    patch = instrument.apply(instrument.resolve_modules(modules)) if modules else None
+    bind(run, object())
+    try:
+        yield run
+    finally:
+        bind(None, None)
+        if patch is not None:
+            patch.restore()
