@@ -218,7 +218,7 @@ def test_6_caller_blocks_when_max_pending_snapshots_exist(tmp_path, inner, spy):
     io = LockedAsyncCheckpointIO(inner, max_pending=2)
     snapshots = []
     real_snapshot = io._snapshot
-    io._snapshot = lambda c: snapshots.append(c["v"]) or real_snapshot(c)
+    io._snapshot = lambda c, buffers=None: snapshots.append(c["v"]) or real_snapshot(c, buffers)
     gate = inner.gate("a.ckpt")
     io.save_checkpoint(ck(1), str(tmp_path / "a.ckpt"))  # being written
     gate.wait_entered()
@@ -478,3 +478,35 @@ def test_10_strategy_plugs_default_io_into_the_wrapper():
     trainer = Trainer(plugins=[io], accelerator="cpu", logger=False, enable_progress_bar=False)
     assert trainer.strategy.checkpoint_io is io
     assert type(io.checkpoint_io) is TorchCheckpointIO
+
+
+# ---------------------------------------------------------------- 5/6. pooled snapshot storage
+
+
+def test_5_pooled_buffers_are_reused_only_after_their_write_completed(tmp_path):
+    from locked_helpers import Gate
+
+    io = LockedAsyncCheckpointIO(TorchCheckpointIO(), max_pending=2)
+    a, b, c = (str(tmp_path / f"{n}.ckpt") for n in "abc")
+    gate = Gate()
+    io.save_checkpoint(ck(1, blocker=_BlockWhilePickled(gate)), a)  # a's snapshot is being written
+    gate.wait_entered()
+    io.save_checkpoint(ck(2), b)  # must not take a's storage
+    assert io._pool == {}
+    gate.release()
+    io.wait()
+    pooled = sum(len(v) for v in io._pool.values())
+    assert pooled == 2  # both snapshots' "w" storage is free for reuse now
+    io.save_checkpoint(ck(3), c)  # reuses one of them
+    io.wait()
+    assert [torch.load(p, weights_only=False)["w"][0].item() for p in (a, b, c)] == [1.0, 2.0, 3.0]
+    io.teardown()
+    assert io._pool == {}  # freed at teardown
+
+
+def test_5_no_pooling_when_another_checkpoint_io_writes(tmp_path, inner):
+    io = LockedAsyncCheckpointIO(inner)
+    io.save_checkpoint(ck(1), str(tmp_path / "a.ckpt"))
+    io.wait()
+    assert io._pool == {}
+    io.teardown()
