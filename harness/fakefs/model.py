@@ -189,7 +189,8 @@ class Store:
 
     # ------------------------------------------------------------------------------------ namespace ops
     def open(self, path: str, flags: int, *, shown: str | None = None, mode: str = "", api: str = "open",
-             share_delete: bool = False, delete_on_close: bool = False) -> Handle:
+             share_delete: bool = False, delete_on_close: bool = False, directory_ok: bool = False) -> Handle:
+        """open(2). ``directory_ok``: os.open may open a directory read-only (to fsync it); open() may not."""
         shown = path if shown is None else shown
         text = f"open {path} {mode or _flag_text(flags)}"
         run = self._enter("open", text)
@@ -211,7 +212,7 @@ class Store:
                 if inode.is_dir:
                     if self.sem.name == "windows":
                         raise self.sem.error(errno.EACCES, shown, api="open")
-                    if writing:
+                    if writing or not directory_ok:
                         raise self.sem.error(errno.EISDIR, shown, api=api)
                 if flags & os.O_TRUNC and writing and inode.data:
                     inode.data = bytearray()
@@ -234,8 +235,7 @@ class Store:
             if inode is None:
                 raise self.sem.error(errno.ENOENT, shown, winerror=2)
             if inode.is_dir:
-                code = errno.EISDIR if parent is not None else errno.EBUSY
-                raise self.sem.error(code, shown, winerror=ERROR_ACCESS_DENIED)
+                raise self.sem.error(errno.EISDIR, shown, winerror=ERROR_ACCESS_DENIED)
             if self.sem.name == "windows":
                 if inode.delete_pending:
                     raise self.sem.error(errno.EACCES, shown, winerror=ERROR_ACCESS_DENIED)
@@ -262,9 +262,9 @@ class Store:
         run = self._enter("rename", text)
         with self._lock:
             sp, skey, _sname, snode = self._lookup(src, s_shown, path2=d_shown)
+            dp, dkey, dname, dnode = self._lookup(dst, s_shown, path2=d_shown)
             if snode is None:
                 raise self.sem.error(errno.ENOENT, s_shown, d_shown, winerror=2)
-            dp, dkey, dname, dnode = self._lookup(dst, d_shown, path2=d_shown)
             if dp is None or sp is None:
                 raise self.sem.error(errno.EBUSY, s_shown, d_shown, winerror=ERROR_ACCESS_DENIED)
             win = self.sem.name == "windows"

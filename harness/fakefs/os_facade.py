@@ -291,7 +291,7 @@ def os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: Any = None) -> 
     hit = target(path)
     if hit is None:
         return _real_os.open(path, flags, mode, dir_fd=dir_fd)
-    return hit[0].open(hit[1], flags, shown=_shown(path), api="open").fd
+    return hit[0].open(hit[1], flags, shown=_shown(path), api="open", directory_ok=True).fd
 
 
 def close(fd: int) -> None:

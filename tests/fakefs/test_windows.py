@@ -1,0 +1,159 @@
+"""Windows semantics: each sharing violation with its class, errno, winerror and exact message."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+import racecheck.fakefs as fakefs
+
+fos = fakefs.os_facade
+fopen = fakefs.fake_open
+R = "/racefs"
+SHARING = "The process cannot access the file because it is being used by another process"
+
+
+def _check(exc: BaseException, cls: type, code: int, winerror: int, text: str) -> None:
+    assert isinstance(exc, cls)
+    assert exc.errno == code
+    assert exc.winerror == winerror
+    assert str(exc) == text
+
+
+def _make(path: str, data: bytes = b"data") -> None:
+    with fopen(path, "wb") as f:
+        f.write(data)
+
+
+def test_remove_open_file_is_sharing_violation(windows_run):
+    _make(f"{R}/a.ckpt")
+    with fopen(f"{R}/a.ckpt", "rb"):
+        with pytest.raises(PermissionError) as info:
+            fos.remove(f"{R}/a.ckpt")
+    _check(info.value, PermissionError, errno.EACCES, 32, f"[WinError 32] {SHARING}: '{R}/a.ckpt'")
+    fos.remove(f"{R}/a.ckpt")  # closed: fine
+    assert fos.listdir(R) == []
+
+
+def test_unlink_file_open_for_writing(windows_run):
+    f = fopen(f"{R}/w.ckpt", "wb")
+    f.write(b"partial")
+    with pytest.raises(PermissionError) as info:
+        fos.unlink(f"{R}/w.ckpt")
+    assert info.value.winerror == 32
+    f.close()
+
+
+def test_rename_open_source_is_sharing_violation(windows_run):
+    _make(f"{R}/tmp.ckpt")
+    with fopen(f"{R}/tmp.ckpt", "rb"):
+        with pytest.raises(PermissionError) as info:
+            fos.replace(f"{R}/tmp.ckpt", f"{R}/final.ckpt")
+    _check(info.value, PermissionError, errno.EACCES, 32,
+           f"[WinError 32] {SHARING}: '{R}/tmp.ckpt' -> '{R}/final.ckpt'")
+
+
+def test_replace_onto_open_target_is_access_denied(windows_run):
+    """MoveFileEx onto a target another handle holds open fails with ERROR_ACCESS_DENIED (5)."""
+    _make(f"{R}/tmp.ckpt", b"new")
+    _make(f"{R}/final.ckpt", b"old")
+    with fopen(f"{R}/final.ckpt", "rb"):
+        with pytest.raises(PermissionError) as info:
+            fos.replace(f"{R}/tmp.ckpt", f"{R}/final.ckpt")
+    _check(info.value, PermissionError, errno.EACCES, 5,
+           f"[WinError 5] Access is denied: '{R}/tmp.ckpt' -> '{R}/final.ckpt'")
+    fos.replace(f"{R}/tmp.ckpt", f"{R}/final.ckpt")
+    assert fopen(f"{R}/final.ckpt", "rb").read() == b"new"
+
+
+def test_rename_onto_existing_target_fails(windows_run):
+    _make(f"{R}/a")
+    _make(f"{R}/b")
+    with pytest.raises(FileExistsError) as info:
+        fos.rename(f"{R}/a", f"{R}/b")
+    _check(info.value, FileExistsError, errno.EEXIST, 183,
+           f"[WinError 183] Cannot create a file when that file already exists: '{R}/a' -> '{R}/b'")
+
+
+def test_delete_pending_gives_access_denied(windows_run):
+    """A share-delete handle (O_TEMPORARY, as NamedTemporaryFile uses) lets remove() succeed, but the name lingers
+    in delete-pending state until the last handle closes: opening, stat-ing or removing it again is denied."""
+    store = windows_run.resources["fakefs"]
+    handle = store.open(f"{R}/t.tmp", 0o1 | 0o100, share_delete=True)  # O_WRONLY | O_CREAT
+    fos.remove(f"{R}/t.tmp")
+    assert fos.listdir(R) == ["t.tmp"]
+    with pytest.raises(PermissionError) as info:
+        fos.remove(f"{R}/t.tmp")
+    _check(info.value, PermissionError, errno.EACCES, 5, f"[WinError 5] Access is denied: '{R}/t.tmp'")
+    with pytest.raises(PermissionError) as info:
+        fos.stat(f"{R}/t.tmp")
+    assert info.value.winerror == 5
+    with pytest.raises(PermissionError) as info:
+        fopen(f"{R}/t.tmp", "rb")
+    assert info.value.errno == errno.EACCES and str(info.value) == f"[Errno 13] Permission denied: '{R}/t.tmp'"
+    store.h_close(handle)
+    assert fos.listdir(R) == []
+
+
+def test_named_temporary_file_deletes_on_close(windows_run):
+    with fakefs.tempfile_facade.NamedTemporaryFile(dir=R) as f:
+        f.write(b"x")
+        name = f.name
+        fos.remove(name)  # O_TEMPORARY shares delete
+    assert not fos.path.exists(name)
+
+
+def test_case_insensitive_names_keep_their_case(windows_run):
+    _make(f"{R}/Epoch=1.CKPT")
+    assert fos.path.exists(f"{R}/epoch=1.ckpt")
+    with fopen(f"{R}/EPOCH=1.ckpt", "rb") as f:
+        assert f.read() == b"data"
+    assert fos.listdir(R) == ["Epoch=1.CKPT"]
+    fos.rename(f"{R}/epoch=1.ckpt", f"{R}/epoch=1.ckpt")  # case-only rename keeps the entry
+    assert fos.listdir(R) == ["epoch=1.ckpt"]
+    fos.remove(f"{R}/EPOCH=1.CKPT")
+    assert fos.listdir(R) == []
+
+
+def test_directory_errors(windows_run):
+    fos.makedirs(f"{R}/d/e")
+    with pytest.raises(PermissionError) as info:
+        fos.remove(f"{R}/d")
+    assert info.value.winerror == 5
+    with pytest.raises(OSError) as info:
+        fos.rmdir(f"{R}/d")
+    _check(info.value, OSError, errno.ENOTEMPTY, 145, f"[WinError 145] The directory is not empty: '{R}/d'")
+    with pytest.raises(FileNotFoundError) as info:
+        fos.remove(f"{R}/missing")
+    _check(info.value, FileNotFoundError, errno.ENOENT, 2,
+           f"[WinError 2] The system cannot find the file specified: '{R}/missing'")
+    with pytest.raises(FileNotFoundError) as info:
+        fos.listdir(f"{R}/nodir/x")
+    assert info.value.winerror == 3
+
+
+def test_open_missing_file_is_a_crt_error_without_winerror(windows_run):
+    with pytest.raises(FileNotFoundError) as info:
+        fopen(f"{R}/missing", "rb")
+    assert not hasattr(info.value, "winerror")
+    assert str(info.value) == f"[Errno 2] No such file or directory: '{R}/missing'"
+
+
+def test_posix_unlink_and_rename_over_open_files_succeed(posix_run):
+    store = posix_run.resources["fakefs"]
+    f = fopen(f"{R}/a", "wb")
+    f.write(b"before")
+    f.flush()
+    fos.remove(f"{R}/a")
+    f.write(b"-after")
+    f.flush()
+    assert store.open_handles() == [(f"{R}/a", "wb", True)]  # an orphan, still written
+    f.close()
+    assert store.files() == []
+    _make(f"{R}/target", b"old")
+    _make(f"{R}/src", b"new")
+    with fopen(f"{R}/target", "rb") as reader:
+        fos.replace(f"{R}/src", f"{R}/target")
+        assert reader.read() == b"old"  # the open handle keeps the replaced inode
+    assert fopen(f"{R}/target", "rb").read() == b"new"
