@@ -224,6 +224,17 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
         assert self.checkpoint_io is not None
         return self.checkpoint_io.load_checkpoint(path, *args, **kwargs)
 
+    def exists(self, path: Any) -> bool:
+        """Whether ``path`` will exist once the queue is applied: the last queued save/remove of ``path``
+        decides; otherwise the filesystem does. Lets ``ModelCheckpoint`` pick names without flushing."""
+        key = _path_key(path)
+        with self._cond:
+            for op in reversed(self._ops):
+                if op.key == key and op.state in (_QUEUED, _RUNNING):
+                    return op.kind == "save"
+        fs, urlpath = fsspec.core.url_to_fs(os.fspath(path))
+        return bool(fs.exists(urlpath))
+
     def wait(self) -> None:
         """Barrier: return once every operation queued before this call is applied; raise a background error
         if one is pending."""
