@@ -321,8 +321,16 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
         """Append ``op`` and make sure a worker runs (called with the lock held)."""
         self._ops.append(op)
         if self._thread is None:
-            self._thread = threading.Thread(target=self._worker, name="LockedAsyncCheckpointIO", daemon=False)
-            self._thread.start()
+            thread = threading.Thread(target=self._worker, name="LockedAsyncCheckpointIO", daemon=False)
+            try:
+                thread.start()
+            except BaseException:  # e.g. "can't start new thread" at interpreter shutdown: nothing queued
+                self._ops.pop()
+                self._release(op)
+                if op.kind == "save":
+                    self._slots -= 1
+                raise
+            self._thread = thread
         self._cond.notify_all()
 
     # ------------------------------------------------------------------ worker side
