@@ -91,6 +91,21 @@ def prepare() -> None:
 _torch_hooks.register()
 
 
+def _register_fsspec() -> None:
+    """The pyproject entry point registers racefs:// when installed; this covers a source checkout too."""
+    try:
+        import fsspec
+
+        from racecheck.fakefs.fsspec_adapter import RaceFileSystem
+
+        fsspec.register_implementation("racefs", RaceFileSystem, clobber=True)
+    except ImportError:  # fsspec is a dependency; tolerate its absence in stripped-down environments
+        pass
+
+
+_register_fsspec()
+
+
 def default_modules() -> list[str]:
     """DEFAULT_MODULES that import in this environment (imports them; registers the torch stand-in)."""
     names = []
