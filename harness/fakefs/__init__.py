@@ -95,7 +95,6 @@ def _register_fsspec() -> None:
     """The pyproject entry point registers racefs:// when installed; this covers a source checkout too."""
     try:
         import fsspec
-
         from racecheck.fakefs.fsspec_adapter import RaceFileSystem
 
         fsspec.register_implementation("racefs", RaceFileSystem, clobber=True)

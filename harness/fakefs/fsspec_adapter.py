@@ -17,7 +17,6 @@ from typing import Any
 
 from fsspec.spec import AbstractFileSystem
 from fsspec.utils import stringify_path
-
 from racecheck.fakefs import handles
 from racecheck.fakefs.mount import current_store
 

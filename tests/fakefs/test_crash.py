@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 import racecheck.fakefs as fakefs
 from fakerun_helpers import FakeRun
 from racecheck.errors import Crashed

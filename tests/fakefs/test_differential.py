@@ -11,11 +11,10 @@ import os
 import shutil
 import tempfile
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 import racecheck.fakefs as fakefs
 from fakerun_helpers import bound_run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 NAMES = ["a", "b", "d", "d/a", "d/e", "d/e/f", "x/y"]
 DATA = st.binary(min_size=0, max_size=12)
@@ -93,7 +92,7 @@ class Side:
 
     def tree(self) -> list:
         out = []
-        for top, dirs, files in self.os.walk(self.root):
+        for top, _dirs, files in self.os.walk(self.root):
             rel = os.path.relpath(top, self.root)
             out.append((rel, "dir"))
             for name in files:
@@ -116,7 +115,7 @@ def test_fake_posix_matches_real_os(actions):
             fake_out = [fake.step(a) for a in actions]
             fake.close_all()
             fake_tree = fake.tree()
-        for i, (a, r, f) in enumerate(zip(actions, real_out, fake_out)):
+        for i, (a, r, f) in enumerate(zip(actions, real_out, fake_out, strict=True)):
             assert r == f, f"step {i} {a}: real {r!r} != fake {f!r}"
         assert real_tree == fake_tree
     finally:

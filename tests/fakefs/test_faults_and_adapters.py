@@ -8,7 +8,6 @@ import threading
 
 import fsspec
 import pytest
-
 import racecheck.fakefs as fakefs
 from fakerun_helpers import bound_run
 from racecheck.fakefs import FakeFS
@@ -105,7 +104,7 @@ def test_fsspec_primitives_and_transaction():
         with fs.transaction:
             with fs.open("racefs://d/u.bin", "wb") as f:
                 f.write(b"never")
-            1 / 0
+            raise ZeroDivisionError
     assert not fs.exists("racefs://d/u.bin")
     fs.rm("racefs://d", recursive=True)
     assert store.files() == [] and not fs.exists("racefs://d")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 
 import pytest
-
 import racecheck.fakefs as fakefs
 
 fos = fakefs.os_facade
