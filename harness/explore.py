@@ -116,6 +116,7 @@ def _modules(fn: Callable, instrument: Any, fs: Any) -> list[types.ModuleType]:
             except Exception:  # noqa: BLE001 - optional integrations (e.g. lightning) may be absent
                 continue
             targets.append(name)
+        fakefs.prepare()  # stand-ins for optional packages (torch), now imported, before anything is instrumented
     return _instrument.resolve_modules(targets)
 
 

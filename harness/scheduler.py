@@ -143,6 +143,7 @@ class Run:
         self._finish_callbacks: list[Callable[[Run], None]] = []
         self._counters: dict[str, int] = {}
         self._root: ThreadRecord | None = None
+        self._recovering = False  # after a crash, the recovery phase's failures are real findings
 
     # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
 
@@ -364,7 +365,7 @@ class Run:
         return f"deadlock: no thread can run ({waits})"
 
     def _fail(self, kind: str, exc: BaseException, rec: ThreadRecord | None) -> None:
-        if self.failure is None and not self.crashed:
+        if self.failure is None and (not self.crashed or self._recovering):
             self.failure = FailureInfo(kind, exc, None if rec is None else rec.tid)
         self.aborting = True
         self.done.set()
@@ -445,6 +446,7 @@ class Run:
     def reset_for_phase(self) -> None:
         """Prepare a second phase (recovery after a crash) on the same run: same choice stream and clock."""
         self.aborting = False
+        self._recovering = True
         self.done = _real_Event()
 
     def finish(self) -> None:

@@ -106,8 +106,6 @@ def test_crash_careless_save_can_leave_an_empty_file():
     assert b"" in SURVIVORS, "the journal committed the rename, the unsynced data was lost"
 
 
-@pytest.mark.xfail(reason="engine: a failure raised by on_crash is dropped because run.crashed stays set "
-                          "(Run._fail ignores failures once crashed); reported to the integrator", strict=False)
 def test_crash_careless_save_found_and_replayed():
     result = racecheck.explore(careless_save, strategy="dfs", schedules=500, fs=CRASHY, on_crash=recovery)
     assert not result.ok and "partial checkpoint" in str(result.failure.exception)
