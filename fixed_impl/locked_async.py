@@ -413,7 +413,10 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
             _silently(os.remove, tmp)
             raise
         if hasattr(os, "O_DIRECTORY"):  # POSIX: make the rename itself durable
-            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            except PermissionError:
+                return  # a platform that cannot open directories (Windows semantics) has no directory fsync
             try:
                 os.fsync(fd)
             finally:

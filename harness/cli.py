@@ -70,7 +70,8 @@ def run(scenario: str, target: str | None, strategy: str, schedules: int, seed: 
     """Explore SCENARIO against a target; exit 1 with a token if a race is found."""
     target = target or _scenarios().STOCK_TARGET
     spec, cls, modules = _resolve(scenario, target)
-    result = explore(spec.test_function(cls), strategy=strategy, schedules=schedules, seed=seed, instrument=modules)
+    fn = spec.test_function(cls)
+    result = explore(fn, strategy=strategy, schedules=schedules, seed=seed, instrument=modules, fs=spec.fs)
     _report(result, f"{scenario} on {target}")
     sys.exit(0 if result.ok else 1)
 
@@ -88,7 +89,7 @@ def replay_cmd(scenario: str, token: str, target: str | None) -> None:
     target = target or _scenarios().STOCK_TARGET
     spec, cls, modules = _resolve(scenario, target)
     try:
-        result = replay(spec.test_function(cls), token, instrument=modules)
+        result = replay(spec.test_function(cls), token, instrument=modules, fs=spec.fs)
     except TokenError as exc:
         _bad_input(str(exc))
     if result.failure is not None:
@@ -117,10 +118,14 @@ def demo(schedules: int, seed: int) -> None:
     same = again.failure is not None and again.failure.trace == found.failure.trace
     click.echo(f"replay of the token: {'identical trace' if same else 'DIFFERENT trace'}")
     verified = {}
-    for strategy in ("pct", "random"):
-        fn = scenario.test_function(fixed)
-        verified[strategy] = explore(fn, strategy, schedules, seed, instrument=scenarios.instrumented_modules(fixed))
-        _report(verified[strategy], f"fixed {scenarios.FIXED_TARGET} [{strategy}]")
+    windows = scenarios.get("delete-while-queued-windows")
+    for spec, strategy in ((scenario, "pct"), (scenario, "random"), (windows, "pct"), (windows, "random")):
+        fn = spec.test_function(fixed)
+        label = f"{spec.name} {strategy}"
+        verified[label] = explore(
+            fn, strategy, schedules, seed, instrument=scenarios.instrumented_modules(fixed), fs=spec.fs
+        )
+        _report(verified[label], f"fixed {scenarios.FIXED_TARGET} [{label}]")
     ok = same and all(r.ok for r in verified.values())
     click.echo("demo: OK (race reproduced on stock, fixed IO verified)" if ok else "demo: FAILED")
     sys.exit(0 if ok else 1)

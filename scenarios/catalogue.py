@@ -28,6 +28,7 @@ class Scenario:
     name: str
     summary: str
     body: Callable[[type], None]  # runs the workload against a target class and raises AssertionError on a bug
+    fs: str | None = None  # None: real temp dir; "posix" / "windows": racecheck's fake filesystem, fresh per schedule
 
     def test_function(self, target: type) -> Callable[[], None]:
         def scenario() -> None:
@@ -71,31 +72,55 @@ def _new_io(target: type) -> Any:
     return target(TorchCheckpointIO())
 
 
-def delete_while_queued(target: type) -> None:
-    """Scenario 1: save(a); save(b); remove(a); teardown(). The remove must cancel a's queued write or run after it:
-    a.ckpt must not exist afterwards, b.ckpt must, and no error may escape."""
+def _save_save_remove(target: type, directory: str) -> None:
+    """save(a); save(b); remove(a); teardown(): the remove must cancel a's queued write or run after it, so a.ckpt
+    must not exist afterwards, b.ckpt must, and no error may escape (a PermissionError on Windows semantics)."""
     import torch
 
+    io = _new_io(target)
+    a, b = os.path.join(directory, "a.ckpt"), os.path.join(directory, "b.ckpt")
+    io.save_checkpoint({"step": torch.tensor(1)}, a)
+    io.save_checkpoint({"step": torch.tensor(2)}, b)
+    io.remove_checkpoint(a)
+    io.teardown()
+    if os.path.exists(a):
+        raise AssertionError("leaked checkpoint: a.ckpt was removed, then its queued write recreated it")
+    if not os.path.exists(b):
+        raise AssertionError("lost checkpoint: b.ckpt was saved but is missing after teardown")
+
+
+def delete_while_queued(target: type) -> None:
+    """Scenario 1 on a real temporary directory."""
     directory = tempfile.mkdtemp(prefix="racecheck-scenario-")
     try:
-        io = _new_io(target)
-        a, b = os.path.join(directory, "a.ckpt"), os.path.join(directory, "b.ckpt")
-        io.save_checkpoint({"step": torch.tensor(1)}, a)
-        io.save_checkpoint({"step": torch.tensor(2)}, b)
-        io.remove_checkpoint(a)
-        io.teardown()
-        if os.path.exists(a):
-            raise AssertionError("leaked checkpoint: a.ckpt was removed, then its queued write recreated it")
-        if not os.path.exists(b):
-            raise AssertionError("lost checkpoint: b.ckpt was saved but is missing after teardown")
+        _save_save_remove(target, directory)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def delete_while_queued_fakefs(target: type) -> None:
+    """Scenario 1 on the fake filesystem: every file operation is a scheduling point, OS semantics per scenario."""
+    from racecheck import fakefs
+
+    _save_save_remove(target, os.path.join(fakefs.root(), "ckpts"))
 
 
 CATALOGUE: dict[str, Scenario] = {
     s.name: s
     for s in [
         Scenario("delete-while-queued", "remove of a checkpoint whose save is still queued", delete_while_queued),
+        Scenario(
+            "delete-while-queued-windows",
+            "the same on the fake filesystem with Windows semantics (sharing violations on open files)",
+            delete_while_queued_fakefs,
+            fs="windows",
+        ),
+        Scenario(
+            "delete-while-queued-posix",
+            "the same on the fake filesystem with POSIX semantics (file operations are scheduling points)",
+            delete_while_queued_fakefs,
+            fs="posix",
+        ),
     ]
 }
 

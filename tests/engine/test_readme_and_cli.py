@@ -57,3 +57,20 @@ def test_cli_finds_the_race_on_stock_and_replays_it():
     )
     assert fixed.exit_code == 0, fixed.output
     assert "search space exhausted" in fixed.output
+
+
+def test_windows_fakefs_scenario_stock_races_fixed_passes():
+    pytest.importorskip("lightning")
+    runner = CliRunner()
+    stock = runner.invoke(main, ["run", "delete-while-queued-windows", "--schedules", "100"])
+    assert stock.exit_code == 1, stock.output
+    assert "fs.remove" in stock.output or "fs." in stock.output  # file operations are scheduling points
+    token = re.search(r"'(rc1\.[^']+)'", stock.output).group(1)
+    again = runner.invoke(main, ["replay", "delete-while-queued-windows", token])
+    assert again.exit_code == 1 and "leaked checkpoint" in again.output
+    fixed = runner.invoke(
+        main,
+        ["run", "delete-while-queued-windows", "--target", "racecheck.fixed_impl:LockedAsyncCheckpointIO",
+         "--schedules", "200"],
+    )
+    assert fixed.exit_code == 0, fixed.output
