@@ -19,7 +19,7 @@ import types
 from typing import Any
 
 from racecheck.fakefs import handles
-from racecheck.fakefs.mount import fd_store, target
+from racecheck.fakefs.mount import fd_store, run_store, target
 from racecheck.fakefs.semantics import posix_error
 
 real_open = builtins.open
@@ -30,12 +30,19 @@ _real_path = os.path
 class Facade(types.ModuleType):
     """A module stand-in: explicit overrides, everything else read from the real module at access time."""
 
-    def __init__(self, real: types.ModuleType, overrides: dict[str, Any]) -> None:
+    def __init__(self, real: types.ModuleType, overrides: dict[str, Any],
+                 windows_hidden: frozenset[str] = frozenset()) -> None:
         super().__init__(real.__name__, real.__doc__)
         self.__dict__["_racecheck_real"] = real
+        self.__dict__["_racecheck_windows_hidden"] = windows_hidden
         self.__dict__.update(overrides)
 
     def __getattr__(self, name: str) -> Any:
+        if name in self.__dict__["_racecheck_windows_hidden"]:
+            store = run_store()
+            if store is not None and store.spec.semantics == "windows":
+                # Code that feature-tests (``hasattr(os, "O_DIRECTORY")``) must take its Windows branch.
+                raise AttributeError(f"module 'os' has no attribute {name!r} (racecheck fakefs: windows semantics)")
         return getattr(self.__dict__["_racecheck_real"], name)
 
     def __repr__(self) -> str:
@@ -429,7 +436,11 @@ os_facade = Facade(_real_os, {
     "link": _no_links(_real_os.link), "symlink": _no_links(_real_os.symlink), "readlink": readlink,
     "open": os_open, "close": close, "write": write, "read": read, "lseek": lseek, "fsync": fsync,
     "fdatasync": fsync, "fstat": fstat, "ftruncate": ftruncate, "fdopen": fdopen, "sync": sync,
-})
+}, windows_hidden=frozenset({
+    # open() flags that CPython's os module on Windows does not define
+    "O_DIRECTORY", "O_NOFOLLOW", "O_SYNC", "O_DSYNC", "O_NONBLOCK", "O_CLOEXEC", "O_NOCTTY", "O_ASYNC",
+    "O_DIRECT", "O_NOATIME", "O_PATH",
+}))
 
 io_facade = Facade(io, {"open": fake_open})
 

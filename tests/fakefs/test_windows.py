@@ -156,3 +156,23 @@ def test_posix_unlink_and_rename_over_open_files_succeed(posix_run):
         fos.replace(f"{R}/src", f"{R}/target")
         assert reader.read() == b"old"  # the open handle keeps the replaced inode
     assert fopen(f"{R}/target", "rb").read() == b"new"
+
+
+def test_windows_semantics_hide_posix_only_open_flags():
+    """Feature tests like ``hasattr(os, "O_DIRECTORY")`` take their Windows branch under windows semantics."""
+    import os as real_os
+
+    import racecheck
+    from racecheck.fakefs import os_facade
+
+    seen = {}
+
+    def probe():
+        seen["has_o_directory"] = hasattr(os_facade, "O_DIRECTORY")
+        seen["o_rdonly"] = os_facade.O_RDONLY
+
+    racecheck.explore(probe, schedules=1, fs="windows")
+    assert seen == {"has_o_directory": False, "o_rdonly": real_os.O_RDONLY}
+    racecheck.explore(probe, schedules=1, fs="posix")
+    assert seen["has_o_directory"] is True
+    assert hasattr(os_facade, "O_DIRECTORY")  # outside a run: the real module's answer
