@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import math
 import sys
-import threading
 import types
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack, contextmanager
@@ -292,7 +291,7 @@ def explore(
                 result.ok = False
                 result.failure = _failure(best_run, token, index, run, probes)
                 break
-        result.exhausted = strat.exhausted or (strategy == "dfs" and strat.next_prefix is None)  # type: ignore[attr-defined]
+        result.exhausted = strat.exhausted
     return result
 
 
@@ -331,7 +330,3 @@ def replay(
     result.trace = render(run.trace, len(run.threads), _outcome_line(run))  # type: ignore[attr-defined]
     return result
 
-
-def current_threads_alive() -> int:
-    """Number of OS threads racecheck started that are still alive (for leak checks)."""
-    return sum(1 for t in threading.enumerate() if t.name.startswith("racecheck-") or hasattr(t, "_racecheck_record"))

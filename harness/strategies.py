@@ -201,6 +201,7 @@ class BoundedDFS(Strategy):
             self.next_prefix = frames[:i] + [_Frame(frame.arity, frame.choice + 1, frame.costly)]
             return
         self.next_prefix = None
+        self.exhausted = True  # known as soon as the last branch is run, not only when asked for another
 
 
 # --- replay -------------------------------------------------------------------------------------------------------
