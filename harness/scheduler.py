@@ -335,6 +335,9 @@ class Run:
             self._stop(me, alive)
             return
         yielding = alive and me.yielding
+        if yielding and len(candidates) == 1 and candidates[0] is me and self._advance_clock():
+            # Only the yielder could run: in real time the threads it waits for (timed sleeps) would wake up.
+            candidates = self._candidates(me, alive)
         if yielding:
             # CHESS fair scheduling: a yielding thread waits for someone else, so it is not scheduled again before
             # every thread that could run now has run (or stopped being able to). Leaving it is no preemption.
