@@ -109,7 +109,9 @@ def demo(schedules: int, seed: int) -> None:
     stock = scenarios.load_target(scenarios.STOCK_TARGET)
     fixed = scenarios.load_target(scenarios.FIXED_TARGET)
     stock_fn = scenario.test_function(stock)
-    found = explore(stock_fn, "pct", schedules, seed, instrument=scenarios.instrumented_modules(stock))
+    found = explore(
+        stock_fn, strategy="pct", schedules=schedules, seed=seed, instrument=scenarios.instrumented_modules(stock)
+    )
     _report(found, f"stock {scenarios.STOCK_TARGET}")
     if found.failure is None:
         click.echo("demo: expected the stock plugin to race, but no schedule failed", err=True)
@@ -123,7 +125,8 @@ def demo(schedules: int, seed: int) -> None:
         fn = spec.test_function(fixed)
         label = f"{spec.name} {strategy}"
         verified[label] = explore(
-            fn, strategy, schedules, seed, instrument=scenarios.instrumented_modules(fixed), fs=spec.fs
+            fn, strategy=strategy, schedules=schedules, seed=seed, instrument=scenarios.instrumented_modules(fixed),
+            fs=spec.fs,
         )
         _report(verified[label], f"fixed {scenarios.FIXED_TARGET} [{label}]")
     ok = same and all(r.ok for r in verified.values())

@@ -141,7 +141,6 @@ class Run:
         self.done = _real_Event()
         self.resources: dict[str, Any] = {}
         self.leaked: list[str] = []
-        self._finish_callbacks: list[Callable[[Run], None]] = []
         self._counters: dict[str, int] = {}
         self._root: ThreadRecord | None = None
         self._recovering = False  # after a crash, the recovery phase's failures are real findings
@@ -156,9 +155,6 @@ class Run:
 
     def now(self) -> float:
         return self.clock
-
-    def on_finish(self, callback: Callable[[Run], None]) -> None:
-        self._finish_callbacks.append(callback)
 
     def schedule(
         self,
@@ -487,11 +483,6 @@ class Run:
         self.aborting = False
         self._recovering = True
         self.done = _real_Event()
-
-    def finish(self) -> None:
-        callbacks, self._finish_callbacks = self._finish_callbacks, []
-        for callback in callbacks:
-            callback(self)
 
 
 def _never() -> bool:

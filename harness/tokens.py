@@ -9,7 +9,9 @@ Layout: ``rc1.<strategy>.<seed>.<index>.<target>.<config>.<shape>.<choices>.<che
 * config        4 hex of sha256 of the options that change behaviour (e.g. the fake filesystem's spec).
 * shape         ``<decisions>x<4 hex>``: how many decisions the run made and a hash of how many options each had,
                 so a replay that takes another path (nondeterminism outside control) is detected, not trusted.
-* choices       base64url(zlib(varints)) of the choice stream; choices past its end default to 0.
+* choices       base64url(zlib(varints)): the number of choices, the choice stream (choices past its end default
+                to 0), then for every decision of the run which thread it picked (T<n> as n+1, 0 for a drawn value),
+                so a replay that takes another path says where: the thread the token expected and what ran instead.
 * check         8 hex of sha256 over everything before it, so a truncated or edited token is caught.
 """
 
@@ -33,9 +35,9 @@ def short_hash(text: str, width: int = 4) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:width]
 
 
-def _encode_choices(choices: list[int]) -> str:
+def _encode_choices(choices: list[int], picked: list[int]) -> str:
     out = bytearray()
-    for value in choices:
+    for value in [len(choices), *choices, *picked]:
         if value < 0:
             raise ValueError("choices are non-negative")
         while True:
@@ -50,7 +52,7 @@ def _encode_choices(choices: list[int]) -> str:
     return base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
 
 
-def _decode_choices(text: str) -> list[int]:
+def _decode_choices(text: str) -> tuple[list[int], list[int]]:
     try:
         padded = text + "=" * (-len(text) % 4)
         raw = zlib.decompress(base64.urlsafe_b64decode(padded.encode("ascii")))
@@ -65,9 +67,10 @@ def _decode_choices(text: str) -> list[int]:
         else:
             choices.append(value)
             value = shift = 0
-    if shift:
+    if shift or not choices or choices[0] > len(choices) - 1:
         raise TokenError("malformed token: the choice payload is truncated")
-    return choices
+    count = choices[0]
+    return choices[1 : 1 + count], choices[1 + count :]
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ class Token:
     config: str
     shape: str
     choices: tuple[int, ...]
+    picked: tuple[int, ...] = ()  # per decision: the thread that ran (tid + 1) or 0 for a drawn value
 
     def encode(self) -> str:
         body = ".".join(
@@ -90,7 +94,7 @@ class Token:
                 self.target,
                 self.config,
                 self.shape,
-                _encode_choices(list(self.choices)),
+                _encode_choices(list(self.choices), list(self.picked)),
             ]
         )
         return f"{body}.{short_hash(body, 8)}"
@@ -121,7 +125,8 @@ def decode(text: object) -> Token:
         seed_value, index_value = int(seed), int(index)
     except ValueError:
         raise TokenError("malformed token: seed and index must be integers") from None
-    return Token(strategy, seed_value, index_value, target, config, shape, tuple(_decode_choices(payload)))
+    choices, picked = _decode_choices(payload)
+    return Token(strategy, seed_value, index_value, target, config, shape, tuple(choices), tuple(picked))
 
 
 def shape_of(arities: list[int]) -> str:
