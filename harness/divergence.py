@@ -37,8 +37,10 @@ class Recorder(Chooser):
         self.inner = inner
         self.picked: list[int] = []
 
-    def pick_thread(self, enabled: Sequence[int], current_enabled: bool, yielding: bool) -> int:
-        index = self.inner.pick_thread(enabled, current_enabled, yielding)
+    def pick_thread(
+        self, enabled: Sequence[int], current_enabled: bool, yielding: bool, current: int | None = None
+    ) -> int:
+        index = self.inner.pick_thread(enabled, current_enabled, yielding, current)
         self.picked.append(enabled[index] + 1)
         return index
 
@@ -66,7 +68,9 @@ class Replayer(Chooser):
     def _recorded(self, position: int) -> int:
         return self.choices[position] if position < len(self.choices) else 0
 
-    def pick_thread(self, enabled: Sequence[int], current_enabled: bool, yielding: bool) -> int:
+    def pick_thread(
+        self, enabled: Sequence[int], current_enabled: bool, yielding: bool, current: int | None = None
+    ) -> int:
         position = self.position
         self.position += 1
         index = self._recorded(position)
