@@ -11,7 +11,6 @@ import threading
 import time
 
 import pytest
-
 import racecheck
 
 
@@ -113,7 +112,7 @@ def test_leaving_a_yielding_thread_is_not_a_preemption(strategy):
     events = [e for e in failure.events if e.switch != "info"]
     marks = [e.switch for e in events]
     assert marks.count("preempt") == 1
-    for before, after in zip(events, events[1:]):
+    for before, after in zip(events, events[1:], strict=False):
         if before.op == "sleep 0" and after.tid != before.tid:
             assert after.switch == "switch", failure.trace
     assert any(e.op == "sleep 0" for e in events)

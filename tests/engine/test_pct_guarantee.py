@@ -18,7 +18,6 @@ import math
 import threading
 
 import pytest
-
 import racecheck
 from racecheck import runtime, strategies
 
@@ -111,7 +110,8 @@ def _wilson_lower(hits: int, total: int, z: float = 2.576) -> float:
 def _measure(kind: str, noise: int, depth: int) -> tuple[int, int, int]:
     record: list = []
     for seed in SEEDS:
-        result = racecheck.explore(_program(kind, noise, record), strategy="pct", depth=depth, schedules=PER_SEED, seed=seed)
+        program = _program(kind, noise, record)
+        result = racecheck.explore(program, strategy="pct", depth=depth, schedules=PER_SEED, seed=seed)
         assert result.ok and result.schedules == PER_SEED
     hits = sum(hit for hit, _, _ in record)
     k = max(decisions for _, decisions, _ in record)
