@@ -23,9 +23,6 @@ class TraceEvent:
     loc: str
     switch: str = ""  # "" (same thread continues), "switch" (previous blocked/ended), "preempt", "info"
 
-    def as_dict(self) -> dict:
-        return {"step": self.step, "thread": f"T{self.tid}", "op": self.op, "loc": self.loc, "switch": self.switch}
-
 
 _path_cache: dict[tuple[str, str], str] = {}
 
