@@ -16,21 +16,15 @@ import os as _real_os
 import queue as _real_queue
 import threading as _real_threading
 import time as _real_time
-from typing import Any
 
 from racecheck import instrument, runtime
 from racecheck.facade import ModuleFacade, register_override
 from racecheck.sync import clock, conditions, events, executor, futures, locks, queues
+from racecheck.threads import logical_ident
 
 __racecheck_engine__ = True
 
-LOGICAL_IDENT_BASE = 0x5A5A0000  # T<n> reads threading.get_ident() == LOGICAL_IDENT_BASE + n inside a run
 LOGICAL_PID = 4242  # what os.getpid() reads inside a run
-
-
-def logical_ident(rec: Any) -> int:
-    return LOGICAL_IDENT_BASE + rec.tid
-
 
 def get_ident() -> int:
     rec = runtime.current_thread_record()
