@@ -1,0 +1,20 @@
+"""The catalogue itself: name -> Scenario, in display order. Each scenario's module holds its workload and oracle.
+
+Why a registry module of its own: ``racecheck.scenarios`` re-exports it, and adding a scenario is one line here.
+"""
+
+from __future__ import annotations
+
+from racecheck.scenarios import ordering
+from racecheck.scenarios.core import Scenario, define
+
+_ALL = [
+    define("delete-while-queued", ordering.delete_while_queued),
+    define("delete-while-writing", ordering.delete_while_writing),
+    define("overwrite-same-path", ordering.overwrite_same_path),
+    define("load-while-pending", ordering.load_while_pending),
+    define("teardown-flush", ordering.teardown_flush, small=False),
+    define("snapshot-isolation", ordering.snapshot_isolation),
+]
+
+CATALOGUE: dict[str, Scenario] = {s.name: s for s in _ALL}
