@@ -5,8 +5,11 @@ Why a registry module of its own: ``racecheck.scenarios`` re-exports it, and add
 
 from __future__ import annotations
 
-from racecheck.scenarios import ordering
+from racecheck.scenarios import crash, faults, ordering
 from racecheck.scenarios.core import Scenario, define
+
+_FAKE = ("posix", "windows")
+_NO_CRASH = "a power loss can only be simulated on the fake filesystem"
 
 _ALL = [
     define("delete-while-queued", ordering.delete_while_queued),
@@ -15,6 +18,12 @@ _ALL = [
     define("load-while-pending", ordering.load_while_pending),
     define("teardown-flush", ordering.teardown_flush, small=False),
     define("snapshot-isolation", ordering.snapshot_isolation),
+    define("error-propagation", faults.error_propagation),
+    define("windows-replace-open", faults.windows_replace_open),
+    define("evict-before-commit", crash.evict_before_commit, recovery=crash.evict_before_commit_recovery,
+           semantics=_FAKE, small=False, why=_NO_CRASH),
+    define("crash-consistency", crash.crash_consistency, recovery=crash.crash_consistency_recovery,
+           semantics=_FAKE, small=False, why=_NO_CRASH),
 ]
 
 CATALOGUE: dict[str, Scenario] = {s.name: s for s in _ALL}

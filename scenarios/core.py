@@ -149,6 +149,17 @@ def _silently_teardown(io: Any) -> None:
 # ----- scenarios ----------------------------------------------------------------------------------------------------
 
 
+def _forget_fsspec_instances() -> None:
+    """fsspec caches filesystem instances per OS thread ident, and idents are reused by later threads: an instance
+    left mid-transaction by an earlier schedule (a crash or teardown unwound its thread) would be handed to a thread
+    of this one. Every schedule starts with no cached LocalFileSystem, so it depends on its token alone."""
+    try:
+        from fsspec.implementations.local import LocalFileSystem
+    except ImportError:  # pragma: no cover - fsspec is a dependency
+        return
+    LocalFileSystem.clear_instance_cache()
+
+
 class Context:
     """What a workload sees in one schedule: where to write, how to build the IO, and state for the recovery.
 
@@ -164,6 +175,7 @@ class Context:
 
     def begin(self) -> None:
         self.state = {}
+        _forget_fsspec_instances()
         if self.fs == "real":
             self._real_dir = tempfile.mkdtemp(prefix="racecheck-")
             self.directory = os.path.join(self._real_dir, "ckpts")

@@ -73,6 +73,18 @@ def expect_files(directory: str, expected: dict[str, int]) -> None:
             raise AssertionError(f"{name} holds step {got}, expected step {step} (the last save of that path)")
 
 
+def committed(ctx: Any, name: str, step: int, durable: bool = False) -> None:
+    """A checkpoint saved through its own IO instance and torn down (so complete) before the part under test;
+    ``durable``: also os.sync() (survives a power loss). ``ctx.state["committed"]`` says it got that far."""
+    io, calls = ctx.new_io(), Calls()
+    calls(f"save {name}", io.save_checkpoint, checkpoint(step), ctx.path(name))
+    calls("teardown", io.teardown)
+    calls.raise_first()
+    if durable:
+        os.sync()
+    ctx.state["committed"] = True
+
+
 class Calls:
     """Runs IO calls the way a training loop does and records every exception they raise (never swallowed)."""
 
@@ -110,3 +122,26 @@ def quiet() -> Iterator[None]:
     finally:
         for logger, level in saved:
             logger.setLevel(level)
+
+
+INJECTED = "injected write failure"
+
+
+class Poison:
+    """A checkpoint value whose serialisation fails in the writer, like a disk error mid-save (EIO)."""
+
+    def __reduce__(self) -> Any:
+        import errno
+
+        raise OSError(errno.EIO, INJECTED)
+
+
+def is_injected(exc: BaseException) -> bool:
+    """The injected failure, possibly wrapped by the IO (its message or one of its causes)."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if INJECTED in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+        seen += 1
+    return False

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from racecheck.scenarios.helpers import Calls, checkpoint, expect_files, load_step
+from racecheck.scenarios.helpers import Calls, checkpoint, committed, expect_files, load_step
 
 POLLS = 32  # how many times delete-while-writing looks for the file before removing it anyway
 
@@ -62,12 +62,11 @@ def overwrite_same_path(ctx) -> None:
 
 
 def load_while_pending(ctx) -> None:
-    """save(a, 1); teardown(); save(a, 2); load(a) must return step 2 (the pending save), then teardown(); no call
-    may raise."""
+    """With a committed a.ckpt (step 1): save(a, 2); load(a) must return step 2 (the pending save), then
+    teardown(); no call may raise."""
+    committed(ctx, "a.ckpt", 1)
     io, calls = ctx.new_io(), Calls()
     a = ctx.path("a.ckpt")
-    calls("save a 1", io.save_checkpoint, checkpoint(1), a)
-    calls("teardown", io.teardown)
     calls("save a 2", io.save_checkpoint, checkpoint(2), a)
     loaded = calls("load a", io.load_checkpoint, a)
     calls("teardown", io.teardown)
