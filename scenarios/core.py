@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from racecheck.scenarios.helpers import quiet
+
 SEMANTICS = ("posix", "windows", "real")
 
 # Modules the stock Lightning save/remove path runs through: their threading/executor names are controlled.
@@ -227,6 +229,7 @@ class Scenario:
     max_steps: int = 20000
     watchdog: float | None = 2.0
     why: str = ""
+    extra: Any = field(default=None, repr=False, compare=False)  # scenario data, e.g. a generated workload
 
     @property
     def crash(self) -> bool:
@@ -253,7 +256,8 @@ class Scenario:
         def scenario() -> None:
             ctx.begin()
             try:
-                workload(ctx)
+                with quiet(target.instrument):
+                    workload(ctx)
             finally:
                 ctx.end()
 
@@ -271,7 +275,8 @@ class Scenario:
             recovery = self.recovery
 
             def recover() -> None:
-                recovery(ctx)  # type: ignore[misc]
+                with quiet(target.instrument):
+                    recovery(ctx)  # type: ignore[misc]
 
             recover.__module__ = module
             recover.__qualname__ = recover.__name__ = f"{self.name}[{target.spec}].recovery"

@@ -62,3 +62,35 @@ def crash_consistency_recovery(ctx) -> None:
         step = load_step(ctx.path(name))  # Incomplete: a partial file under the final name
         if step not in SAVED.get(name, ()):
             raise AssertionError(f"{name} holds step {step}, which was never saved to it")
+
+
+def resume_last(ctx) -> None:
+    """ModelCheckpoint's call sequence with save_last (save step=n, save last, remove step=n-1, for n = 1..3),
+    crashing at any point: resuming from "last" never loads a partial or torn file.
+    """
+    io, calls = ctx.new_io(), Calls()
+    for n in (1, 2, 3):
+        calls(f"save step={n}", io.save_checkpoint, checkpoint(n), ctx.path(f"step={n}.ckpt"))
+        calls("save last", io.save_checkpoint, checkpoint(n), ctx.path("last.ckpt"))
+        if n > 1:
+            calls(f"remove step={n - 1}", io.remove_checkpoint, ctx.path(f"step={n - 1}.ckpt"))
+    calls("teardown", io.teardown)
+    calls.raise_first()
+    expect_files(ctx.directory, {"step=3.ckpt": 3, "last.ckpt": 3})
+
+
+def resume_last_recovery(ctx) -> None:
+    """What ``Trainer.fit(ckpt_path="last")`` does: pick last.ckpt if it exists and load it with Lightning's own
+    TorchCheckpointIO; a file that does not load completely would crash (or corrupt) the resumed run."""
+    from lightning.fabric.plugins import TorchCheckpointIO
+
+    last = ctx.path("last.ckpt")
+    if "last.ckpt" not in ckpt_names(ctx.directory):
+        return  # Lightning starts from scratch: nothing partial was picked
+    try:
+        data = TorchCheckpointIO().load_checkpoint(last, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any load error is the failure
+        raise Incomplete(f"resume from last.ckpt fails: {type(exc).__name__}: {exc}") from None
+    step = data.get("step")
+    if step not in (1, 2, 3) or not bool((data["state_dict"]["w"] == float(step)).all()):
+        raise Incomplete(f"last.ckpt holds a torn checkpoint (step {step!r})")

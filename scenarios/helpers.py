@@ -11,7 +11,7 @@ import contextlib
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 CKPT_SUFFIX = ".ckpt"
@@ -44,6 +44,19 @@ def load_step(path: str) -> int:
     if not isinstance(step, int) or weights is None or not bool((weights == float(step)).all()):
         raise Incomplete(f"{os.path.basename(path)} holds an inconsistent checkpoint (step {step!r})")
     return step
+
+
+def load_any(path: str) -> Any:
+    """Load a checkpoint of any content (a Lightning checkpoint); Incomplete if it does not load."""
+    import torch
+
+    try:
+        return torch.load(path, weights_only=False)
+    except FileNotFoundError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any load error means the file is not a complete checkpoint
+        raise Incomplete(f"{os.path.basename(path)} is not a complete checkpoint: {type(exc).__name__}: {exc}") \
+            from None
 
 
 def names(directory: str) -> list[str]:
@@ -108,10 +121,12 @@ QUIET_LOGGERS = ("lightning.pytorch", "lightning.fabric", "pytorch_lightning", "
 
 
 @contextlib.contextmanager
-def quiet() -> Iterator[None]:
-    """Silence Lightning's per-schedule console output (tips, "GPU available", progress) inside a scenario."""
+def quiet(modules: Iterable[str] = ()) -> Iterator[None]:
+    """Silence Lightning's per-schedule console output (tips, "GPU available", progress) and the target's own
+    warnings (``modules``' loggers) inside a scenario: thousands of schedules would print thousands of lines.
+    Errors still print; the oracle, not the log, decides."""
     saved = []
-    for name in QUIET_LOGGERS:
+    for name in dict.fromkeys((*QUIET_LOGGERS, *modules)):
         logger = logging.getLogger(name)
         saved.append((logger, logger.level))
         logger.setLevel(logging.ERROR)
