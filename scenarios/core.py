@@ -98,6 +98,11 @@ def _wants_inner(io: Any) -> bool:
     return isinstance(io, _WrappingCheckpointIO) and io.checkpoint_io is None
 
 
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
 def load_target(spec: str, extra_instrument: Iterable[str] = ()) -> Target:
     """Import ``module:attr`` (a CheckpointIO class or a zero-argument factory) with a one-line ScenarioError."""
     if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.partition(":")[::2]):
@@ -106,8 +111,7 @@ def load_target(spec: str, extra_instrument: Iterable[str] = ()) -> Target:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - reported to the user as one line
-        detail = str(exc).splitlines()[0] if str(exc) else ""
-        raise ScenarioError(f"cannot import target module {module_name!r}: {type(exc).__name__}: {detail}") from None
+        raise ScenarioError(f"cannot import target module {module_name!r}: {_one_line(exc)}") from None
     obj: Any = module
     for part in attr.split("."):
         obj = getattr(obj, part, None)
@@ -121,7 +125,7 @@ def load_target(spec: str, extra_instrument: Iterable[str] = ()) -> Target:
         try:
             sample = obj()
         except Exception as exc:  # noqa: BLE001 - reported to the user as one line
-            raise ScenarioError(f"target factory {spec!r} failed: {type(exc).__name__}: {exc}") from None
+            raise ScenarioError(f"target factory {spec!r} failed: {_one_line(exc)}") from None
         if not _is_io_class(type(sample)):
             raise ScenarioError(f"target factory {spec!r} returned {type(sample).__name__}, not a CheckpointIO")
         io_class, factory = type(sample), obj
@@ -137,7 +141,7 @@ def load_target(spec: str, extra_instrument: Iterable[str] = ()) -> Target:
         try:
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 - reported to the user as one line
-            raise ScenarioError(f"cannot instrument {name!r}: {type(exc).__name__}: {exc}") from None
+            raise ScenarioError(f"cannot instrument {name!r}: {_one_line(exc)}") from None
     return Target(spec=spec, factory=factory, io_class=io_class, instrument=names)
 
 
