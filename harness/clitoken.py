@@ -116,9 +116,10 @@ def decode(text: object) -> CliToken:
         raise TokenError("malformed token: unexpected characters")
     if _check(".".join(parts[:-1])) != check:
         raise TokenError("corrupted token: checksum mismatch (was it truncated or edited?)")
+    raw = _inflate(payload)
     try:
-        data = json.loads(_inflate(payload).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise TokenError("malformed token: the payload is not JSON") from None
     return _validate(data, scenario, fs)
 
