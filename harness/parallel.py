@@ -231,7 +231,9 @@ class _GatewaySlot(_Slot):
             self.gateway = group.makegateway(spec)
             self.channel = self.gateway.remote_exec(_REMOTE_SOURCE)
         except Exception as exc:  # noqa: BLE001 - an unusable --tx spec is the user's input
-            raise RunnerError(f"--tx {spec!r}: cannot start the gateway: {_one_line(exc)}") from None
+            raise RunnerError(
+                f"--tx {spec!r}: cannot start the gateway: {type(exc).__name__}: {_one_line(exc)}"
+            ) from None
 
     def run(self, unit):
         try:
