@@ -329,6 +329,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     result = racecheck.explore(body, strategy=settings.strategy, schedules=settings.schedules, seed=settings.seed,
                                **settings.shared, **settings.explore_only)
     props.append(("racecheck_schedules", result.schedules))
+    if result.exhausted:
+        props.append(("racecheck_exhausted", True))
     if result.failure is None:
         return True
     failure = result.failure
@@ -456,7 +458,7 @@ class _Summary:
                       f"seed {props.get('racecheck_seed')}")
             if "racecheck_repetition" in props:
                 detail += f", repetition {props['racecheck_repetition']}"
-            detail += ")"
+            detail += ", search space exhausted)" if props.get("racecheck_exhausted") else ")"
         token = props.get("racecheck_token")
         outcome = "FAILED" if report.failed else report.outcome
         state.lines.append(f"{report.nodeid}: {detail} {outcome}" + (f" token {token}" if token else ""))
@@ -471,5 +473,5 @@ class _Summary:
                 terminalreporter.write_line(line)
         terminalreporter.write_line(
             f"racecheck: {state.tests} marked test{'s' if state.tests != 1 else ''}, "
-            f"{state.total_schedules} schedules, {state.failures} failing"
+            f"{state.total_schedules} schedule{'s' if state.total_schedules != 1 else ''}, {state.failures} failing"
         )
