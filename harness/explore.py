@@ -17,7 +17,7 @@ from typing import Any
 from racecheck import instrument as _instrument
 from racecheck import runtime, sync  # noqa: F401 - sync registers the controlled stand-ins
 from racecheck.config import Config, resolve
-from racecheck.divergence import Recorder, Replayer, compare_runs, end_mismatch
+from racecheck.divergence import LIKELY_CAUSE, Recorder, Replayer, compare_runs
 from racecheck.errors import ReplayDivergence, TokenError
 from racecheck.scheduler import FailureInfo, Run, RunConfig
 from racecheck.shrink import Probe, fewest_preemptions, normalize, shrink
@@ -142,7 +142,7 @@ class _Session:
     def run_once(self, chooser: Chooser) -> Run:
         """One schedule: extensions' begin hooks, the test function, end hooks, crash recovery; always torn down."""
         run = Run(chooser, self.run_config)
-        if isinstance(chooser, Replayer):
+        if isinstance(chooser, (Recorder, Replayer)):
             chooser.run = run
         try:
             for ext in self.extensions:
@@ -157,19 +157,21 @@ class _Session:
                 run.supervise()
         finally:
             run.teardown()
+        if isinstance(chooser, Replayer):
+            chooser.finish()
         return run
 
-    def check_determinism(self, first: Run, picked: list[int]) -> str | None:
+    def check_determinism(self, first: Run, tracking: Any) -> str | None:
         """Run the decisions of ``first`` again; None if it did exactly the same, else where it went elsewhere."""
-        replayer = Replayer(first.choices, picked)
+        replayer = Replayer(first.choices, tracking.picked, tracking.recorded_steps())
         second = self.run_once(replayer)
         return compare_runs(first, second, _outcome) or replayer.divergence
 
-    def token(self, run: Run, picked: list[int], strategy: str, seed: int, index: int) -> str:
+    def token(self, run: Run, tracking: Any, strategy: str, seed: int, index: int) -> str:
         choices = tuple(normalize(run.choices))
         return Token(
             strategy, seed, index, short_hash(self.target), short_hash(self.config_key), shape_of(run.arities),
-            choices, tuple(picked),
+            choices, tuple(tracking.picked), tuple(tracking.recorded_steps()),
         ).encode()
 
 
@@ -219,18 +221,18 @@ def _fewest_preemptions(session: _Session, signature: tuple, found: int, budget:
         recorder = Recorder(chooser)
         run = session.run_once(recorder)
         if run.failure is not None and run.failure.signature() == signature:
-            return Probe(normalize(run.choices), (run.preemptions, run.steps), (run, recorder.picked))
+            return Probe(normalize(run.choices), (run.preemptions, run.steps), (run, recorder))
         return None
 
     return fewest_preemptions(execute, found, budget)
 
 
-def _shrunk(session: _Session, run: Run, picked: list[int], result: Result) -> tuple[Run, list[int], int]:
+def _shrunk(session: _Session, run: Run, tracking: Any, result: Result) -> tuple[Run, Any, int]:
     """The simplest run that fails the same way as ``run`` (fewest preemptions, then fewest steps)."""
     budget = session.config.shrink_budget
-    start = Probe(normalize(run.choices), (run.preemptions, run.steps), (run, picked))
+    start = Probe(normalize(run.choices), (run.preemptions, run.steps), (run, tracking))
     if budget <= 0:
-        return run, picked, 0
+        return run, tracking, 0
     signature = run.failure.signature()  # type: ignore[union-attr]
 
     def probe(choices: list[int]) -> Probe | None:
@@ -240,7 +242,7 @@ def _shrunk(session: _Session, run: Run, picked: list[int], result: Result) -> t
         if candidate.failure is None or candidate.failure.signature() != signature:
             return None
         key = (candidate.preemptions, candidate.steps)
-        return Probe(normalize(candidate.choices), key, (candidate, replayer.picked))
+        return Probe(normalize(candidate.choices), key, (candidate, replayer))
 
     best, probes = shrink(start, probe, budget=budget)
     if best.key[0] > 0:
@@ -249,8 +251,8 @@ def _shrunk(session: _Session, run: Run, picked: list[int], result: Result) -> t
         if fewer is not None:
             best, more = shrink(fewer, probe, budget=budget)
             probes += more
-    best_run, best_picked = best.payload
-    return best_run, best_picked, probes
+    best_run, best_tracking = best.payload
+    return best_run, best_tracking, probes
 
 
 # ----- public API -----------------------------------------------------------------------------------------------------
@@ -285,15 +287,15 @@ def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: An
             result.crashes += int(run.crashed)
             result.leaked_threads.extend(run.leaked)
             if cfg.check_determinism:
-                divergence = session.check_determinism(run, recorder.picked)
+                divergence = session.check_determinism(run, recorder)
                 if divergence is not None:
-                    token = session.token(run, recorder.picked, cfg.strategy, cfg.seed, index)
+                    token = session.token(run, recorder, cfg.strategy, cfg.seed, index)
                     info = FailureInfo("nondeterminism", ReplayDivergence(divergence), None)
                     result.failure = _failure(run, token, index, run, 0, info)
                     break
             if run.failure is not None:
-                best, picked, probes = _shrunk(session, run, recorder.picked, result)
-                token = session.token(best, picked, cfg.strategy, cfg.seed, index)
+                best, tracking, probes = _shrunk(session, run, recorder, result)
+                token = session.token(best, tracking, cfg.strategy, cfg.seed, index)
                 result.failure = _failure(best, token, index, run, probes)
                 break
         result.exhausted = strat.exhausted
@@ -317,13 +319,16 @@ def replay(fn: Callable[[], Any], token: str, config: Config | None = None, **sh
     if parsed.config != short_hash(session.config_key):
         raise TokenError(f"token was recorded with another configuration ({session.config_key!r} does not match)")
     with session.controlled():
-        replayer = Replayer(parsed.choices, parsed.picked)
+        replayer = Replayer(parsed.choices, parsed.picked, parsed.steps)
         run = session.run_once(replayer)
         divergence = replayer.divergence
         if divergence is None and shape_of(run.arities) != parsed.shape:
-            divergence = end_mismatch(run, replayer, len(parsed.picked))
+            divergence = (
+                f"replay diverged from the token: the same threads ran at the same steps, but other threads could "
+                f"run at some decisions than when it was recorded. Likely cause: {LIKELY_CAUSE}"
+            )
         if divergence is None and cfg.check_determinism:
-            divergence = session.check_determinism(run, replayer.picked)
+            divergence = session.check_determinism(run, replayer)
     if divergence is not None:
         raise ReplayDivergence(divergence)
     result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed, config=cfg)
