@@ -137,3 +137,35 @@ def test_fake_fs_scenario_is_deterministic():
     assert isinstance(result.failure.exception, PermissionError)
     again = racecheck.replay(save_vs_delete_on_fake_fs, result.failure.token, fs="windows", check_determinism=True)
     assert again.trace == result.failure.trace
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("name", sorted(classic_bugs.BUGS))
+def test_classic_bugs_are_deterministic_over_seeds(name, seed):
+    buggy, fixed, _ = classic_bugs.BUGS[name]
+    for strategy in ("random", "pct"):
+        found = racecheck.explore(buggy, strategy=strategy, schedules=500, seed=seed, check_determinism=True)
+        assert found.failure is not None and found.failure.kind != "nondeterminism", found.failure
+    proved = racecheck.explore(fixed, strategy="dfs", schedules=100_000, preemption_bound=2, check_determinism=True)
+    assert proved.ok and proved.exhausted, proved.failure
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["stock", "fixed"])
+@pytest.mark.parametrize(
+    "scenario", ["delete-while-queued", "delete-while-queued-windows", "delete-while-queued-posix"]
+)
+def test_every_scenario_is_deterministic(scenario, target):
+    pytest.importorskip("lightning")
+    from racecheck import scenarios
+
+    spec = scenarios.STOCK_TARGET if target == "stock" else scenarios.FIXED_TARGET
+    chosen = scenarios.get(scenario)
+    cls = scenarios.load_target(spec)
+    result = racecheck.explore(
+        chosen.test_function(cls), strategy="random", schedules=300, instrument=scenarios.instrumented_modules(cls),
+        fs=chosen.fs, check_determinism=True,
+    )
+    assert result.failure is None or result.failure.kind != "nondeterminism", result.failure
+    assert result.ok == (target == "fixed"), result.summary()
