@@ -54,8 +54,10 @@ class Recorder(_Tracking):
         super().__init__()
         self.inner = inner
 
-    def pick_thread(self, enabled: Sequence[int], current_enabled: bool, yielding: bool) -> int:
-        index = self.inner.pick_thread(enabled, current_enabled, yielding)
+    def pick_thread(
+        self, enabled: Sequence[int], current_enabled: bool, yielding: bool, current: int | None = None
+    ) -> int:
+        index = self.inner.pick_thread(enabled, current_enabled, yielding, current)
         self._log(enabled[index] + 1)
         return index
 
@@ -85,7 +87,9 @@ class Replayer(_Tracking):
     def _recorded(self, position: int) -> int:
         return self.choices[position] if position < len(self.choices) else 0
 
-    def pick_thread(self, enabled: Sequence[int], current_enabled: bool, yielding: bool) -> int:
+    def pick_thread(
+        self, enabled: Sequence[int], current_enabled: bool, yielding: bool, current: int | None = None
+    ) -> int:
         position = self.position
         self.position += 1
         index = self._recorded(position)

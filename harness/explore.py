@@ -20,7 +20,7 @@ from racecheck.config import Config, resolve
 from racecheck.divergence import LIKELY_CAUSE, Recorder, Replayer, compare_runs
 from racecheck.errors import ReplayDivergence, TokenError
 from racecheck.scheduler import FailureInfo, Run, RunConfig
-from racecheck.shrink import Probe, normalize, shrink
+from racecheck.shrink import Probe, fewest_preemptions, normalize, shrink
 from racecheck.strategies import Chooser, make_strategy
 from racecheck.threads import controlled_thread_class
 from racecheck.tokens import Token, decode, shape_of, short_hash
@@ -215,28 +215,16 @@ def _failure(run: Run, token: str, index: int, original: Run, probes: int, info:
 
 
 def _fewest_preemptions(session: _Session, signature: tuple, found: int, budget: int) -> tuple[Probe | None, int]:
-    """Greedy shrinking finds a local minimum; bounded DFS at bounds 0..found-1 finds the global one (within budget).
+    """The exhaustive pass of the shrinker (``shrink.fewest_preemptions``) over real runs of this session."""
 
-    Choices change meaning when an earlier one changes, so lowering choices one at a time can get stuck above the
-    true minimum. Exhaustive search with an increasing preemption bound cannot: the first same-kind failure it
-    meets has the fewest preemptions possible.
-    """
-    spent = 0
-    for bound in range(found):
-        search = make_strategy("dfs", 0, 1, bound)
-        while spent < budget:
-            chooser = search.new_execution(spent)
-            if chooser is None:
-                break
-            spent += 1
-            recorder = Recorder(chooser)
-            run = session.run_once(recorder)
-            search.end_execution(chooser, run.steps)
-            if run.failure is not None and run.failure.signature() == signature:
-                return Probe(normalize(run.choices), (run.preemptions, run.steps), (run, recorder)), spent
-        if spent >= budget:
-            break
-    return None, spent
+    def execute(chooser: Chooser) -> Probe | None:
+        recorder = Recorder(chooser)
+        run = session.run_once(recorder)
+        if run.failure is not None and run.failure.signature() == signature:
+            return Probe(normalize(run.choices), (run.preemptions, run.steps), (run, recorder))
+        return None
+
+    return fewest_preemptions(execute, found, budget)
 
 
 def _shrunk(session: _Session, run: Run, tracking: Any, result: Result) -> tuple[Run, Any, int]:

@@ -67,7 +67,7 @@ class ThreadRecord:
 
     __slots__ = (
         "tid", "run", "thread", "baton", "started", "finished", "op", "loc", "enabled", "deadline",
-        "timed_out", "yielding", "background", "exited", "launched",
+        "timed_out", "yielding", "background", "exited", "launched", "yield_to",
     )
 
     def __init__(self, tid: int, run: Run, thread: Any) -> None:
@@ -87,6 +87,7 @@ class ThreadRecord:
         self.background = False  # daemon threads and idle executor workers may be left blocked at the end
         self.exited = _real_Event()
         self.launched = False  # its OS thread exists (a reserved record waits for the "start" point first)
+        self.yield_to: set[int] | None = None  # after a yield: the threads that must run before this one again
 
     @property
     def name(self) -> str:
@@ -145,6 +146,7 @@ class Run:
         self._counters: dict[str, int] = {}
         self._root: ThreadRecord | None = None
         self._recovering = False  # after a crash, the recovery phase's failures are real findings
+        self._yielders: list[ThreadRecord] = []  # threads with a non-empty yield_to (fair scheduling)
 
     # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
 
@@ -330,13 +332,30 @@ class Run:
             self._fail("deadlock", Deadlock(self._describe_waiters(unfinished)), me)
             self._stop(me, alive)
             return
+        yielding = alive and me.yielding
+        if yielding and len(candidates) == 1 and candidates[0] is me and self._advance_clock():
+            # Only the yielder could run: in real time the threads it waits for (timed sleeps) would wake up.
+            candidates = self._candidates(me, alive)
+        if yielding:
+            # CHESS fair scheduling: a yielding thread waits for someone else, so it is not scheduled again before
+            # every thread that could run now has run (or stopped being able to). Leaving it is no preemption.
+            others = {c.tid for c in candidates if c is not me}
+            if others:
+                me.yield_to = others
+                self._yielders.append(me)
+        if self._yielders and len(candidates) > 1:
+            candidates = self._fair(candidates)
         current_enabled = alive and candidates[0] is me
         if len(candidates) == 1:
             index = 0
         else:
-            index = self.chooser.pick_thread([c.tid for c in candidates], current_enabled, alive and me.yielding)
+            index = self.chooser.pick_thread(
+                [c.tid for c in candidates], current_enabled, yielding, me.tid if alive else None
+            )
             self._record(len(candidates), index)
         chosen = candidates[index]
+        if self._yielders:
+            self._scheduled(chosen)
         if current_enabled and index != 0:
             self.preemptions += 1
             switch = "preempt"
@@ -351,6 +370,26 @@ class Run:
             me.baton.acquire()
             if self.aborting:
                 raise _Abort()
+
+    def _fair(self, candidates: list[ThreadRecord]) -> list[ThreadRecord]:
+        """Drop candidates that yielded to a thread that can run now and has not run since (never all of them:
+        a thread yields only while it runs, which clears it from every other's set, so the relation is acyclic)."""
+        runnable = {c.tid for c in candidates}
+        fair = [c for c in candidates if c.yield_to is None or runnable.isdisjoint(c.yield_to)]
+        return fair or candidates
+
+    def _scheduled(self, chosen: ThreadRecord) -> None:
+        """``chosen`` runs now: whoever yielded to it has had its wish."""
+        keep = []
+        for rec in self._yielders:
+            waits = rec.yield_to
+            if waits is not None and rec is not chosen:
+                waits.discard(chosen.tid)
+                if waits and not rec.finished:
+                    keep.append(rec)
+                    continue
+            rec.yield_to = None
+        self._yielders = keep
 
     def _stop(self, me: ThreadRecord, alive: bool) -> None:
         self.aborting = True
