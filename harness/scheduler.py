@@ -147,6 +147,7 @@ class Run:
         self._root: ThreadRecord | None = None
         self._recovering = False  # after a crash, the recovery phase's failures are real findings
         self._yielders: list[ThreadRecord] = []  # threads with a non-empty yield_to (fair scheduling)
+        self._lonely_yielder: ThreadRecord | None = None  # yielded at the previous step with no one else to run
 
     # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
 
@@ -333,9 +334,14 @@ class Run:
             self._stop(me, alive)
             return
         yielding = alive and me.yielding
-        if yielding and len(candidates) == 1 and candidates[0] is me and self._advance_clock():
-            # Only the yielder could run: in real time the threads it waits for (timed sleeps) would wake up.
-            candidates = self._candidates(me, alive)
+        if yielding and len(candidates) == 1 and candidates[0] is me:
+            # Only the yielder could run. Once is a poll that failed (a drain loop's last get_nowait): go on. Twice
+            # in a row is a spin: in real time the threads it waits for (timed sleeps, timeouts) would wake up.
+            if self._lonely_yielder is me and self._advance_clock():
+                candidates = self._candidates(me, alive)
+            self._lonely_yielder = me
+        else:
+            self._lonely_yielder = None
         if yielding:
             # CHESS fair scheduling: a yielding thread waits for someone else, so it is not scheduled again before
             # every thread that could run now has run (or stopped being able to). Leaving it is no preemption.

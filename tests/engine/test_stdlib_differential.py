@@ -427,7 +427,7 @@ def test_concurrent_atomic_programs_stay_within_what_the_stdlib_allows_many():
 
 def _explore_all(test_fn, bound=2):
     result = racecheck.explore(test_fn, strategy="dfs", preemption_bound=bound, schedules=20_000, shrink_budget=0)
-    assert result.ok, result.failure
+    result.raise_on_failure()
     assert result.exhausted
 
 
@@ -626,9 +626,9 @@ class _SpyChooser(Chooser):
     def __init__(self, log):
         self.log = log
 
-    def pick_thread(self, enabled, current_enabled, yielding):
+    def pick_thread(self, enabled, current_enabled, yielding, current=None):
         self.log.append((current_thread_record().op, yielding))
-        return 0
+        return list(enabled).index(0) if 0 in enabled else 0  # T0 whenever it can: the busy thread stays runnable
 
     def pick_value(self, n, label):
         return 0
@@ -660,16 +660,22 @@ def test_a_failed_non_blocking_attempt_is_a_yielding_point(monkeypatch):
         held.wait()
         lock.acquire(False)  # fails: the holder has it
         lock.acquire(timeout=0)
-        q.get_nowait() if not q.empty() else None
         _outcome(q.get_nowait)
         stop.set()
         t.join()
         assert lock.acquire(False)  # succeeds: not a yield
+        racecheck.point("after")
         busy.join()
+        raise AssertionError("show the trace")
 
-    racecheck.explore(program, schedules=1, shrink_budget=0)
-    flags = {}
-    for op, yielding in log:
-        flags.setdefault(op.split(" ")[0], set()).add(yielding)
-    assert flags["try-acquire"] == {True, False}
-    assert flags["get"] == {True}
+    result = racecheck.explore(program, schedules=1, shrink_budget=0)
+    events = [e for e in result.failure.events if e.switch != "info"]
+    before = {}
+    for previous, event in zip(events, events[1:], strict=False):
+        if event.tid == 0 and event.op.split(" ")[0] in ("try-acquire", "get"):
+            before.setdefault(event.op.split(" ")[0], []).append((previous.tid, previous.switch))
+    # The chooser keeps T0 whenever it can, so only fairness to a yielding T0 lets the busy thread T2 run just
+    # before T0's attempt, and switching away from a yielder is not a preemption. The failed attempts (try-acquire,
+    # acquire(timeout=0), get_nowait on an empty queue) yield; the last try-acquire succeeds and does not.
+    assert before["try-acquire"][:2] == [(2, "switch"), (2, "switch")] and before["try-acquire"][2][0] == 0, before
+    assert before["get"] == [(2, "switch")], before
