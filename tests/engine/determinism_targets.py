@@ -57,9 +57,9 @@ def _scenario(name, target_spec, fs, force_failure):
         if force_failure:
             raise AssertionError("end of schedule")
 
-    run.__module__ = body.__module__
-    run.__qualname__ = run.__name__ = f"{body.__qualname__}+end"
-    return run, {k: v for k, v in prepared.explore_kwargs.items() if k in ("instrument", "fs", "on_crash")}
+    run.__module__ = body.__module__  # the scenario's own module is instrumented (its os calls see the fake fs)
+    run.__qualname__ = f"scenario_{name}_{fs}_{target_spec.rpartition(':')[2]}"
+    return run, dict(prepared.explore_kwargs)
 
 
 NAMES = [f"classic-{name}" for name in sorted(classic_bugs.BUGS)] + [
@@ -85,7 +85,7 @@ def targets():
     out["stock-real-dir"] = (fn, dict(kwargs, strategy="pct"))
     fn, kwargs = _scenario("delete-while-queued", stock, "posix", False)
     out["stock-fake-fs"] = (fn, dict(kwargs, strategy="pct"))
-    fn, kwargs = _scenario("delete-while-queued", fixed, "windows", True)
+    fn, kwargs = _scenario("delete-while-queued", fixed, "posix", True)
     out["fixed-fake-fs"] = (fn, dict(kwargs, strategy="random", seed=2, shrink_budget=0))
     return out
 
@@ -105,6 +105,6 @@ def replay_all(tokens):
     out = {}
     for name, (fn, kwargs) in targets().items():
         if name in tokens:
-            opts = {k: v for k, v in kwargs.items() if k in ("instrument", "fs", "on_crash")}
+            opts = {k: v for k, v in kwargs.items() if k in ("instrument", "fs")}
             out[name] = racecheck.replay(fn, tokens[name], **opts).trace
     return out
