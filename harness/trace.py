@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __racecheck_engine__ = True
 
 
-@dataclass(frozen=True)
-class TraceEvent:
+class TraceEvent(NamedTuple):
+    """One row of a trace. Immutable; a NamedTuple because one is created at every scheduling step (about three
+    times cheaper to build than a frozen dataclass)."""
+
     step: int
     tid: int
     op: str
