@@ -45,7 +45,9 @@ def install_pathlib_accessor() -> bool:
     normal = getattr(pathlib, "_NormalAccessor", None)
     if normal is None or not hasattr(pathlib.Path, "_accessor"):
         return False
-    from racecheck.fakefs import os_facade as fos
+    import importlib
+
+    fos = importlib.import_module("racecheck.fakefs.os_facade")  # the module (the package re-exports a facade)
 
     overrides = {"stat": fos.stat, "open": fos.fake_open, "listdir": fos.listdir, "scandir": fos.scandir,
                  "chmod": fos.chmod, "mkdir": fos.mkdir, "unlink": fos.remove, "rmdir": fos.rmdir,
