@@ -90,3 +90,14 @@ def test_mv_agrees_with_local_filesystem(tmp_path, case):
         fs.mv(f"{root}/{src}", f"{root}/{dst}")
         trees.append(_tree(fs, root))
     assert trees[0] == trees[1]
+
+
+def test_auto_mkdir_is_off_by_default_like_local():
+    fakefs.reset_default_store()
+    plain, auto = RaceFileSystem(), RaceFileSystem(auto_mkdir=True)
+    with pytest.raises(FileNotFoundError):
+        plain.pipe("/racefs/missing/parent/f", b"x")
+    auto.pipe("/racefs/missing/parent/f", b"x")
+    auto.touch("/racefs/t1/t2/t")
+    auto.cp_file("/racefs/missing/parent/f", "/racefs/c1/c2/f")
+    assert plain.cat("/racefs/c1/c2/f") == b"x" and plain.isfile("/racefs/t1/t2/t")
