@@ -187,3 +187,28 @@ def test_fixed_io_trace_is_identical_in_another_process_with_another_hash_seed()
     out = subprocess.run([sys.executable, "-c", code, token], env=env, capture_output=True, text=True, cwd=here)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout == trace
+
+
+def _atomic_on_windows() -> None:
+    d = _ckpts()
+    io = LockedAsyncCheckpointIO(TorchCheckpointIO(), durability="atomic")
+    a, b, last = (os.path.join(d, n) for n in ("a.ckpt", "b.ckpt", "last.ckpt"))
+    io.save_checkpoint({"v": 1}, a)
+    io.save_checkpoint({"v": 2}, last)
+    io.save_checkpoint({"v": 3}, b)
+    io.remove_checkpoint(a)
+    io.save_checkpoint({"v": 4}, last)
+    loaded = io.load_checkpoint(last)["v"]
+    io.teardown()
+    assert loaded == 4
+    assert sorted(os.listdir(d)) == ["b.ckpt", "last.ckpt"]  # no temp left, no leaked a.ckpt
+
+
+@pytest.mark.parametrize("bound", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_atomic_mode_under_windows_semantics_dfs_exhausted(bound):
+    """The rename over an existing ``last.ckpt`` and the remove of an evicted file never meet an open handle
+    (WinError 32 / 5) in any schedule within the bound."""
+    result = racecheck.explore(_atomic_on_windows, strategy="dfs", preemption_bound=bound, schedules=100_000,
+                               fs="windows", instrument=INSTRUMENT)
+    result.raise_on_failure()
+    assert result.exhausted
