@@ -6,9 +6,10 @@ Compares, in the same process and interleaved round by round (so drift hits all 
 
 * ``sync``   - ``TorchCheckpointIO.save_checkpoint`` (the loop waits for serialisation and the write),
 * ``stock``  - Lightning's ``AsyncCheckpointIO`` (clone on the caller, write in a thread),
-* ``locked`` - ``racecheck.fixed_impl.LockedAsyncCheckpointIO`` as a user gets it: slot check, snapshot, enqueue
-  on the caller; on the worker the wrapped ``TorchCheckpointIO`` writes (delegation), then file + directory fsync,
-* ``atomic`` - the same with ``durability="atomic"`` (the inner IO writes a temp file; fsync, rename, dir fsync).
+* ``locked`` - ``racecheck.fixed_impl.LockedAsyncCheckpointIO()`` as a user gets it: slot check, snapshot, enqueue
+  on the caller; on the worker the wrapped ``TorchCheckpointIO`` writes a hidden temp file (delegation), which is
+  fsynced, renamed into place and the directory fsynced (``durability="atomic"``, the default),
+* ``fsync``  - the same with ``durability="fsync"`` (the inner IO writes the final path; file + dir fsync after).
 
 "Blocked" is the wall time of the ``save_checkpoint`` call alone; the queue is drained between saves, i.e. the
 steady state where checkpoints are rarer than writes take. "Done" is save call + drain: when the checkpoint is
@@ -58,7 +59,7 @@ def rss_bytes() -> int:
 
 
 def barrier(name: str, io) -> None:
-    if name in ("locked", "atomic"):
+    if name in ("locked", "fsync"):
         io.wait()
     elif name == "stock":
         io.teardown()  # the only barrier stock offers; it recreates its executor on the next save
@@ -71,7 +72,7 @@ def bench_blocking(size: int, reps: int, directory: str) -> tuple[dict[str, list
         "sync": TorchCheckpointIO(),
         "stock": AsyncCheckpointIO(TorchCheckpointIO()),
         "locked": LockedAsyncCheckpointIO(),
-        "atomic": LockedAsyncCheckpointIO(durability="atomic"),
+        "fsync": LockedAsyncCheckpointIO(durability="fsync"),
     }
     for io in ios.values():
         if getattr(io, "checkpoint_io", 1) is None:
