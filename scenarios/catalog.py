@@ -18,7 +18,7 @@ _ALL = [
     define("evict-before-commit", crash.evict_before_commit, recovery=crash.evict_before_commit_recovery,
            semantics=_FAKE, small=False, why=_NO_CRASH),
     define("load-while-pending", ordering.load_while_pending),
-    define("teardown-flush", ordering.teardown_flush, small=False),
+    define("teardown-flush", ordering.teardown_flush),
     define("error-propagation", faults.error_propagation),
     define("snapshot-isolation", ordering.snapshot_isolation),
     define("crash-consistency", crash.crash_consistency, recovery=crash.crash_consistency_recovery,
