@@ -86,7 +86,7 @@ def main() -> None:
     for column in ("scenario", "random", "pct", "dfs", "plain", "sched/s (pct)", "runs/s (plain)",
                    "plain/pct (runs)", "plain/pct (time)"):
         table.add_column(column, justify="left" if column == "scenario" else "right")
-    console = Console()
+    console = Console(width=170)
     for name in args.scenarios.split(","):
         scenario = scenarios.get(name)
         seeds = min(args.seeds, SLOW.get(name, args.seeds))

@@ -28,7 +28,7 @@ _ALL = [
     *[define(f"trainer-fit-{name}", fit, small=False) for name, fit in trainer.VARIANTS.items()],
     define("resume-last", crash.resume_last, recovery=crash.resume_last_recovery, semantics=_FAKE, small=False,
            why=_NO_CRASH),
-    define("workload", workload.workload, small=False),
+    define("workload", workload.workload),
 ]
 
 CATALOGUE: dict[str, Scenario] = {s.name: s for s in _ALL}
