@@ -37,8 +37,17 @@ def test_fixed_io_passes(name, fs):
 
 
 @pytest.mark.parametrize("fs", ["posix", "windows"])
-def test_fixed_io_passes_trainer_fit(fs):
+def test_fixed_io_passes_trainer_fit_silently(fs, capfd):
     _check("trainer-fit", fs, "random", 1)
+    out, err = capfd.readouterr()
+    for noise in ("GPU available", "TPU available", "Tip:", "max_epochs=", "LOCAL_RANK", "Not removing"):
+        assert noise not in out + err, f"Lightning's console output leaked out of the scenario: {noise!r}"
+
+
+def test_trainer_fit_on_the_real_disk():
+    """On the real disk file operations are not scheduling points (a whole write is one step), which is why the
+    scenarios default to the fake filesystem; the real disk still runs a real fit and its oracle."""
+    _check("trainer-fit-top2-epochs", "real", "random", 1)
 
 
 def test_fixed_io_passes_on_the_real_disk():
