@@ -9,6 +9,7 @@ import re
 import textwrap
 
 import pytest
+from plugin_helpers import section, token_of
 
 pytest_plugins = ("pytester",)
 
@@ -45,19 +46,6 @@ RACY = textwrap.dedent(
         assert _two_threads() == 2
     """
 )
-
-
-def section(output: str, title: str = "racecheck: failing schedule") -> str:
-    """The text of one report section (between its ---- title ---- line and the next section header)."""
-    match = re.search(rf"-+ {re.escape(title)} -+\n(.*?)\n(?:[=_-]{{5,}} |\Z)", output, re.S)
-    assert match, output
-    return match.group(1)
-
-
-def token_of(output: str) -> str:
-    match = re.search(r"^token: (rc1\.\S+)$", output, re.M)
-    assert match, output
-    return match.group(1)
 
 
 def test_marked_test_fails_with_trace_token_command_and_only_the_failing_schedules_output(pytester):
