@@ -306,3 +306,25 @@ def test_deadlock_is_reported_with_who_waits_on_what(pytester):
     report = section(result.stdout.str())
     assert ": deadlock in T" in report.splitlines()[0]
     result.stdout.fnmatch_lines(["E   racecheck.errors.Deadlock: *T1 waits: acquire Lock#*"])
+
+
+def test_a_failure_that_depends_on_state_shared_through_a_fixture_is_flagged(pytester):
+    pytester.makepyfile(
+        test_shared="""
+        import pytest
+
+        @pytest.fixture
+        def calls():
+            return []
+
+        @pytest.mark.racecheck(schedules=10)
+        def test_third_call_fails(calls):
+            calls.append(1)
+            assert len(calls) != 3
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    report = section(result.stdout.str())
+    assert "note: replaying the token in this process passed; state shared across schedules" in report
+    assert "failing schedule #2, after 3 schedules" in report
