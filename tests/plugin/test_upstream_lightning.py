@@ -13,7 +13,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from plugin_helpers import section, token_of
+from plugin_helpers import section, token_of, trace_rows
 
 pytest_plugins = ("pytester",)
 
@@ -29,9 +29,14 @@ def test_upstream_async_checkpoint_test_fails_deterministically_and_replays_in_a
     report = section(out)
     token = token_of(report)
     assert "FileNotFoundError: [Errno 2] No such file or directory: " in out
-    epoch0 = "/racefs/pytest/test_async_checkpoint_plugin/epoch=0-step=1"  # the trace may cut the ".ckpt"
-    assert f"fs.remove {epoch0}" in report and f"fs.chmod {epoch0}" in report, report
-    assert report.index(f"fs.remove {epoch0}") < report.index(f"fs.chmod {epoch0}")  # the remove lands in between
+    epoch0 = "/racefs/pytest/test_async_checkpoint_plugin/epoch=0-step=1.ckpt"
+    rows = trace_rows(report)
+
+    def first(op: str) -> int:
+        return next(index for index, row in enumerate(rows) if op in row)
+
+    # the worker renames its temp file onto epoch0, the main thread removes epoch0, then the worker's chmod fails
+    assert first(f"-> {epoch0}") < first(f"fs.remove {epoch0}") < first(f"fs.chmod {epoch0}"), "\n".join(rows)
     # Lightning logs on every schedule; the report keeps the failing schedule's records only
     logged = section(out, "Captured log call")
     assert logged.count("`Trainer.fit` stopped: `max_epochs=3` reached.") == 1, logged
