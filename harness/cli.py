@@ -299,7 +299,9 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
             ))
     for cell in cells:
         _prebuild(catalogue_name, cell)
+    started = time.perf_counter()
     results, budget_hit = _explore(cells, jobs, tx, time_budget, quiet)
+    explore_wall = time.perf_counter() - started
     for cell in results:
         click.echo(_cell_line(cell))
         if cell.failure is not None:
@@ -311,7 +313,7 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
     races = sum(1 for c in results if c.failure is not None)
     click.echo(f"{len(results)} cell(s), {explored} schedules, {races} race(s) found")
     run_info = {"jobs": jobs, "tx": list(tx), "time_budget_s": time_budget, "budget_reached": budget_hit,
-                "chunk": parallel.CHUNK}
+                "chunk": parallel.CHUNK, "explore_wall_s": round(explore_wall, 3)}
     _write_reports(report_dir, results, run_info)
     sys.exit(1 if races else 0)
 
