@@ -171,7 +171,7 @@ class _Progress:
 
     def __init__(self, total: int, enabled: bool) -> None:
         self.bar = None
-        self.failures = 0
+        self.failed_cells: set[int] = set()
         self.done = 0
         self.started = time.monotonic()
         if not enabled:
@@ -197,10 +197,11 @@ class _Progress:
 
     def update(self, unit: dict, result: dict) -> None:
         self.done += result["schedules"]
-        self.failures += int(result["failure"] is not None)
+        if result["failure"] is not None:
+            self.failed_cells.add(unit["cell"])  # a race per cell, however many of its chunks failed
         if self.bar is not None:
             rate = self.done / max(time.monotonic() - self.started, 1e-9)
-            self.bar.update(self.task, completed=self.done, rate=rate, failures=self.failures)
+            self.bar.update(self.task, completed=self.done, rate=rate, failures=len(self.failed_cells))
             self.bar.refresh()
 
     def close(self) -> None:
