@@ -163,7 +163,8 @@ def _cell_line(cell: CellResult) -> str:
     note = " (search space exhausted)" if cell.exhausted else ""
     if cell.budget_stopped:
         note = f" (time budget: {cell.schedules} of {cell.requested})"
-    return f"{cell.label}: clean, {cell.schedules} schedules {how}{note}, {cell.schedules_per_second:.0f} schedules/s"
+    rate = cell.schedules_per_second
+    return f"{cell.label}: clean, {cell.schedules} schedules {how}{note}, {rate:.{1 if rate < 10 else 0}f} schedules/s"
 
 
 class _Progress:
