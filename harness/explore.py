@@ -1,26 +1,27 @@
 """explore() and replay(): run a test function under many schedules, report the first failure with a token.
 
-This is the only place that wires the pieces together: instrumentation of modules, the Thread patch, the strategy,
-one Run per schedule, the fake filesystem when asked for, shrinking, and the Result a user sees.
+This is the only place that wires the pieces together: the Config, instrumentation of modules, the Thread patch,
+the strategy, one Run per schedule, the registered extensions (the fake filesystem is one), shrinking, the
+determinism check, and the Result a user sees. It knows no extension by name.
 """
 
 from __future__ import annotations
 
-import importlib
-import math
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck import instrument as _instrument
 from racecheck import runtime, sync  # noqa: F401 - sync registers the controlled stand-ins
+from racecheck.config import Config, resolve
+from racecheck.divergence import LIKELY_CAUSE, Recorder, Replayer, compare_runs
 from racecheck.errors import ReplayDivergence, TokenError
 from racecheck.scheduler import FailureInfo, Run, RunConfig
-from racecheck.shrink import Probe, normalize, shrink
-from racecheck.strategies import STRATEGIES, Chooser, ReplayChooser, make_strategy
+from racecheck.shrink import Probe, fewest_preemptions, normalize, shrink
+from racecheck.strategies import Chooser, make_strategy
 from racecheck.threads import controlled_thread_class
 from racecheck.tokens import Token, decode, shape_of, short_hash
 from racecheck.trace import TraceEvent, render
@@ -32,7 +33,10 @@ _exploring = runtime.real_allocate_lock()
 
 @dataclass
 class Failure:
-    """A failing schedule, shrunk: replay it with ``racecheck.replay(fn, failure.token)``."""
+    """A failing schedule, shrunk: replay it with ``racecheck.replay(fn, failure.token)``.
+
+    ``kind``: "exception", "deadlock", "uncontrolled-blocking", "step-limit", or "nondeterminism" (with
+    ``check_determinism=True``: the same schedule ran differently twice; ``exception`` is a ReplayDivergence)."""
 
     token: str
     kind: str
@@ -62,6 +66,9 @@ class Failure:
 
 @dataclass
 class Result:
+    """What explore() and replay() return. ``trace``: the rendered trace of the failing schedule (explore) or of
+    the replayed one (replay, failing or not); empty when explore found nothing."""
+
     ok: bool
     schedules: int
     failure: Failure | None = None
@@ -71,6 +78,8 @@ class Result:
     max_steps_seen: int = 0
     crashes: int = 0
     leaked_threads: list[str] = field(default_factory=list)
+    trace: str = ""
+    config: Config | None = None
 
     def raise_on_failure(self) -> None:
         if self.failure is not None:
@@ -90,73 +99,88 @@ def _target_name(fn: Callable) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
 
 
-def _config_key(fs: Any) -> str:
-    if fs is None:
-        return "-"
-    if isinstance(fs, str):
-        return fs
-    key = getattr(fs, "config_key", None)
-    return key() if callable(key) else type(fs).__name__
+class _Session:
+    """One exploration or replay of ``fn`` under ``config``: what every schedule of it shares."""
 
+    def __init__(self, fn: Callable[[], Any], config: Config) -> None:
+        if not callable(fn):
+            raise TypeError(f"racecheck needs a callable test function, not {type(fn).__name__}")
+        self.fn = fn
+        self.config = config
+        self.run_config = RunConfig(max_steps=config.max_steps, watchdog=config.watchdog)
+        self.extensions = runtime.extensions_for(config)
+        self.target = _target_name(fn)
+        keys = [ext.config_key(config) for ext in self.extensions]
+        self.config_key = "|".join(keys) if keys else "-"
 
-def _modules(fn: Callable, instrument: Any, fs: Any) -> list[types.ModuleType]:
-    targets: list[Any] = []
-    home = sys.modules.get(getattr(fn, "__module__", "") or "")
-    if home is not None:
-        targets.append(home)
-    if isinstance(instrument, (str, types.ModuleType)):
-        instrument = (instrument,)
-    targets.extend(instrument or ())
-    if fs is not None:
-        fakefs = importlib.import_module("racecheck.fakefs")
-        for name in getattr(fakefs, "DEFAULT_MODULES", ()):
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - optional integrations (e.g. lightning) may be absent
-                continue
-            targets.append(name)
-        fakefs.prepare()  # stand-ins for optional packages (torch), now imported, before anything is instrumented
-    return _instrument.resolve_modules(targets)
+    def _modules(self) -> list[types.ModuleType]:
+        targets: list[Any] = []
+        home = sys.modules.get(getattr(self.fn, "__module__", "") or "")
+        if home is not None:
+            targets.append(home)
+        targets.extend(self.config.instrument)
+        for ext in self.extensions:
+            targets.extend(ext.modules(self.config))
+        return _instrument.resolve_modules(targets)
 
+    @contextmanager
+    def controlled(self):
+        if runtime.current_run() is not None:
+            raise RuntimeError("racecheck.explore/replay cannot be nested inside a controlled run")
+        if not _exploring.acquire(False):
+            raise RuntimeError("racecheck runs one exploration at a time per process (use processes for parallelism)")
+        try:
+            modules = self._modules()
+            with ExitStack() as stack:
+                patch = _instrument.apply(modules)
+                stack.callback(patch.restore)
+                stack.enter_context(controlled_thread_class())
+                yield
+        finally:
+            _exploring.release()
 
-@contextmanager
-def _controlled(fn: Callable, instrument: Any, fs: Any):
-    if runtime.current_run() is not None:
-        raise RuntimeError("racecheck.explore/replay cannot be nested inside a controlled run")
-    if not _exploring.acquire(False):
-        raise RuntimeError("racecheck runs one exploration at a time per process (use processes for parallelism)")
-    try:
-        modules = _modules(fn, instrument, fs)
-        with ExitStack() as stack:
-            patch = _instrument.apply(modules)
-            stack.callback(patch.restore)
-            stack.enter_context(controlled_thread_class())
-            yield
-    finally:
-        _exploring.release()
-
-
-def _run_once(fn: Callable, chooser: Chooser, config: RunConfig, fs: Any, on_crash: Callable | None) -> Run:
-    run = Run(chooser, config)
-    fakefs = importlib.import_module("racecheck.fakefs") if fs is not None else None
-    if fakefs is not None:
-        fakefs.begin_run(run, fs)
-    try:
-        run.start_root(fn)
-        run.supervise()
-        if run.crashed:
-            if fakefs is not None:
-                fakefs.end_run(run, crashed=True)
-            if on_crash is not None and run.failure is None:
+    def run_once(self, chooser: Chooser) -> Run:
+        """One schedule: extensions' begin hooks, the test function, end hooks, crash recovery; always torn down."""
+        run = Run(chooser, self.run_config)
+        if isinstance(chooser, (Recorder, Replayer)):
+            chooser.run = run
+        try:
+            for ext in self.extensions:
+                ext.begin_run(run, self.config)
+            run.start_root(self.fn)
+            run.supervise()
+            for ext in self.extensions:
+                ext.end_run(run, run.crashed)
+            if run.crashed and self.config.on_crash is not None and run.failure is None:
                 run.reset_for_phase()
-                run.start_root(on_crash, name="racecheck-recovery")
+                run.start_root(self.config.on_crash, name="racecheck-recovery")
                 run.supervise()
-        elif fakefs is not None:
-            fakefs.end_run(run, crashed=False)
-    finally:
-        run.teardown()
-        run.finish()
-    return run
+        finally:
+            run.teardown()
+        if isinstance(chooser, Replayer):
+            chooser.finish()
+        return run
+
+    def check_determinism(self, first: Run, tracking: Any) -> str | None:
+        """Run the decisions of ``first`` again; None if it did exactly the same, else where it went elsewhere."""
+        replayer = Replayer(first.choices, tracking.picked, tracking.recorded_steps())
+        second = self.run_once(replayer)
+        return compare_runs(first, second, _outcome) or replayer.divergence
+
+    def token(self, run: Run, tracking: Any, strategy: str, seed: int, index: int) -> str:
+        choices = tuple(normalize(run.choices))
+        return Token(
+            strategy, seed, index, short_hash(self.target), short_hash(self.config_key), shape_of(run.arities),
+            choices, tuple(tracking.picked), tuple(tracking.recorded_steps()),
+        ).encode()
+
+
+def _outcome(run: Run) -> tuple:
+    """How a run ended, comparably across reruns: the rendered kind plus the failure's signature."""
+    failure = run.failure
+    if failure is None:
+        return ("a crash" if run.crashed else "passing", run.crashed)
+    return (f"{failure.kind} ({type(failure.exception).__name__})", failure.signature(), failure.tid)
 
 
 def _outcome_line(run: Run) -> str:
@@ -167,18 +191,18 @@ def _outcome_line(run: Run) -> str:
     return f"-> {who}{failure.kind}: {type(failure.exception).__name__}: {failure.exception}"
 
 
-def _make_token(run: Run, strategy: str, seed: int, index: int, target: str, config: str) -> str:
-    choices = tuple(normalize(run.choices))
-    return Token(strategy, seed, index, short_hash(target), short_hash(config), shape_of(run.arities), choices).encode()
+def _render(run: Run) -> str:
+    return render(run.trace, len(run.threads), _outcome_line(run))
 
 
-def _failure(run: Run, token: str, index: int, original: Run, probes: int) -> Failure:
-    info: FailureInfo = run.failure  # type: ignore[assignment]
+def _failure(run: Run, token: str, index: int, original: Run, probes: int, info: FailureInfo | None = None) -> Failure:
+    info = info or run.failure
+    assert info is not None
     return Failure(
         token=token,
         kind=info.kind,
         exception=info.exception,
-        trace=render(run.trace, len(run.threads), _outcome_line(run)),
+        trace=_render(run),
         events=list(run.trace),
         schedule_index=index,
         preemptions=run.preemptions,
@@ -190,143 +214,128 @@ def _failure(run: Run, token: str, index: int, original: Run, probes: int) -> Fa
     )
 
 
-def _fewest_preemptions(
-    fn: Callable, config: RunConfig, fs: Any, on_crash: Callable | None, signature: tuple, found: int, budget: int
-) -> tuple[Probe | None, int]:
-    """Greedy shrinking finds a local minimum; bounded DFS at bounds 0..found-1 finds the global one (within budget).
+def _fewest_preemptions(session: _Session, signature: tuple, found: int, budget: int) -> tuple[Probe | None, int]:
+    """The exhaustive pass of the shrinker (``shrink.fewest_preemptions``) over real runs of this session."""
 
-    Choices change meaning when an earlier one changes, so lowering choices one at a time can get stuck above the
-    true minimum. Exhaustive search with an increasing preemption bound cannot: the first same-kind failure it
-    meets has the fewest preemptions possible.
-    """
-    spent = 0
-    for bound in range(found):
-        search = make_strategy("dfs", 0, 1, bound)
-        while spent < budget:
-            chooser = search.new_execution(spent)
-            if chooser is None:
-                break
-            spent += 1
-            run = _run_once(fn, chooser, config, fs, on_crash)
-            search.end_execution(chooser, run.steps)
-            if run.failure is not None and run.failure.signature() == signature:
-                return Probe(normalize(run.choices), (run.preemptions, run.steps), run), spent
-        if spent >= budget:
-            break
-    return None, spent
+    def execute(chooser: Chooser) -> Probe | None:
+        recorder = Recorder(chooser)
+        run = session.run_once(recorder)
+        if run.failure is not None and run.failure.signature() == signature:
+            return Probe(normalize(run.choices), (run.preemptions, run.steps), (run, recorder))
+        return None
+
+    return fewest_preemptions(execute, found, budget)
+
+
+def _shrunk(session: _Session, run: Run, tracking: Any, result: Result) -> tuple[Run, Any, int]:
+    """The simplest run that fails the same way as ``run`` (fewest preemptions, then fewest steps)."""
+    budget = session.config.shrink_budget
+    start = Probe(normalize(run.choices), (run.preemptions, run.steps), (run, tracking))
+    if budget <= 0:
+        return run, tracking, 0
+    signature = run.failure.signature()  # type: ignore[union-attr]
+
+    def probe(choices: list[int]) -> Probe | None:
+        replayer = Replayer(choices)
+        candidate = session.run_once(replayer)
+        result.leaked_threads.extend(candidate.leaked)
+        if candidate.failure is None or candidate.failure.signature() != signature:
+            return None
+        key = (candidate.preemptions, candidate.steps)
+        return Probe(normalize(candidate.choices), key, (candidate, replayer))
+
+    best, probes = shrink(start, probe, budget=budget)
+    if best.key[0] > 0:
+        fewer, spent = _fewest_preemptions(session, signature, best.key[0], budget)
+        probes += spent
+        if fewer is not None:
+            best, more = shrink(fewer, probe, budget=budget)
+            probes += more
+    best_run, best_tracking = best.payload
+    return best_run, best_tracking, probes
 
 
 # ----- public API -----------------------------------------------------------------------------------------------------
 
 
-def explore(
-    fn: Callable[[], Any],
-    strategy: str = "pct",
-    schedules: int = 1000,
-    seed: int = 0,
-    instrument: Iterable[Any] | str | types.ModuleType = (),
-    preemption_bound: int | float | None = None,
-    *,
-    depth: int = 3,
-    fs: Any = None,
-    on_crash: Callable[[], Any] | None = None,
-    max_steps: int = 20000,
-    watchdog: float | None = 2.0,
-    shrink_budget: int = 300,
-) -> Result:
+def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: Any) -> Result:
     """Run ``fn`` under up to ``schedules`` interleavings chosen by ``strategy``; stop at the first failure.
 
+    ``config`` is a ``racecheck.Config``; every Config field is also a keyword shortcut that overrides it
+    (``explore(fn, strategy="dfs", preemption_bound=1)``); any other keyword is a TypeError naming it.
     strategy: "random" (uniform walk), "pct" (priority change points, ``depth``), or "dfs" (every schedule with at
-    most ``preemption_bound`` preemptions, default 2; ``math.inf`` for no bound; ``result.exhausted`` says the
-    search finished). ``instrument``: modules or dotted names whose threading/queue/futures/time names are
+    most ``preemption_bound`` preemptions, default 2; None or ``math.inf`` for no bound; ``result.exhausted`` says
+    the search finished). ``instrument``: modules or dotted names whose threading/queue/futures/time names are
     controlled during the run (the module defining ``fn`` always is). ``fs``: "posix", "windows" or a
-    ``racecheck.FakeFS`` for a fresh fake filesystem per schedule. The failure comes shrunk, with a token.
+    ``racecheck.fakefs.FakeFS`` for a fresh fake filesystem per schedule. ``check_determinism``: run every schedule
+    twice and report a difference as a failure of kind "nondeterminism". The failure comes shrunk, with a token.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r} (choose {', '.join(STRATEGIES)})")
-    if schedules < 1:
-        raise ValueError("schedules must be >= 1")
-    bound: int | None
-    if preemption_bound is None:
-        bound = 2
-    elif preemption_bound == math.inf:
-        bound = None
-    else:
-        bound = int(preemption_bound)
-    strat = make_strategy(strategy, seed, depth, bound)
-    config = RunConfig(max_steps=max_steps, watchdog=watchdog)
-    target, config_key = _target_name(fn), _config_key(fs)
-    result = Result(ok=True, schedules=0, strategy=strategy, seed=seed)
-    with _controlled(fn, instrument, fs):
-        for index in range(schedules):
+    cfg = resolve(config, shortcuts, "explore")
+    session = _Session(fn, cfg)
+    strat = make_strategy(cfg.strategy, cfg.seed, cfg.depth, cfg.bound)
+    result = Result(ok=True, schedules=0, strategy=cfg.strategy, seed=cfg.seed, config=cfg)
+    with session.controlled():
+        for index in range(cfg.schedules):
             chooser = strat.new_execution(index)
             if chooser is None:
                 break
-            run = _run_once(fn, chooser, config, fs, on_crash)
+            recorder = Recorder(chooser)
+            run = session.run_once(recorder)
             strat.end_execution(chooser, run.steps)
             result.schedules += 1
             result.max_steps_seen = max(result.max_steps_seen, run.steps)
             result.crashes += int(run.crashed)
             result.leaked_threads.extend(run.leaked)
+            if cfg.check_determinism:
+                divergence = session.check_determinism(run, recorder)
+                if divergence is not None:
+                    token = session.token(run, recorder, cfg.strategy, cfg.seed, index)
+                    info = FailureInfo("nondeterminism", ReplayDivergence(divergence), None)
+                    result.failure = _failure(run, token, index, run, 0, info)
+                    break
             if run.failure is not None:
-                signature = run.failure.signature()
-
-                def probe(choices: list[int], signature: tuple = signature) -> Probe | None:
-                    candidate = _run_once(fn, ReplayChooser(choices), config, fs, on_crash)
-                    result.leaked_threads.extend(candidate.leaked)
-                    if candidate.failure is None or candidate.failure.signature() != signature:
-                        return None
-                    return Probe(normalize(candidate.choices), (candidate.preemptions, candidate.steps), candidate)
-
-                start = Probe(normalize(run.choices), (run.preemptions, run.steps), run)
-                best, probes = shrink(start, probe, budget=shrink_budget) if shrink_budget > 0 else (start, 0)
-                if shrink_budget > 0 and best.key[0] > 0:
-                    fewer, spent = _fewest_preemptions(fn, config, fs, on_crash, signature, best.key[0], shrink_budget)
-                    probes += spent
-                    if fewer is not None:
-                        best, more = shrink(fewer, probe, budget=shrink_budget)
-                        probes += more
-                best_run: Run = best.payload
-                token = _make_token(best_run, strategy, seed, index, target, config_key)
-                result.ok = False
-                result.failure = _failure(best_run, token, index, run, probes)
+                best, tracking, probes = _shrunk(session, run, recorder, result)
+                token = session.token(best, tracking, cfg.strategy, cfg.seed, index)
+                result.failure = _failure(best, token, index, run, probes)
                 break
         result.exhausted = strat.exhausted
+    if result.failure is not None:
+        result.ok = False
+        result.trace = result.failure.trace
     return result
 
 
-def replay(
-    fn: Callable[[], Any],
-    token: str,
-    instrument: Iterable[Any] | str | types.ModuleType = (),
-    *,
-    fs: Any = None,
-    on_crash: Callable[[], Any] | None = None,
-    max_steps: int = 20000,
-    watchdog: float | None = 2.0,
-) -> Result:
-    """Run exactly the schedule ``token`` describes; the Result carries the same failure and the same trace."""
+def replay(fn: Callable[[], Any], token: str, config: Config | None = None, **shortcuts: Any) -> Result:
+    """Run exactly the schedule ``token`` describes; the Result carries the same failure and the same trace.
+
+    Options as for ``explore`` (only instrument, fs, on_crash, max_steps, watchdog and check_determinism matter
+    here: the schedule comes from the token). Raises TokenError for a malformed, edited or foreign token and
+    ReplayDivergence when the code under test does not follow the schedule (saying where)."""
+    cfg = resolve(config, shortcuts, "replay")
     parsed = decode(token)
-    target, config_key = _target_name(fn), _config_key(fs)
-    if parsed.target != short_hash(target):
-        raise TokenError(f"token was recorded for another test function, not {target}")
-    if parsed.config != short_hash(config_key):
-        raise TokenError(f"token was recorded with another configuration (fs={config_key!r} does not match)")
-    config = RunConfig(max_steps=max_steps, watchdog=watchdog)
-    chooser = ReplayChooser(parsed.choices)
-    with _controlled(fn, instrument, fs):
-        run = _run_once(fn, chooser, config, fs, on_crash)
-    if chooser.diverged or shape_of(run.arities) != parsed.shape:
-        detail = chooser.diverged or f"it made {len(run.arities)} decisions where the token recorded {parsed.shape}"
-        raise ReplayDivergence(
-            f"replay diverged from the token: {detail} (nondeterminism outside racecheck's control?)"
-        )
-    result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed)
+    session = _Session(fn, cfg)
+    if parsed.target != short_hash(session.target):
+        raise TokenError(f"token was recorded for another test function, not {session.target}")
+    if parsed.config != short_hash(session.config_key):
+        raise TokenError(f"token was recorded with another configuration ({session.config_key!r} does not match)")
+    with session.controlled():
+        replayer = Replayer(parsed.choices, parsed.picked, parsed.steps)
+        run = session.run_once(replayer)
+        divergence = replayer.divergence
+        if divergence is None and shape_of(run.arities) != parsed.shape:
+            divergence = (
+                f"replay diverged from the token: the same threads ran at the same steps, but other threads could "
+                f"run at some decisions than when it was recorded. Likely cause: {LIKELY_CAUSE}"
+            )
+        if divergence is None and cfg.check_determinism:
+            divergence = session.check_determinism(run, replayer)
+    if divergence is not None:
+        raise ReplayDivergence(divergence)
+    result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed, config=cfg)
     result.max_steps_seen = run.steps
     result.crashes = int(run.crashed)
     result.leaked_threads = list(run.leaked)
     if run.failure is not None:
         result.failure = _failure(run, parsed.encode(), parsed.index, run, 0)
-    result.trace = render(run.trace, len(run.threads), _outcome_line(run))  # type: ignore[attr-defined]
+    result.trace = _render(run)
     return result
-

@@ -15,8 +15,10 @@ The scheduler never imports or knows about Lightning, the filesystem or any part
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,7 +67,7 @@ class ThreadRecord:
 
     __slots__ = (
         "tid", "run", "thread", "baton", "started", "finished", "op", "loc", "enabled", "deadline",
-        "timed_out", "yielding", "background", "exited", "launched",
+        "timed_out", "yielding", "background", "exited", "launched", "yield_to",
     )
 
     def __init__(self, tid: int, run: Run, thread: Any) -> None:
@@ -85,6 +87,7 @@ class ThreadRecord:
         self.background = False  # daemon threads and idle executor workers may be left blocked at the end
         self.exited = _real_Event()
         self.launched = False  # its OS thread exists (a reserved record waits for the "start" point first)
+        self.yield_to: set[int] | None = None  # after a yield: the threads that must run before this one again
 
     @property
     def name(self) -> str:
@@ -140,10 +143,10 @@ class Run:
         self.done = _real_Event()
         self.resources: dict[str, Any] = {}
         self.leaked: list[str] = []
-        self._finish_callbacks: list[Callable[[Run], None]] = []
         self._counters: dict[str, int] = {}
         self._root: ThreadRecord | None = None
         self._recovering = False  # after a crash, the recovery phase's failures are real findings
+        self._yielders: list[ThreadRecord] = []  # threads with a non-empty yield_to (fair scheduling)
 
     # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
 
@@ -154,9 +157,6 @@ class Run:
 
     def now(self) -> float:
         return self.clock
-
-    def on_finish(self, callback: Callable[[Run], None]) -> None:
-        self._finish_callbacks.append(callback)
 
     def schedule(
         self,
@@ -332,13 +332,30 @@ class Run:
             self._fail("deadlock", Deadlock(self._describe_waiters(unfinished)), me)
             self._stop(me, alive)
             return
+        yielding = alive and me.yielding
+        if yielding and len(candidates) == 1 and candidates[0] is me and self._advance_clock():
+            # Only the yielder could run: in real time the threads it waits for (timed sleeps) would wake up.
+            candidates = self._candidates(me, alive)
+        if yielding:
+            # CHESS fair scheduling: a yielding thread waits for someone else, so it is not scheduled again before
+            # every thread that could run now has run (or stopped being able to). Leaving it is no preemption.
+            others = {c.tid for c in candidates if c is not me}
+            if others:
+                me.yield_to = others
+                self._yielders.append(me)
+        if self._yielders and len(candidates) > 1:
+            candidates = self._fair(candidates)
         current_enabled = alive and candidates[0] is me
         if len(candidates) == 1:
             index = 0
         else:
-            index = self.chooser.pick_thread([c.tid for c in candidates], current_enabled, alive and me.yielding)
+            index = self.chooser.pick_thread(
+                [c.tid for c in candidates], current_enabled, yielding, me.tid if alive else None
+            )
             self._record(len(candidates), index)
         chosen = candidates[index]
+        if self._yielders:
+            self._scheduled(chosen)
         if current_enabled and index != 0:
             self.preemptions += 1
             switch = "preempt"
@@ -353,6 +370,26 @@ class Run:
             me.baton.acquire()
             if self.aborting:
                 raise _Abort()
+
+    def _fair(self, candidates: list[ThreadRecord]) -> list[ThreadRecord]:
+        """Drop candidates that yielded to a thread that can run now and has not run since (never all of them:
+        a thread yields only while it runs, which clears it from every other's set, so the relation is acyclic)."""
+        runnable = {c.tid for c in candidates}
+        fair = [c for c in candidates if c.yield_to is None or runnable.isdisjoint(c.yield_to)]
+        return fair or candidates
+
+    def _scheduled(self, chosen: ThreadRecord) -> None:
+        """``chosen`` runs now: whoever yielded to it has had its wish."""
+        keep = []
+        for rec in self._yielders:
+            waits = rec.yield_to
+            if waits is not None and rec is not chosen:
+                waits.discard(chosen.tid)
+                if waits and not rec.finished:
+                    keep.append(rec)
+                    continue
+            rec.yield_to = None
+        self._yielders = keep
 
     def _stop(self, me: ThreadRecord, alive: bool) -> None:
         self.aborting = True
@@ -373,45 +410,92 @@ class Run:
     # ----- supervision (runs on the explorer's own, uncontrolled thread) ---------------------------------------
 
     def supervise(self) -> None:
-        """Wait for the phase to end, turning a silent hang into UncontrolledBlocking, then tear everything down."""
+        """Wait for the phase to end, turning a silent hang into UncontrolledBlocking, then tear everything down.
+
+        Progress is read from the scheduler's own records (the step counter), never by polling other threads'
+        frames: ``sys._current_frames()`` can deadlock CPython 3.11 when it runs the GC under the runtime head
+        lock while a thread is inside ``Thread.start()`` (gh-106883). Only once no step has happened for half the
+        watchdog is the running thread's frame read (with the GC off), to tell a long computation that still
+        moves from a thread blocked in one place; a thread still at the same place a half-watchdog later is stuck.
+        """
         watchdog = self.config.watchdog
-        last_steps = -1
-        last_seen: set = set()
+        if watchdog is None:
+            self.done.wait()
+            self.teardown()
+            return
+        half = watchdog / 2
+        poll = min(max(watchdog / 8, 0.01), 0.25)
+        last_steps = self.steps
         last_progress = _real_monotonic()
-        while not self.done.wait(0.02):
-            if watchdog is None:
-                continue
+        seen: set = set()  # code locations of the running thread observed since the last step
+        while not self.done.wait(poll):
             now = _real_monotonic()
-            where = self._current_frame_key()
-            if self.steps != last_steps or (where is not None and where not in last_seen):
-                if self.steps != last_steps:
-                    last_seen = set()
-                last_steps = self.steps
-                if where is not None:
-                    last_seen.add(where)
+            if self.steps != last_steps:
+                last_steps, last_progress = self.steps, now
+                seen.clear()
+                continue
+            if now - last_progress < half:
+                continue
+            rec = self.current
+            where = self._current_frame_key(rec)
+            if where is not None and where not in seen:
+                seen.add(where)  # it moved: a computation without scheduling points, give it more time
                 last_progress = now
                 continue
-            if now - last_progress > watchdog:
-                rec = self.current
-                self._fail("uncontrolled-blocking", UncontrolledBlocking(self._describe_stuck(rec)), rec)
-                if rec is not None:
-                    self.leaked.append(f"T{rec.tid}")
-                break
+            if self.done.is_set() or self.steps != last_steps or (where is None and now - last_progress < watchdog):
+                continue
+            self._fail("uncontrolled-blocking", UncontrolledBlocking(self._describe_stuck(rec)), rec)
+            if rec is not None:
+                self.leaked.append(f"T{rec.tid}")
+            break
         self.teardown()
 
-    def _current_frame_key(self) -> tuple | None:
-        rec = self.current
-        if rec is None or rec.thread.ident is None:
+    def _frame_of(self, rec: ThreadRecord | None) -> Any:
+        """The current frame of ``rec``'s OS thread, or None; never raises. The GC is off during the read, which
+        is what makes ``sys._current_frames()`` safe from gh-106883."""
+        try:
+            ident = None if rec is None else rec.thread.ident
+            if ident is None:
+                return None
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                frame = sys._current_frames().get(ident)
+            finally:
+                if collecting:
+                    gc.enable()
+            return frame if isinstance(frame, types.FrameType) else None
+        except Exception:  # noqa: BLE001 - describing a stuck thread must never crash the run
             return None
-        frame = sys._current_frames().get(rec.thread.ident)
+
+    def _current_frame_key(self, rec: ThreadRecord | None) -> tuple | None:
+        frame = self._frame_of(rec)
         if frame is None:
             return None
-        return (id(frame.f_code), frame.f_lineno)
+        try:
+            return (frame.f_code.co_filename, frame.f_lineno)
+        except Exception:  # noqa: BLE001
+            return None
 
     def _describe_stuck(self, rec: ThreadRecord | None) -> str:
         if rec is None:
             return "uncontrolled blocking: the run stopped making progress"
-        frame = sys._current_frames().get(rec.thread.ident)
+        last = f"'{rec.op}' @{rec.loc}" if rec.loc else f"'{rec.op}'"
+        head = f"uncontrolled blocking: T{rec.tid} made no scheduling point for {self.config.watchdog:g}s"
+        advice = (
+            "(a real lock, real sleep or I/O wait that racecheck does not control; instrument the module that owns "
+            "it)"
+        )
+        try:
+            where = self._stuck_location(self._frame_of(rec))
+        except Exception:  # noqa: BLE001 - any surprise while reading frames: fall back to the scheduler's records
+            where = ""
+        if not where:
+            return f"{head} since {last} {advice}"
+        return f"{head}, stuck in {where} {advice}"
+
+    @staticmethod
+    def _stuck_location(frame: Any) -> str:
         inner = ""
         user = ""
         while frame is not None:
@@ -422,12 +506,7 @@ class Run:
             if not user and not engine:
                 user = here
             frame = frame.f_back
-        where = inner if inner == user or not user else f"{inner}, called from {user}"
-        return (
-            f"uncontrolled blocking: T{rec.tid} made no scheduling point for {self.config.watchdog:g}s, "
-            f"stuck in {where} (a real lock, real sleep or I/O wait that racecheck does not control; "
-            "instrument the module that owns it)"
-        )
+        return inner if inner == user or not user else f"{inner}, called from {user}"
 
     def teardown(self) -> None:
         """Unwind every parked thread, one at a time, and wait for each OS thread to end."""
@@ -448,11 +527,6 @@ class Run:
         self.aborting = False
         self._recovering = True
         self.done = _real_Event()
-
-    def finish(self) -> None:
-        callbacks, self._finish_callbacks = self._finish_callbacks, []
-        for callback in callbacks:
-            callback(self)
 
 
 def _never() -> bool:

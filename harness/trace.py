@@ -10,6 +10,7 @@ so the same schedule renders the same text on any machine.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 __racecheck_engine__ = True
@@ -22,9 +23,6 @@ class TraceEvent:
     op: str
     loc: str
     switch: str = ""  # "" (same thread continues), "switch" (previous blocked/ended), "preempt", "info"
-
-    def as_dict(self) -> dict:
-        return {"step": self.step, "thread": f"T{self.tid}", "op": self.op, "loc": self.loc, "switch": self.switch}
 
 
 _path_cache: dict[tuple[str, str], str] = {}
@@ -51,8 +49,18 @@ def frame_path(frame: object) -> str:
     return display_path(frame.f_code.co_filename, frame.f_globals.get("__name__"))  # type: ignore[attr-defined]
 
 
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+
+
+def normalize_addresses(text: str) -> str:
+    """Default reprs carry memory addresses ("<object at 0x7f3a...>"), different in every process; a trace shows
+    them as ``0x_`` so the same schedule renders the same bytes anywhere."""
+    return _ADDRESS.sub("0x_", text) if "0x" in text else text
+
+
 def _cell(event: TraceEvent) -> str:
     text = f"{event.op}  @{event.loc}" if event.loc else event.op
+    text = normalize_addresses(text)
     return f"  {text}" if event.switch == "info" else text
 
 
@@ -78,7 +86,7 @@ def render(events: list[TraceEvent], threads: int, outcome: str = "", max_width:
             cells[event.tid] = text
             lines.append(_row(step if n == 0 else "", mark if n == 0 else "", cells, widths))
     if outcome:
-        lines.append(outcome)
+        lines.append(normalize_addresses(outcome))
     return "\n".join(line.rstrip() for line in lines)
 
 

@@ -18,6 +18,7 @@ import stat as stat_mod
 import types
 from typing import Any
 
+from racecheck.facade import ModuleFacade
 from racecheck.fakefs import handles
 from racecheck.fakefs.mount import fd_store, run_store, target
 from racecheck.fakefs.semantics import posix_error
@@ -27,26 +28,20 @@ _real_os = os
 _real_path = os.path
 
 
-class Facade(types.ModuleType):
-    """A module stand-in: explicit overrides, everything else read from the real module at access time."""
+class Facade(ModuleFacade):
+    """The engine's shared module facade, plus POSIX-only names hidden under windows semantics."""
 
     def __init__(self, real: types.ModuleType, overrides: dict[str, Any],
                  windows_hidden: frozenset[str] = frozenset()) -> None:
-        super().__init__(real.__name__, real.__doc__)
-        self.__dict__["_racecheck_real"] = real
+        super().__init__(real, overrides)
         self.__dict__["_racecheck_windows_hidden"] = windows_hidden
-        self.__dict__.update(overrides)
 
-    def __getattr__(self, name: str) -> Any:
-        if name in self.__dict__["_racecheck_windows_hidden"]:
-            store = run_store()
-            if store is not None and store.spec.semantics == "windows":
-                # Code that feature-tests (``hasattr(os, "O_DIRECTORY")``) must take its Windows branch.
-                raise AttributeError(f"module 'os' has no attribute {name!r} (racecheck fakefs: windows semantics)")
-        return getattr(self.__dict__["_racecheck_real"], name)
-
-    def __repr__(self) -> str:
-        return f"<racecheck fakefs facade of {self.__dict__['_racecheck_real'].__name__}>"
+    def hidden(self, name: str) -> bool:
+        if name not in self.__dict__["_racecheck_windows_hidden"]:
+            return False
+        store = run_store()
+        # Code that feature-tests (``hasattr(os, "O_DIRECTORY")``) must take its Windows branch.
+        return store is not None and store.spec.semantics == "windows"
 
 
 def _shown(path: Any) -> str:
@@ -118,22 +113,10 @@ def mkdir(path: Any, mode: int = 0o777, *, dir_fd: Any = None) -> None:
 
 
 def makedirs(name: Any, mode: int = 0o777, exist_ok: bool = False) -> None:
-    """os.makedirs, step by step through the stand-ins (the real one would call the real os.mkdir)."""
+    """os.makedirs: the running Python's own code (a clone) over the stand-ins, each mkdir a scheduling point."""
     if target(name) is None:
         return _real_os.makedirs(name, mode, exist_ok)
-    head, tail = posixpath.split(os.fspath(name))
-    if not tail:
-        head, tail = posixpath.split(head)
-    if head and tail and not exists(head):
-        try:
-            makedirs(head, exist_ok=exist_ok)
-        except FileExistsError:
-            pass
-    try:
-        mkdir(name, mode)
-    except OSError:
-        if not exist_ok or not isdir(name):
-            raise
+    return clones()["os"].makedirs(name, mode, exist_ok)
 
 
 def rmdir(path: Any, *, dir_fd: Any = None) -> None:
@@ -218,24 +201,19 @@ def scandir(path: Any = ".") -> Any:
 
 
 def walk(top: Any, topdown: bool = True, onerror: Any = None, followlinks: bool = False) -> Any:
-    """os.walk over the stand-ins (the real one calls the real scandir)."""
+    """os.walk: the running Python's own code (a clone) over the stand-ins."""
     if target(top) is None:
-        yield from _real_os.walk(top, topdown, onerror, followlinks)
-        return
-    try:
-        entries = list(scandir(top))
-    except OSError as exc:
-        if onerror is not None:
-            onerror(exc)
-        return
-    dirs = [e.name for e in entries if e.is_dir()]
-    files = [e.name for e in entries if not e.is_dir()]
-    if topdown:
-        yield os.fspath(top), dirs, files
-    for name in dirs:
-        yield from walk(posixpath.join(os.fspath(top), name), topdown, onerror, followlinks)
-    if not topdown:
-        yield os.fspath(top), dirs, files
+        return _real_os.walk(top, topdown, onerror, followlinks)
+    return clones()["os"].walk(top, topdown, onerror, followlinks)
+
+
+def listxattr(path: Any = None, *, follow_symlinks: bool = True) -> list:
+    """The fake stores no extended attributes (shutil.copystat asks for them)."""
+    hit = target(path)
+    if hit is None:
+        return _real_os.listxattr(path, follow_symlinks=follow_symlinks)
+    hit[0].stat(hit[1], shown=_shown(path))
+    return []
 
 
 def chmod(path: Any, mode: int, *, dir_fd: Any = None, follow_symlinks: bool = True) -> None:
@@ -421,27 +399,52 @@ def _stat_field(real: Any, field: str) -> Any:
     return fn
 
 
-path_facade = Facade(_real_path, {
+def samefile(f1: Any, f2: Any) -> bool:
+    if target(f1) is None and target(f2) is None:
+        return _real_path.samefile(f1, f2)
+    return clones()["path"].samefile(f1, f2)
+
+
+_path_overrides = {
     "exists": exists, "lexists": lexists, "isfile": isfile, "isdir": isdir, "islink": islink,
     "getsize": _stat_field(_real_path.getsize, "st_size"),
     "getmtime": _stat_field(_real_path.getmtime, "st_mtime"),
     "getatime": _stat_field(_real_path.getatime, "st_atime"),
     "getctime": _stat_field(_real_path.getctime, "st_ctime"),
-})
+    "samefile": samefile,
+}
+path_facade = Facade(_real_path, _path_overrides)
 
-os_facade = Facade(_real_os, {
-    "path": path_facade, "remove": remove, "unlink": remove, "rename": rename, "replace": replace,
+_os_overrides = {
+    "remove": remove, "unlink": remove, "rename": rename, "replace": replace,
     "stat": stat, "lstat": lstat, "mkdir": mkdir, "makedirs": makedirs, "rmdir": rmdir, "listdir": listdir,
     "scandir": scandir, "walk": walk, "chmod": chmod, "utime": utime, "truncate": truncate, "access": access,
     "link": _no_links(_real_os.link), "symlink": _no_links(_real_os.symlink), "readlink": readlink,
     "open": os_open, "close": close, "write": write, "read": read, "lseek": lseek, "fsync": fsync,
     "fdatasync": fsync, "fstat": fstat, "ftruncate": ftruncate, "fdopen": fdopen, "sync": sync,
-}, windows_hidden=frozenset({
+}
+if hasattr(_real_os, "listxattr"):
+    _os_overrides["listxattr"] = listxattr
+os_facade = Facade(_real_os, {"path": path_facade, **_os_overrides}, windows_hidden=frozenset({
     # open() flags that CPython's os module on Windows does not define
     "O_DIRECTORY", "O_NOFOLLOW", "O_SYNC", "O_DSYNC", "O_NONBLOCK", "O_CLOEXEC", "O_NOCTTY", "O_ASYNC",
     "O_DIRECT", "O_NOATIME", "O_PATH",
 }))
 
 io_facade = Facade(io, {"open": fake_open})
+
+_clones: dict | None = None
+
+
+def clones() -> dict:
+    """The cloned stdlib namespaces (built on first use: ``os``, ``path``, ``shutil``); see stdlib_clone."""
+    global _clones
+    if _clones is None:
+        from racecheck.fakefs import stdlib_clone
+
+        os_over = {k: v for k, v in _os_overrides.items() if k not in ("makedirs", "walk")}
+        path_over = {k: v for k, v in _path_overrides.items() if k != "samefile"}
+        _clones = stdlib_clone.build(os_over, path_over, fake_open)
+    return _clones
 
 __racecheck_engine__ = True  # the fake is part of the engine: never instrumented itself
