@@ -165,7 +165,7 @@ option_values = {
 @st.composite
 def run_arguments(draw):
     args = ["run"]
-    args += draw(st.lists(st.sampled_from(["lost-update", "open-remove", "nope", "-q", "--quiet", "--bogus"]) | junk,
+    args += draw(st.lists(st.sampled_from(["lost-update", "rare-order", "nope", "-q", "--quiet", "--bogus"]) | junk,
                           max_size=2))
     for option in draw(st.lists(st.sampled_from(sorted(option_values)), max_size=4)):
         args.append(option)
@@ -200,7 +200,7 @@ def _check(result, report_dir=None):
 
 
 @given(run_arguments(), st.booleans())
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
 def test_run_arguments(stub_env, args, with_report):
     report_dir = None
     if with_report:
