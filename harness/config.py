@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +40,9 @@ class Config:
     watchdog: float | None = 2.0  # real seconds without a scheduling point before "uncontrolled blocking"
     shrink_budget: int = 300  # replays the shrinker may spend; 0 reports the failure as found
     check_determinism: bool = False  # run every schedule twice and report the first divergence as a failure
+    max_failures: int = 1  # keep exploring until this many distinct failures (result.failures) are found
+    race_budget: int = 40  # replays spent naming the racing pair of each failure (failure.race); 0 skips it
+    database: Any = None  # a folder (".racecheck") keeping failing tokens per test, replayed first; None: off
 
     def __post_init__(self) -> None:
         instrument = self.instrument
@@ -69,6 +73,10 @@ class Config:
             raise TypeError("on_crash must be callable")
         if not isinstance(self.check_determinism, bool):
             raise TypeError("check_determinism must be True or False")
+        _int_at_least("max_failures", self.max_failures, 1)
+        _int_at_least("race_budget", self.race_budget, 0)
+        if self.database is not None and not isinstance(self.database, (str, os.PathLike)):
+            raise TypeError(f"database must be a folder path or None, not {type(self.database).__name__}")
 
     @property
     def bound(self) -> int | None:
