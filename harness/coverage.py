@@ -4,7 +4,8 @@ Two schedules that differ only in the order of operations that commute (two thre
 resources, or both only reading one) are the same interleaving: they cannot behave differently. An interleaving is
 therefore identified by, for every resource, the order in which threads accessed it (consecutive reads collapsed
 into a set, since reads commute): Mazurkiewicz's equivalence, read from the trace. ``result.interleavings`` counts
-the distinct ones.
+the distinct ones. Plain memory touched between scheduling points is invisible to racecheck and not counted: the
+orders it sees are those of named resources (locks, queues, events, futures, files, ``racecheck.point`` names).
 
 Random walk and PCT draw schedules independently, so on a small program they repeat themselves. ``ChoiceTree``
 remembers every executed choice sequence as a path in a tree (each node knows how many options its decision had);
@@ -19,7 +20,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from racecheck.race import access_of, steps_of
+from racecheck.race import MEMORY, access_of, steps_of
 from racecheck.strategies import Chooser
 from racecheck.trace import TraceEvent
 
@@ -32,7 +33,7 @@ def interleaving_key(events: Sequence[TraceEvent]) -> str:
     for event, _nth in steps_of(events):
         access = access_of(event.op)
         me = (event.tid, event.op)
-        for resource in access.resources:
+        for resource in access.resources - {MEMORY}:
             line = history.setdefault(resource, [])
             if access.read_only and line and isinstance(line[-1], frozenset):
                 line[-1] = line[-1] | {me}

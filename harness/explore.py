@@ -374,7 +374,8 @@ def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: An
     session = _Session(fn, cfg)
     strat = make_strategy(cfg.strategy, cfg.seed, cfg.depth, cfg.bound)
     result = Result(ok=True, schedules=0, strategy=cfg.strategy, seed=cfg.seed, config=cfg)
-    tree = ChoiceTree() if cfg.strategy != "dfs" else None  # dfs never repeats itself and knows when it is done
+    # dfs never repeats itself and knows when it is done; the sampling strategies learn it from a tree of runs
+    tree = ChoiceTree() if cfg.strategy != "dfs" and cfg.skip_duplicates else None
     seen: set[str] = set()
     database = FailureDatabase(cfg.database) if cfg.database is not None else None
     db_key = f"{session.target}|{session.config_key}"
