@@ -1,16 +1,20 @@
 """Fake filesystem throughput vs a real tmpfs, and what one fake-fs operation adds to a controlled run.
 
-    /work/venv/bin/python benchmarks/bench_fakefs.py [--rounds N]
+    python benchmarks/bench_fakefs.py [--rounds N] [--baseline GIT_REF]
 
 Workload per round (the shape of a checkpoint save/evict): open "wb", write 4 KiB, close, rename over the
-final name, stat, remove. Prints a table of operations per second.
+final name, stat, remove. Prints a table of operations per second. With ``--baseline REF`` the same measurements
+are also taken, in the same run, on the fake filesystem of that commit (its ``harness/`` extracted with
+``git archive`` and imported in a subprocess), and the table shows current/baseline ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -93,27 +97,62 @@ def bench_engine(rounds: int) -> tuple[float, float] | None:
     return out[0], out[1]
 
 
+def measure(rounds: int, engine_rounds: int) -> dict:
+    store_s = bench_store(rounds)
+    real_s, where = bench_real(rounds)
+    n_ops = rounds * OPS_PER_ROUND
+    out = {"store_ops_s": n_ops / store_s, "real_ops_s": n_ops / real_s, "where": where}
+    engine = bench_engine(engine_rounds)
+    if engine is not None:
+        with_fs, without_fs = engine
+        out["op_us"] = with_fs / (engine_rounds * OPS_PER_ROUND) * 1e6
+        out["point_us"] = without_fs / (engine_rounds * OPS_PER_ROUND) * 1e6
+    return out
+
+
+def baseline(ref: str, rounds: int, engine_rounds: int) -> dict:
+    """The same measurements on the fake filesystem of git ``ref`` (engine included), in a subprocess."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tmp = tempfile.mkdtemp(prefix="bench-fakefs-baseline-")
+    try:
+        archive = subprocess.run(["git", "-C", repo, "archive", ref, "harness"], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        os.symlink(os.path.join(tmp, "harness"), os.path.join(tmp, "racecheck"))
+        env = dict(os.environ, PYTHONPATH=tmp + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--json", "--rounds", str(rounds),
+                               "--engine-rounds", str(engine_rounds)], env=env, check=True, capture_output=True,
+                              text=True, cwd=tmp)
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=3000)
+    parser.add_argument("--engine-rounds", type=int, default=100)
+    parser.add_argument("--baseline", metavar="GIT_REF", help="also measure this commit's fake fs, same run")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    n_ops = args.rounds * OPS_PER_ROUND
-    store_s = bench_store(args.rounds)
-    real_s, where = bench_real(args.rounds)
-    print(f"{'backend':<34}{'ops':>8}{'seconds':>10}{'ops/s':>12}")
-    print(f"{'fake store (no scheduler)':<34}{n_ops:>8}{store_s:>10.3f}{n_ops / store_s:>12,.0f}")
-    print(f"{'real ' + where:<34}{n_ops:>8}{real_s:>10.3f}{n_ops / real_s:>12,.0f}")
-    print(f"ratio fake/real throughput: {real_s / store_s:.2f}x")
-    engine_rounds = 100
-    engine = bench_engine(engine_rounds)
-    if engine is None:
-        print("engine overhead: racecheck.explore not available")
-    else:
-        with_fs, without_fs = engine
-        per_op_us = with_fs / (engine_rounds * OPS_PER_ROUND) * 1e6
-        point_us = without_fs / (engine_rounds * OPS_PER_ROUND) * 1e6
-        print(f"controlled run: {per_op_us:.1f} us per fake-fs op vs {point_us:.1f} us per bare racecheck.point "
-              f"(fake-fs adds {per_op_us - point_us:.1f} us per op over a scheduling point)")
+    now = measure(args.rounds, args.engine_rounds)
+    if args.json:
+        print(json.dumps(now))
+        return 0
+    before = baseline(args.baseline, args.rounds, args.engine_rounds) if args.baseline else None
+    rows = [("fake store, no scheduler (ops/s)", "store_ops_s"), (f"real {now['where']} (ops/s)", "real_ops_s"),
+            ("controlled run: us per fake-fs op", "op_us"), ("controlled run: us per racecheck.point", "point_us")]
+    head = f"{'measure':<40}{'current':>12}"
+    if before:
+        head += f"{'baseline ' + args.baseline:>22}{'current/baseline':>18}"
+    print(head)
+    for label, key in rows:
+        if key not in now:
+            continue
+        line = f"{label:<40}{now[key]:>12,.1f}"
+        if before and key in before:
+            line += f"{before[key]:>22,.1f}{now[key] / before[key]:>18.2f}"
+        print(line)
+    print(f"fake/real throughput: {now['store_ops_s'] / now['real_ops_s']:.2f}x")
     return 0
 
 

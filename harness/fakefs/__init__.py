@@ -22,16 +22,19 @@ from typing import Any
 from racecheck import instrument
 from racecheck import runtime as _runtime
 from racecheck.fakefs import os_facade as _fos
+from racecheck.fakefs import pycompat as _pycompat
 from racecheck.fakefs import shutil_facade as _fsh
 from racecheck.fakefs import torch_hooks as _torch_hooks
 from racecheck.fakefs.model import Store
 from racecheck.fakefs.mount import current_store, default_store, reset_default_store, run_store
+from racecheck.fakefs.pycompat import UnservedPathError
 from racecheck.fakefs.semantics import WinPermissionError
 from racecheck.fakefs.spec import FakeFS, as_spec
 
 __all__ = ["FakeFS", "Store", "root", "current_store", "default_store", "reset_default_store",
            "DEFAULT_MODULES", "default_modules", "begin_run", "end_run", "prepare", "WinPermissionError",
-           "os_facade", "path_facade", "io_facade", "shutil_facade", "tempfile_facade", "fake_open"]
+           "os_facade", "path_facade", "io_facade", "shutil_facade", "tempfile_facade", "fake_open",
+           "UnservedPathError"]
 
 # Modules whose file access Lightning checkpointing goes through; instrument them when fs= is given.
 _CANDIDATE_MODULES = (
@@ -42,7 +45,7 @@ _CANDIDATE_MODULES = (
     "lightning.pytorch.callbacks.model_checkpoint",
     "lightning.pytorch.trainer.connectors.checkpoint_connector",
     "torch.serialization",
-    "pathlib",
+    *_pycompat.pathlib_modules(),
 )
 
 
@@ -84,12 +87,14 @@ _register()
 
 
 def prepare() -> None:
-    """Register stand-ins that depend on optional, already loaded packages (torch). The engine calls it before
-    instrumenting; begin_run calls it too. Idempotent and cheap."""
+    """Register stand-ins that depend on optional, already loaded packages (torch) and, on 3.10, pathlib's
+    accessor. The engine calls it before instrumenting; begin_run calls it too. Idempotent and cheap."""
     _torch_hooks.register()
+    _pycompat.install_pathlib_accessor()
 
 
 _torch_hooks.register()
+_pycompat.install_guard()
 
 
 def _register_fsspec() -> None:

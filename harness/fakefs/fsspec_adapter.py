@@ -12,6 +12,7 @@ are also valid os-level paths of the mounted store.
 from __future__ import annotations
 
 import posixpath
+import shutil
 import stat as stat_mod
 from typing import Any
 
@@ -65,6 +66,16 @@ class RaceFileSystem(AbstractFileSystem):
     protocol = "racefs"
     root_marker = "/"
 
+    def __init__(self, auto_mkdir: bool = False, **kwargs: Any) -> None:
+        """``auto_mkdir`` as in LocalFileSystem: writing, touching, copying or moving to a path first creates its
+        parent directories."""
+        super().__init__(**kwargs)
+        self.auto_mkdir = auto_mkdir
+
+    def _ensure_parent(self, path: str) -> None:
+        if self.auto_mkdir:
+            self.makedirs(self._parent(path), exist_ok=True)
+
     @property
     def store(self) -> Any:
         return current_store()
@@ -101,6 +112,8 @@ class RaceFileSystem(AbstractFileSystem):
               cache_options: Any = None, **kwargs: Any) -> Any:
         path = self._strip_protocol(path)
         store = self.store
+        if any(c in mode for c in "wxa"):
+            self._ensure_parent(path)
         if autocommit or "r" in mode:
             return handles.open_file(store, path, mode)
         directory, name = posixpath.split(path)
@@ -171,25 +184,40 @@ class RaceFileSystem(AbstractFileSystem):
             raise FileExistsError(path)
 
     def mv(self, path1: Any, path2: Any, recursive: bool = False, maxdepth: Any = None, **kwargs: Any) -> None:
-        """One atomic rename (replacing the target) for single paths; fsspec's copy+delete for lists."""
-        if isinstance(path1, str) and isinstance(path2, str):
-            self.store.rename(self._strip_protocol(path1), self._strip_protocol(path2), replace=True)
+        """Single paths: what LocalFileSystem does (``shutil.move``): onto an existing directory the source moves
+        *into* it; otherwise one atomic rename replacing a file. Lists: fsspec's copy + delete."""
+        if not (isinstance(path1, str) and isinstance(path2, str)):
+            super().mv(path1, path2, recursive=recursive, maxdepth=maxdepth, **kwargs)
             return
-        super().mv(path1, path2, recursive=recursive, maxdepth=maxdepth, **kwargs)
+        src, dst = self._strip_protocol(path1), self._strip_protocol(path2)
+        self._ensure_parent(dst)
+        store = self.store
+        st = store.stat(dst, quiet=True)
+        if st is not None and stat_mod.S_ISDIR(st.st_mode):
+            if src == dst:  # shutil.move(d, d): a rename onto itself, nothing moves
+                return
+            dst = posixpath.join(dst, posixpath.basename(src.rstrip("/")))
+            if store.stat(dst, quiet=True) is not None:
+                raise shutil.Error(f"Destination path '{dst}' already exists")
+        store.rename(src, dst, replace=True)
 
     def cp_file(self, path1: Any, path2: Any, **kwargs: Any) -> None:
         path1, path2 = self._strip_protocol(path1), self._strip_protocol(path2)
-        if self.isdir(path1):
+        self._ensure_parent(path2)
+        if self.isfile(path1):
+            store = self.store
+            with handles.open_file(store, path1, "rb") as src:
+                data = src.read()
+            with handles.open_file(store, path2, "wb") as dst:
+                dst.write(data)
+        elif self.isdir(path1):
             self.makedirs(path2, exist_ok=True)
-            return
-        store = self.store
-        with handles.open_file(store, path1, "rb") as src:
-            data = src.read()
-        with handles.open_file(store, path2, "wb") as dst:
-            dst.write(data)
+        else:
+            raise FileNotFoundError(path1)
 
     def touch(self, path: Any, truncate: bool = True, **kwargs: Any) -> None:
         path = self._strip_protocol(path)
+        self._ensure_parent(path)
         with handles.open_file(self.store, path, "wb" if truncate else "ab"):
             pass
 

@@ -28,42 +28,61 @@ class FakeRawIO(io.RawIOBase):
     def handle(self) -> Handle:
         return self._h
 
+    def _live(self) -> Handle:
+        """The handle, or FileIO's errors: ValueError once closed (never a stale fake descriptor)."""
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
+        return self._h
+
+    def _for(self, what: str) -> Handle:
+        handle = self._live()
+        if not (handle.readable if what == "reading" else handle.writable):
+            raise io.UnsupportedOperation(f"File not open for {what}")
+        return handle
+
     def readable(self) -> bool:
-        return self._h.readable
+        return self._live().readable
 
     def writable(self) -> bool:
-        return self._h.writable
+        return self._live().writable
 
     def seekable(self) -> bool:
+        self._live()
         return True
 
     def fileno(self) -> int:
         """A fake descriptor: the os facade's fsync/fstat/close accept it; real os calls reject it (EBADF)."""
-        return self._h.fd
+        return self._live().fd
 
     def isatty(self) -> bool:
+        self._live()
         return False
 
     def readinto(self, buffer: Any) -> int:
+        handle = self._for("reading")
         view = memoryview(buffer).cast("B")
-        chunk = self._h.store.h_read(self._h, len(view))
+        chunk = handle.store.h_read(handle, len(view))
         view[: len(chunk)] = chunk
         return len(chunk)
 
     def readall(self) -> bytes:
-        return self._h.store.h_read(self._h, -1)
+        handle = self._for("reading")
+        return handle.store.h_read(handle, -1)
 
     def write(self, data: Any) -> int:
-        return self._h.store.h_write(self._h, bytes(data))
+        handle = self._for("writing")
+        return handle.store.h_write(handle, bytes(data))
 
     def seek(self, offset: int, whence: int = 0) -> int:
-        return self._h.store.h_seek(self._h, offset, whence)
+        handle = self._live()
+        return handle.store.h_seek(handle, offset, whence)
 
     def tell(self) -> int:
-        return self._h.pos
+        return self._live().pos
 
     def truncate(self, size: int | None = None) -> int:
-        return self._h.store.h_truncate(self._h, self._h.pos if size is None else size)
+        handle = self._for("writing")
+        return handle.store.h_truncate(handle, handle.pos if size is None else size)
 
     def close(self) -> None:
         if not self.closed:

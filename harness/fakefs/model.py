@@ -24,7 +24,12 @@ import time
 from typing import Any
 
 from racecheck.fakefs.faults import FaultPlan
-from racecheck.fakefs.semantics import ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION, semantics_for
+from racecheck.fakefs.semantics import (
+    ERROR_ACCESS_DENIED,
+    ERROR_DIRECTORY,
+    ERROR_SHARING_VIOLATION,
+    semantics_for,
+)
 from racecheck.fakefs.spec import FakeFS
 from racecheck.runtime import current_run, real_allocate_lock
 
@@ -79,6 +84,30 @@ class Handle:
         self.mode = mode
 
 
+ROOT, NORM, DOT, DOTDOT, DEVICE = "root", "name", ".", "..", "device"
+
+
+class Where:
+    """The outcome of resolving a path: the directory holding the last component and what it names.
+
+    ``kind`` is NORM for an ordinary last name, DOT/DOTDOT for ``.``/``..`` and ROOT for the mount root (each
+    fails differently in rename/unlink/rmdir/mkdir); ``slash`` says the path ended in "/"; ``canon`` is the
+    canonical path (for the journal); ``chain`` the directories walked through (ancestor checks of rename)."""
+
+    __slots__ = ("parent", "key", "name", "inode", "kind", "slash", "canon", "chain")
+
+    def __init__(self, parent: Inode | None, key: str, name: str, inode: Inode | None, kind: str, slash: bool,
+                 canon: str, chain: tuple) -> None:
+        self.parent, self.key, self.name, self.inode = parent, key, name, inode
+        self.kind, self.slash, self.canon, self.chain = kind, slash, canon, chain
+
+
+def _display(path: str) -> str:
+    """The path as the trace shows it (textually normalised: deterministic and short)."""
+    norm = posixpath.normpath(path)
+    return "/" + norm.lstrip("/") if norm.startswith("//") else norm
+
+
 class Store:
     """The filesystem of one run. Paths are normalized absolute virtual paths under ``spec.root``."""
 
@@ -98,7 +127,15 @@ class Store:
         self.durable: dict[tuple, tuple[tuple, Inode]] = {(): ((), self.root_inode)}
         self.journal: list[tuple] = []
         self.crash_plan: tuple | None = None
-        self.power_losses = 0
+
+    def adopt(self, other: Store) -> None:
+        """Take over ``other``'s tree and durability state (same semantics required): lets a run start from a
+        prepared filesystem, e.g. fixtures built on the standalone store before an exploration."""
+        if other.spec.semantics != self.spec.semantics or other.root != self.root:
+            raise ValueError("adopt() needs a store with the same semantics and root")
+        with self._lock:
+            self.root_inode, self._ino, self._tmp = other.root_inode, other._ino, other._tmp
+            self.durable, self.journal = other.durable, other.journal
 
     # ----------------------------------------------------------------------------------------- run plumbing
     def _run(self) -> Any | None:
@@ -145,38 +182,71 @@ class Store:
 
     # ------------------------------------------------------------------------------------------ resolution
     def _parts(self, path: str) -> list[str]:
+        """The raw components of a path under the root ("a/./b/" -> ["a", ".", "b", ""]): nothing resolved yet."""
         if path == self.root:
             return []
         if not path.startswith(self.root + "/"):
             raise ValueError(f"{path!r} is not under the fake filesystem root {self.root!r}")
-        return [p for p in path[len(self.root) + 1:].split("/") if p]
+        return path[len(self.root) + 1:].split("/")
 
-    def _walk(self, parts: list[str], shown: str, api: str = "os", path2: str | None = None) -> Inode:
-        """The directory holding ``parts[-1]``; missing or non-directory ancestors fail like the OS."""
-        node = self.root_inode
-        for name in parts[:-1]:
-            entry = node.entries.get(self.sem.key(name))
+    def _resolve(self, path: str, shown: str, api: str = "os", path2: str | None = None) -> Where:
+        """Where ``path`` leads, component by component as the kernel walks it (POSIX), or after Win32's textual
+        normalisation (Windows: ``..`` is textual, trailing dots/spaces go, reserved and invalid names fail).
+
+        POSIX: every component but the last must be an existing directory (ENOENT / ENOTDIR otherwise), so
+        ``x/../a`` fails when ``x`` is missing and ``a/`` never names a regular file."""
+        raw = self._parts(path)
+        if self.sem.textual_paths:
+            comps, slash = self.sem.normalize(raw, shown, api, path2)
+        else:
+            comps = [c for c in raw if c]
+            slash = bool(comps) and raw[-1] == ""
+        stack = [self.root_inode]
+        names: list[str] = []
+        for name in comps[:-1]:
+            if name == ".":
+                continue
+            if name == "..":
+                if len(stack) > 1:
+                    stack.pop()
+                    names.pop()
+                continue
+            entry = stack[-1].entries.get(self.sem.key(name))
             if entry is None:
                 raise self.sem.error(errno.ENOENT, shown, path2, api=api, winerror=3)
-            node = entry[1]
-            if not node.is_dir:
+            if not entry[1].is_dir:
                 raise self.sem.error(errno.ENOTDIR, shown, path2, api=api, winerror=3)
-        return node
+            stack.append(entry[1])
+            names.append(entry[0])
+        if not comps:
+            return Where(None, "", "", self.root_inode, ROOT, False, self.root, ())
+        last = comps[-1]
+        if last == "." or last == "..":
+            if last == "..":
+                if len(stack) > 1:
+                    stack.pop()
+                    names.pop()
+            canon = "/".join([self.root] + names)
+            kind = DOT if last == "." else DOTDOT
+            return Where(None, "", "", stack[-1], kind, slash, canon, tuple(stack[:-1]))
+        if self.sem.is_device(last):
+            return Where(stack[-1], "", last, None, DEVICE, slash, "/".join([self.root] + names + [last]),
+                         tuple(stack))
+        key = self.sem.key(last)
+        entry = stack[-1].entries.get(key)
+        name = entry[0] if entry else last
+        return Where(stack[-1], key, last, entry[1] if entry else None, NORM, slash,
+                     "/".join([self.root] + names + [name]), tuple(stack))
 
     def _lookup(self, path: str, shown: str, api: str = "os", path2: str | None = None):
-        """(parent, key, name, inode or None); the root resolves to (None, "", "", root)."""
-        parts = self._parts(path)
-        if not parts:
-            return None, "", "", self.root_inode
-        parent = self._walk(parts, shown, api, path2)
-        key = self.sem.key(parts[-1])
-        entry = parent.entries.get(key)
-        return parent, key, parts[-1], (entry[1] if entry else None)
+        """(parent, key, name, inode or None) for callers that do not care about odd spellings."""
+        w = self._resolve(path, shown, api, path2)
+        return w.parent, w.key, w.name, w.inode
 
     def _keys(self, path: str) -> tuple[tuple, tuple]:
-        """Journal address of a path: (lookup keys, display names) of its components, current case kept."""
+        """Journal address of a canonical path: (lookup keys, display names) of its components, current case."""
         keys, names, node = [], [], self.root_inode
-        for name in self._parts(path):
+        for name in (p for p in self._parts(path) if p):
             key = self.sem.key(name)
             entry = node.entries.get(key) if node is not None else None
             keys.append(key)
@@ -187,39 +257,61 @@ class Store:
     def _blocked_by_handles(self, inode: Inode) -> bool:
         return any(not h.share_delete for h in inode.handles)
 
+    def _win(self) -> bool:
+        return self.sem.name == "windows"
+
     # ------------------------------------------------------------------------------------ namespace ops
     def open(self, path: str, flags: int, *, shown: str | None = None, mode: str = "", api: str = "open",
              share_delete: bool = False, delete_on_close: bool = False, directory_ok: bool = False) -> Handle:
-        """open(2). ``directory_ok``: os.open may open a directory read-only (to fsync it); open() may not."""
+        """open(2). ``directory_ok``: os.open may open a directory read-only (to fsync it); open() may not.
+        ``delete_on_close`` is O_TEMPORARY on Windows: DELETE access, so it conflicts with openers that do not
+        share delete (and they with it): a second ``open()`` of a live NamedTemporaryFile is a sharing violation."""
         shown = path if shown is None else shown
-        text = f"open {path} {mode or _flag_text(flags)}"
+        text = f"open {_display(path)} {mode or _flag_text(flags)}"
         run = self._enter("open", text)
         with self._lock:
-            parent, key, name, inode = self._lookup(path, shown, api)
+            w = self._resolve(path, shown, api)
+            inode = w.inode
             writing = bool(flags & (os.O_WRONLY | os.O_RDWR))
-            if inode is None:
-                if not flags & os.O_CREAT:
-                    raise self.sem.error(errno.ENOENT, shown, api=api, winerror=2)
+            creating = bool(flags & os.O_CREAT)
+            if w.kind == DEVICE:  # a DOS device (NUL, CON, ...): a sink that reads as empty, never a file
                 inode = self._new_inode(False)
-                parent.entries[key] = (name, inode)
-                parent.mtime = inode.ctime
-                self._journal(("link", path, inode), parent)
+                inode.linked = False
+                inode.mode = stat_mod.S_IFCHR | 0o666
+            elif creating and w.kind == NORM and w.slash and not self._win():
+                raise self.sem.error(errno.EISDIR, shown, api=api)  # Linux: O_CREAT with a trailing slash
+            elif inode is None:
+                if not creating:
+                    raise self.sem.error(errno.ENOENT, shown, api=api, winerror=2)
+                if w.slash:
+                    raise self.sem.error(errno.EINVAL, shown, api=api, winerror=123)
+                inode = self._new_inode(False)
+                w.parent.entries[w.key] = (w.name, inode)
+                w.parent.mtime = inode.ctime
+                self._journal(("link", w.canon, inode), w.parent)
             else:
                 if inode.delete_pending:
                     raise self.sem.error(errno.EACCES, shown, api=api, winerror=ERROR_ACCESS_DENIED)
-                if flags & os.O_CREAT and flags & os.O_EXCL:
+                if creating and flags & os.O_EXCL:
                     raise self.sem.error(errno.EEXIST, shown, api=api, winerror=80)
-                if inode.is_dir:
-                    if self.sem.name == "windows":
-                        raise self.sem.error(errno.EACCES, shown, api="open")
-                    if writing or not directory_ok:
-                        raise self.sem.error(errno.EISDIR, shown, api=api)
+                if self._win() and inode.is_dir:
+                    raise self.sem.error(errno.EACCES, shown, api="open")
+                if creating and (inode.is_dir or (w.kind == NORM and w.slash)):
+                    raise self.sem.error(errno.EISDIR, shown, api=api)
+                if w.slash and not inode.is_dir:
+                    raise self.sem.error(errno.ENOTDIR, shown, api=api, winerror=123)
+                if inode.is_dir and (writing or not directory_ok):
+                    raise self.sem.error(errno.EISDIR, shown, api=api)
+                if self._win() and inode.handles:
+                    if (not share_delete and any(h.delete_on_close for h in inode.handles)) or (
+                            delete_on_close and self._blocked_by_handles(inode)):
+                        raise self.sem.error(errno.EACCES, shown, api=api, winerror=ERROR_SHARING_VIOLATION)
                 if flags & os.O_TRUNC and writing and inode.data:
                     inode.data = bytearray()
                     inode.unsynced.append(("t", 0))
                     inode.mtime = self._now()
             self._fd += 1
-            handle = Handle(self, inode, path, shown, self._fd, flags, mode or _flag_text(flags),
+            handle = Handle(self, inode, w.canon, shown, self._fd, flags, mode or _flag_text(flags),
                             share_delete, delete_on_close)
             inode.handles.append(handle)
             self.fds[handle.fd] = handle
@@ -227,26 +319,29 @@ class Store:
         return handle
 
     def remove(self, path: str, *, shown: str | None = None) -> None:
+        """unlink(2) / DeleteFileW. Windows generation modelled: 10 1903+ (NTFS POSIX delete): a file whose only
+        handles share delete loses its name at once; any other open handle is a sharing violation (32)."""
         shown = path if shown is None else shown
-        text = f"remove {path}"
+        text = f"remove {_display(path)}"
         run = self._enter("remove", text)
         with self._lock:
-            parent, key, _name, inode = self._lookup(path, shown)
+            w = self._resolve(path, shown)
+            inode = w.inode
+            if w.kind != NORM:
+                raise self.sem.error(errno.EACCES if w.kind == DEVICE else errno.EISDIR, shown,
+                                     winerror=ERROR_ACCESS_DENIED)
             if inode is None:
                 raise self.sem.error(errno.ENOENT, shown, winerror=2)
             if inode.is_dir:
                 raise self.sem.error(errno.EISDIR, shown, winerror=ERROR_ACCESS_DENIED)
-            if self.sem.name == "windows":
+            if w.slash:
+                raise self.sem.error(errno.ENOTDIR, shown, winerror=123)
+            if self._win():
                 if inode.delete_pending:
                     raise self.sem.error(errno.EACCES, shown, winerror=ERROR_ACCESS_DENIED)
                 if self._blocked_by_handles(inode):
                     raise self.sem.error(errno.EACCES, shown, winerror=ERROR_SHARING_VIOLATION)
-                if inode.handles:  # only share-delete handles: the name stays until the last one closes
-                    inode.delete_pending = True
-                    inode.pending_from = (parent, key)
-                    text += " (delete pending)"
-            if not inode.delete_pending:
-                self._unlink(parent, key, path)
+            self._unlink(w.parent, w.key, w.canon)
         self._leave(run, "remove", text)
 
     def _unlink(self, parent: Inode, key: str, path: str) -> None:
@@ -256,31 +351,39 @@ class Store:
         self._journal(("unlink", path), parent)
 
     def rename(self, src: str, dst: str, *, replace: bool = True, shown: tuple[str, str] | None = None) -> None:
-        """os.rename (replace=False: on Windows an existing target is an error) and os.replace."""
+        """os.rename (replace=False: on Windows an existing target is an error) and os.replace, with rename(2)'s
+        checks in the kernel's order (POSIX) or MoveFileExW's (Windows)."""
         s_shown, d_shown = shown or (src, dst)
-        text = f"rename {src} -> {dst}"
+        text = f"rename {_display(src)} -> {_display(dst)}"
         run = self._enter("rename", text)
         with self._lock:
-            sp, skey, _sname, snode = self._lookup(src, s_shown, path2=d_shown)
-            dp, dkey, dname, dnode = self._lookup(dst, s_shown, path2=d_shown)
+            s = self._resolve(src, s_shown, path2=d_shown)
+            d = self._resolve(dst, s_shown, path2=d_shown)
+            if s.kind != NORM or d.kind != NORM:
+                raise self.sem.error(errno.EBUSY, s_shown, d_shown, winerror=ERROR_ACCESS_DENIED)
+            snode, dnode = s.inode, d.inode
             if snode is None:
                 raise self.sem.error(errno.ENOENT, s_shown, d_shown, winerror=2)
-            if dp is None or sp is None:
-                raise self.sem.error(errno.EBUSY, s_shown, d_shown, winerror=ERROR_ACCESS_DENIED)
-            win = self.sem.name == "windows"
+            win = self._win()
+            if not snode.is_dir and (s.slash or d.slash):
+                raise self.sem.error(errno.ENOTDIR, s_shown, d_shown, winerror=123)
             if win:
                 if snode.delete_pending:
                     raise self.sem.error(errno.EACCES, s_shown, d_shown, winerror=ERROR_ACCESS_DENIED)
-                if self._blocked_by_handles(snode) or (snode.is_dir and self._open_below(snode)):
+                if self._blocked_by_handles(snode):
                     raise self.sem.error(errno.EACCES, s_shown, d_shown, winerror=ERROR_SHARING_VIOLATION)
+                if snode.is_dir and self._open_below(snode):
+                    raise self.sem.error(errno.EACCES, s_shown, d_shown, winerror=ERROR_ACCESS_DENIED)
             if dnode is snode:
-                if win and dp.entries[dkey][0] != dname:  # case-only rename on Windows
-                    dp.entries[dkey] = (dname, snode)
-                    self._journal(("rename", src, dst), sp, dp)
+                if win and d.parent.entries[d.key][0] != d.name:  # case-only rename on Windows
+                    d.parent.entries[d.key] = (d.name, snode)
+                    self._journal(("rename", s.canon, d.canon), s.parent, d.parent)
                 self._leave(run, "rename", text)
                 return
-            if snode.is_dir and (dst + "/").startswith(src + "/"):
-                raise self.sem.error(errno.EINVAL, s_shown, d_shown, winerror=32)
+            if snode.is_dir and any(n is snode for n in d.chain):
+                raise self.sem.error(errno.EINVAL, s_shown, d_shown, winerror=ERROR_SHARING_VIOLATION)
+            if dnode is not None and dnode.is_dir and any(n is dnode for n in s.chain):
+                raise self.sem.error(errno.ENOTEMPTY, s_shown, d_shown, winerror=ERROR_ACCESS_DENIED)
             if dnode is not None:
                 if win:
                     if not replace:
@@ -294,10 +397,10 @@ class Store:
                 elif dnode.is_dir and dnode.entries:
                     raise self.sem.error(errno.ENOTEMPTY, s_shown, d_shown)
                 dnode.linked = False
-            del sp.entries[skey]
-            dp.entries[dkey] = (dname, snode)
-            sp.mtime = dp.mtime = self._now()
-            self._journal(("rename", src, dst), sp, dp)
+            del s.parent.entries[s.key]
+            d.parent.entries[d.key] = (d.name, snode)
+            s.parent.mtime = d.parent.mtime = self._now()
+            self._journal(("rename", s.canon, d.canon), s.parent, d.parent)
         self._leave(run, "rename", text)
 
     def _open_below(self, node: Inode) -> bool:
@@ -311,45 +414,58 @@ class Store:
 
     def mkdir(self, path: str, *, shown: str | None = None, exist_ok: bool = False) -> None:
         shown = path if shown is None else shown
-        text = f"mkdir {path}"
+        text = f"mkdir {_display(path)}"
         run = self._enter("mkdir", text)
         with self._lock:
-            parent, key, name, inode = self._lookup(path, shown)
+            w = self._resolve(path, shown)
+            inode = w.inode
+            if w.kind == DEVICE:
+                raise self.sem.error(errno.ENOTDIR, shown, winerror=ERROR_DIRECTORY)
             if inode is not None:
                 if exist_ok and inode.is_dir:
                     self._leave(run, "mkdir", text)
                     return
                 raise self.sem.error(errno.EEXIST, shown, winerror=183)
             inode = self._new_inode(True)
-            parent.entries[key] = (name, inode)
-            parent.mtime = inode.ctime
-            self._journal(("link", path, inode), parent)
+            w.parent.entries[w.key] = (w.name, inode)
+            w.parent.mtime = inode.ctime
+            self._journal(("link", w.canon, inode), w.parent)
         self._leave(run, "mkdir", text)
 
     def rmdir(self, path: str, *, shown: str | None = None) -> None:
         shown = path if shown is None else shown
-        text = f"rmdir {path}"
+        text = f"rmdir {_display(path)}"
         run = self._enter("rmdir", text)
         with self._lock:
-            parent, key, _name, inode = self._lookup(path, shown)
+            w = self._resolve(path, shown)
+            inode = w.inode
+            if w.kind == DEVICE:
+                raise self.sem.error(errno.ENOTDIR, shown, winerror=ERROR_DIRECTORY)
+            if w.kind == DOT:
+                raise self.sem.error(errno.EINVAL, shown, winerror=32)
+            if w.kind == DOTDOT:
+                raise self.sem.error(errno.ENOTEMPTY, shown, winerror=145)
             if inode is None:
                 raise self.sem.error(errno.ENOENT, shown, winerror=2)
             if not inode.is_dir:
                 raise self.sem.error(errno.ENOTDIR, shown, winerror=267)
+            if w.kind == ROOT:
+                raise self.sem.error(errno.EBUSY, shown, winerror=32)
             if inode.entries:
                 raise self.sem.error(errno.ENOTEMPTY, shown, winerror=145)
-            if parent is None:
-                raise self.sem.error(errno.EBUSY, shown, winerror=32)
-            self._unlink(parent, key, path)
+            self._unlink(w.parent, w.key, w.canon)
         self._leave(run, "rmdir", text)
 
     def listdir(self, path: str, *, shown: str | None = None) -> list[tuple[str, Inode]]:
         """Names in creation order (like a fresh tmpfs directory; callers must not rely on any order)."""
         shown = path if shown is None else shown
-        text = f"listdir {path}"
+        text = f"listdir {_display(path)}"
         run = self._enter("listdir", text)
         with self._lock:
-            _parent, _key, _name, inode = self._lookup(path, shown)
+            w = self._resolve(path, shown)
+            inode = w.inode
+            if w.kind == DEVICE:
+                raise self.sem.error(errno.ENOTDIR, shown, winerror=ERROR_DIRECTORY)
             if inode is None:
                 raise self.sem.error(errno.ENOENT, shown, winerror=3)
             if not inode.is_dir:
@@ -359,17 +475,14 @@ class Store:
         return listing
 
     def stat(self, path: str, *, shown: str | None = None, quiet: bool = False) -> os.stat_result | None:
-        """os.stat; with ``quiet`` a missing path gives None instead of an error (os.path.exists and kin)."""
+        """os.stat; with ``quiet`` a missing path gives None instead of an error (os.path.exists and kin).
+        A delete-pending name (Windows) still stats: CPython falls back to the directory entry there."""
         shown = path if shown is None else shown
-        text = f"stat {path}"
+        text = f"stat {_display(path)}"
         run = self._enter("stat", text)
         with self._lock:
             try:
-                _parent, _key, _name, inode = self._lookup(path, shown)
-                if inode is None:
-                    raise self.sem.error(errno.ENOENT, shown, winerror=2)
-                if inode.delete_pending:
-                    raise self.sem.error(errno.EACCES, shown, winerror=ERROR_ACCESS_DENIED)
+                inode = self._resolve_existing(path, shown)
             except OSError:
                 if not quiet:
                     raise
@@ -377,6 +490,18 @@ class Store:
             result = None if inode is None else self._stat_of(inode)
         self._leave(run, "stat", text)
         return result
+
+    def _resolve_existing(self, path: str, shown: str) -> Inode:
+        w = self._resolve(path, shown)
+        if w.kind == DEVICE:
+            device = Inode(0, False, 0.0)
+            device.mode, device.linked = stat_mod.S_IFCHR | 0o666, False
+            return device
+        if w.inode is None:
+            raise self.sem.error(errno.ENOENT, shown, winerror=2)
+        if w.slash and not w.inode.is_dir:
+            raise self.sem.error(errno.ENOTDIR, shown, winerror=123)
+        return w.inode
 
     def _stat_of(self, inode: Inode) -> os.stat_result:
         size = len(inode.data) if not inode.is_dir else 4096
@@ -389,23 +514,19 @@ class Store:
 
     def chmod(self, path: str, mode: int, *, shown: str | None = None) -> None:
         shown = path if shown is None else shown
-        text = f"chmod {path} {mode:o}"
+        text = f"chmod {_display(path)} {mode:o}"
         run = self._enter("chmod", text)
         with self._lock:
-            inode = self._lookup(path, shown)[3]
-            if inode is None:
-                raise self.sem.error(errno.ENOENT, shown, winerror=2)
+            inode = self._resolve_existing(path, shown)
             inode.mode = stat_mod.S_IFMT(inode.mode) | (mode & 0o7777)
         self._leave(run, "chmod", text)
 
     def utime(self, path: str, when: float | None = None, *, shown: str | None = None) -> None:
         shown = path if shown is None else shown
-        text = f"utime {path}"
+        text = f"utime {_display(path)}"
         run = self._enter("utime", text)
         with self._lock:
-            inode = self._lookup(path, shown)[3]
-            if inode is None:
-                raise self.sem.error(errno.ENOENT, shown, winerror=2)
+            inode = self._resolve_existing(path, shown)
             inode.mtime = self._now() if when is None else when
         self._leave(run, "utime", text)
 
@@ -479,10 +600,6 @@ class Store:
                 raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
             handle.pos = base + offset
             return handle.pos
-
-    def h_size(self, handle: Handle) -> int:
-        with self._lock:
-            return len(handle.inode.data)
 
     def h_truncate(self, handle: Handle, length: int) -> int:
         text = f"truncate {handle.path} {length}"
@@ -652,7 +769,6 @@ class Store:
             self.journal.clear()
             self.durable = {}
             self._rebuild_durable(root, (), ())
-            self.power_losses += 1
             self.log.append("power loss")
 
     def _rebuild_durable(self, node: Inode, keys: tuple, names: tuple) -> None:

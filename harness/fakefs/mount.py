@@ -36,6 +36,14 @@ def reset_default_store(spec: FakeFS | None = None) -> Store:
         return _default
 
 
+def install_default_store(store: Store) -> Store:
+    """Make ``store`` the standalone one (e.g. a run's store, to inspect or continue it outside the run)."""
+    global _default
+    with _default_lock:
+        _default = store
+        return store
+
+
 def run_store() -> Store | None:
     """The store mounted in the calling thread's run, or None."""
     run = current_run()
@@ -57,7 +65,11 @@ def normalize(path: str) -> str:
 
 
 def target(path: Any) -> tuple[Store, str] | None:
-    """(store, normalized path) when ``path`` is under the mount root of the calling thread's run."""
+    """(store, path) when ``path`` is under the mount root of the calling thread's run.
+
+    The path is returned as spelled (only repeated slashes collapsed): the store resolves ``.``, ``..`` and a
+    trailing slash component by component as the OS does, so ``x/../a`` and ``a/`` fail where they fail. A path
+    that climbs out of the mount through ``..`` belongs to the real OS, as it would at a real mount point."""
     store = run_store()
     if store is None or path is None or isinstance(path, int):
         return None
@@ -67,10 +79,15 @@ def target(path: Any) -> tuple[Store, str] | None:
         return None
     if not isinstance(p, str) or not p.startswith("/"):
         return None
-    norm = normalize(p)
+    if "//" in p:
+        p = "/" + "/".join(x for x in p.split("/") if x) + ("/" if p.endswith("/") and p.strip("/") else "")
     root = store.root
-    if norm == root or norm.startswith(root + "/"):
-        return store, norm
+    if p == root or p.startswith(root + "/"):
+        if "/.." in p:
+            norm = normalize(p)
+            if norm != root and not norm.startswith(root + "/"):
+                return None
+        return store, p
     return None
 
 

@@ -113,22 +113,10 @@ def mkdir(path: Any, mode: int = 0o777, *, dir_fd: Any = None) -> None:
 
 
 def makedirs(name: Any, mode: int = 0o777, exist_ok: bool = False) -> None:
-    """os.makedirs, step by step through the stand-ins (the real one would call the real os.mkdir)."""
+    """os.makedirs: the running Python's own code (a clone) over the stand-ins, each mkdir a scheduling point."""
     if target(name) is None:
         return _real_os.makedirs(name, mode, exist_ok)
-    head, tail = posixpath.split(os.fspath(name))
-    if not tail:
-        head, tail = posixpath.split(head)
-    if head and tail and not exists(head):
-        try:
-            makedirs(head, exist_ok=exist_ok)
-        except FileExistsError:
-            pass
-    try:
-        mkdir(name, mode)
-    except OSError:
-        if not exist_ok or not isdir(name):
-            raise
+    return clones()["os"].makedirs(name, mode, exist_ok)
 
 
 def rmdir(path: Any, *, dir_fd: Any = None) -> None:
@@ -213,24 +201,19 @@ def scandir(path: Any = ".") -> Any:
 
 
 def walk(top: Any, topdown: bool = True, onerror: Any = None, followlinks: bool = False) -> Any:
-    """os.walk over the stand-ins (the real one calls the real scandir)."""
+    """os.walk: the running Python's own code (a clone) over the stand-ins."""
     if target(top) is None:
-        yield from _real_os.walk(top, topdown, onerror, followlinks)
-        return
-    try:
-        entries = list(scandir(top))
-    except OSError as exc:
-        if onerror is not None:
-            onerror(exc)
-        return
-    dirs = [e.name for e in entries if e.is_dir()]
-    files = [e.name for e in entries if not e.is_dir()]
-    if topdown:
-        yield os.fspath(top), dirs, files
-    for name in dirs:
-        yield from walk(posixpath.join(os.fspath(top), name), topdown, onerror, followlinks)
-    if not topdown:
-        yield os.fspath(top), dirs, files
+        return _real_os.walk(top, topdown, onerror, followlinks)
+    return clones()["os"].walk(top, topdown, onerror, followlinks)
+
+
+def listxattr(path: Any = None, *, follow_symlinks: bool = True) -> list:
+    """The fake stores no extended attributes (shutil.copystat asks for them)."""
+    hit = target(path)
+    if hit is None:
+        return _real_os.listxattr(path, follow_symlinks=follow_symlinks)
+    hit[0].stat(hit[1], shown=_shown(path))
+    return []
 
 
 def chmod(path: Any, mode: int, *, dir_fd: Any = None, follow_symlinks: bool = True) -> None:
@@ -416,27 +399,52 @@ def _stat_field(real: Any, field: str) -> Any:
     return fn
 
 
-path_facade = Facade(_real_path, {
+def samefile(f1: Any, f2: Any) -> bool:
+    if target(f1) is None and target(f2) is None:
+        return _real_path.samefile(f1, f2)
+    return clones()["path"].samefile(f1, f2)
+
+
+_path_overrides = {
     "exists": exists, "lexists": lexists, "isfile": isfile, "isdir": isdir, "islink": islink,
     "getsize": _stat_field(_real_path.getsize, "st_size"),
     "getmtime": _stat_field(_real_path.getmtime, "st_mtime"),
     "getatime": _stat_field(_real_path.getatime, "st_atime"),
     "getctime": _stat_field(_real_path.getctime, "st_ctime"),
-})
+    "samefile": samefile,
+}
+path_facade = Facade(_real_path, _path_overrides)
 
-os_facade = Facade(_real_os, {
-    "path": path_facade, "remove": remove, "unlink": remove, "rename": rename, "replace": replace,
+_os_overrides = {
+    "remove": remove, "unlink": remove, "rename": rename, "replace": replace,
     "stat": stat, "lstat": lstat, "mkdir": mkdir, "makedirs": makedirs, "rmdir": rmdir, "listdir": listdir,
     "scandir": scandir, "walk": walk, "chmod": chmod, "utime": utime, "truncate": truncate, "access": access,
     "link": _no_links(_real_os.link), "symlink": _no_links(_real_os.symlink), "readlink": readlink,
     "open": os_open, "close": close, "write": write, "read": read, "lseek": lseek, "fsync": fsync,
     "fdatasync": fsync, "fstat": fstat, "ftruncate": ftruncate, "fdopen": fdopen, "sync": sync,
-}, windows_hidden=frozenset({
+}
+if hasattr(_real_os, "listxattr"):
+    _os_overrides["listxattr"] = listxattr
+os_facade = Facade(_real_os, {"path": path_facade, **_os_overrides}, windows_hidden=frozenset({
     # open() flags that CPython's os module on Windows does not define
     "O_DIRECTORY", "O_NOFOLLOW", "O_SYNC", "O_DSYNC", "O_NONBLOCK", "O_CLOEXEC", "O_NOCTTY", "O_ASYNC",
     "O_DIRECT", "O_NOATIME", "O_PATH",
 }))
 
 io_facade = Facade(io, {"open": fake_open})
+
+_clones: dict | None = None
+
+
+def clones() -> dict:
+    """The cloned stdlib namespaces (built on first use: ``os``, ``path``, ``shutil``); see stdlib_clone."""
+    global _clones
+    if _clones is None:
+        from racecheck.fakefs import stdlib_clone
+
+        os_over = {k: v for k, v in _os_overrides.items() if k not in ("makedirs", "walk")}
+        path_over = {k: v for k, v in _path_overrides.items() if k != "samefile"}
+        _clones = stdlib_clone.build(os_over, path_over, fake_open)
+    return _clones
 
 __racecheck_engine__ = True  # the fake is part of the engine: never instrumented itself

@@ -24,10 +24,20 @@ WINERROR = {
     80: (errno.EEXIST, "The file exists"),
     145: (errno.ENOTEMPTY, "The directory is not empty"),
     183: (errno.EEXIST, "Cannot create a file when that file already exists"),
+    123: (errno.EINVAL, "The filename, directory name, or volume label syntax is incorrect"),
     267: (errno.ENOTDIR, "The directory name is invalid"),
 }
 ERROR_SHARING_VIOLATION = 32
 ERROR_ACCESS_DENIED = 5
+ERROR_INVALID_NAME = 123
+ERROR_DIRECTORY = 267
+
+# Characters Win32 refuses in a name (besides the separators): ``<>:"|?*`` and the control characters 0-31.
+# (":" on NTFS also introduces an alternate data stream; streams are not modelled, so a colon is invalid.)
+_INVALID_CHARS = frozenset('<>:"|?*') | frozenset(chr(c) for c in range(32))
+# DOS device names (Windows 10): reserved as the last component, also with an extension or trailing spaces.
+_DEVICES = frozenset({"CON", "PRN", "AUX", "NUL"} | {f"{p}{n}" for p in ("COM", "LPT")
+                                                     for n in "123456789\u00b9\u00b2\u00b3"})
 
 
 class _WinErrorMixin:
@@ -101,10 +111,20 @@ def posix_error(code: int, filename: str | None = None, filename2: str | None = 
 
 class Semantics:
     """Name comparison and error construction for one OS. ``api`` is "os" for ``os.*`` calls (Windows reports a
-    winerror) and "open" for ``open()`` (the C runtime reports a plain errno, also on Windows)."""
+    winerror) and "open" for ``open()`` (the C runtime reports a plain errno, also on Windows).
+
+    ``textual_paths``: Win32 normalises a path as a string before the filesystem sees it (``normalize``);
+    POSIX resolves it component by component in the kernel (done by the store)."""
 
     name = POSIX
     case_sensitive = True
+    textual_paths = False
+
+    def normalize(self, parts: list[str], shown: str, api: str, path2: str | None = None) -> tuple[list[str], bool]:
+        raise NotImplementedError
+
+    def is_device(self, name: str) -> bool:
+        return False
 
     def key(self, name: str) -> str:
         """The directory-lookup key of a name (case-folded on Windows)."""
@@ -125,15 +145,66 @@ class WindowsSemantics(Semantics):
 
     name = WINDOWS
     case_sensitive = False
+    textual_paths = True
 
     def key(self, name: str) -> str:
-        return name.casefold()
+        """NTFS compares names through its one-to-one upper-case table, not Unicode case folding: "ß" and "ss",
+        or "k" and the Kelvin sign, are different names. Approximated by the simple (single-character)
+        upper-case mapping of the running Python's Unicode database."""
+        if name.isascii():
+            return name.upper()
+        return "".join(map(simple_upper, name))
+
+    def normalize(self, parts: list[str], shown: str, api: str, path2: str | None = None) -> tuple[list[str], bool]:
+        """GetFullPathNameW's textual normalisation (MS docs, "File path formats on Windows systems"): "." and
+        ".." are removed as text (``x/../a`` is ``a`` even if ``x`` does not exist), a component ending in one
+        period loses it, trailing periods and spaces of the last component go (``a.`` and ``a `` name ``a``);
+        then names with invalid characters fail with ERROR_INVALID_NAME (123)."""
+        slash = bool(parts) and parts[-1] == ""
+        out: list[str] = []
+        for part in parts:
+            if not part or part == ".":
+                continue
+            if part == "..":
+                if out:
+                    out.pop()
+                continue
+            if part.endswith(".") and not part.endswith(".."):
+                part = part[:-1]
+            out.append(part)
+        if out and not slash:
+            out[-1] = out[-1].rstrip(". ")
+            if not out[-1]:
+                out.pop()
+        for part in out:
+            if not _INVALID_CHARS.isdisjoint(part):
+                raise self.error(errno.EINVAL, shown, path2, api=api, winerror=ERROR_INVALID_NAME)
+        return out, slash
+
+    def is_device(self, name: str) -> bool:
+        """A DOS device name as the last component: "NUL", "nul.txt", "COM1 " all name a device, not a file."""
+        return name.split(".", 1)[0].rstrip(" ").upper() in _DEVICES
 
     def error(self, code: int, path: str | None, path2: str | None = None, *, api: str = "os",
               winerror: int | None = None) -> OSError:
         if api == "open" or winerror is None:
             return posix_error(code, path, path2)
         return win_error(winerror, path, path2)
+
+
+_UPPER: dict[str, str] = {}
+
+
+def simple_upper(ch: str) -> str:
+    """Unicode simple upper-case mapping of one character (one character out: "ß" stays "ß", "ǆ" -> "Ǆ")."""
+    up = _UPPER.get(ch)
+    if up is None:
+        up = ch.upper()
+        if len(up) != 1:
+            title = ch.title()  # the Greek letters with ypogegrammeni map to their single title-case letter
+            up = title if len(title) == 1 else ch
+        _UPPER[ch] = up
+    return up
 
 
 def semantics_for(name: str) -> Semantics:

@@ -16,6 +16,7 @@ import tempfile
 from typing import Any
 
 from racecheck.fakefs import os_facade as fos
+from racecheck.fakefs import pycompat
 from racecheck.fakefs.mount import run_store, target
 
 
@@ -24,101 +25,79 @@ def _fake(*paths: Any) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ shutil
+def _clone(name: str) -> Any:
+    return fos.clones()["shutil"].__dict__[name]
+
+
 def copyfile(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
     if not _fake(src, dst):
         return shutil.copyfile(src, dst, follow_symlinks=follow_symlinks)
-    with fos.fake_open(src, "rb") as fsrc, fos.fake_open(dst, "wb") as fdst:
-        shutil.copyfileobj(fsrc, fdst)
-    return dst
+    return _clone("copyfile")(src, dst, follow_symlinks=follow_symlinks)
 
 
 def copy(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
     if not _fake(src, dst):
         return shutil.copy(src, dst, follow_symlinks=follow_symlinks)
-    if fos.isdir(dst):
-        dst = posixpath.join(os.fspath(dst), posixpath.basename(os.fspath(src)))
-    return copyfile(src, dst)
+    return _clone("copy")(src, dst, follow_symlinks=follow_symlinks)
 
 
 def copy2(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
     if not _fake(src, dst):
         return shutil.copy2(src, dst, follow_symlinks=follow_symlinks)
-    return copy(src, dst)
+    return _clone("copy2")(src, dst, follow_symlinks=follow_symlinks)
 
 
-def copytree(src: Any, dst: Any, *args: Any, dirs_exist_ok: bool = False, **kwargs: Any) -> Any:
+def copymode(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
     if not _fake(src, dst):
-        return shutil.copytree(src, dst, *args, dirs_exist_ok=dirs_exist_ok, **kwargs)
-    fos.makedirs(dst, exist_ok=dirs_exist_ok)
-    for entry in list(fos.scandir(src)):
-        target_path = posixpath.join(os.fspath(dst), entry.name)
-        if entry.is_dir():
-            copytree(entry.path, target_path, dirs_exist_ok=dirs_exist_ok)
-        else:
-            copyfile(entry.path, target_path)
-    return dst
+        return shutil.copymode(src, dst, follow_symlinks=follow_symlinks)
+    return _clone("copymode")(src, dst, follow_symlinks=follow_symlinks)
+
+
+def copystat(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
+    if not _fake(src, dst):
+        return shutil.copystat(src, dst, follow_symlinks=follow_symlinks)
+    return _clone("copystat")(src, dst, follow_symlinks=follow_symlinks)
+
+
+def _own(fn: Any) -> Any:
+    """A copy function given by the caller as the real shutil's maps to its clone (else it would leak)."""
+    real = {shutil.copy2: "copy2", shutil.copy: "copy", shutil.copyfile: "copyfile",
+            copy2: "copy2", copy: "copy", copyfile: "copyfile"}
+    name = real.get(fn)
+    return _clone(name) if name else fn
+
+
+def copytree(src: Any, dst: Any, symlinks: bool = False, ignore: Any = None, copy_function: Any = shutil.copy2,
+             ignore_dangling_symlinks: bool = False, dirs_exist_ok: bool = False) -> Any:
+    if not _fake(src, dst):
+        return shutil.copytree(src, dst, symlinks, ignore, copy_function, ignore_dangling_symlinks, dirs_exist_ok)
+    return _clone("copytree")(src, dst, symlinks, ignore, _own(copy_function), ignore_dangling_symlinks,
+                              dirs_exist_ok)
 
 
 def rmtree(path: Any, ignore_errors: bool = False, onerror: Any = None, *, onexc: Any = None,
            dir_fd: Any = None) -> None:
+    """shutil.rmtree; keyword arguments are passed on only when given (3.10 has no dir_fd, 3.12 adds onexc)."""
+    kw = {}
+    if onexc is not None:
+        kw["onexc"] = onexc
+    if dir_fd is not None:
+        kw["dir_fd"] = dir_fd
     if not _fake(path):
-        kw = {"onexc": onexc} if onexc is not None else {}
-        return shutil.rmtree(path, ignore_errors, onerror, dir_fd=dir_fd, **kw)
-
-    def fail(func: Any, p: Any, exc: BaseException) -> None:
-        if ignore_errors:
-            return
-        if onexc is not None:
-            onexc(func, p, exc)
-        elif onerror is not None:
-            onerror(func, p, (type(exc), exc, exc.__traceback__))
-        else:
-            raise exc
-
-    try:
-        entries = list(fos.scandir(path))
-    except OSError as exc:
-        fail(fos.scandir, path, exc)
-        return
-    for entry in entries:
-        if entry.is_dir():
-            rmtree(entry.path, ignore_errors, onerror, onexc=onexc)
-        else:
-            try:
-                fos.remove(entry.path)
-            except OSError as exc:
-                fail(fos.remove, entry.path, exc)
-    try:
-        fos.rmdir(path)
-    except OSError as exc:
-        fail(fos.rmdir, path, exc)
+        return shutil.rmtree(path, ignore_errors, onerror, **kw)
+    kw.pop("dir_fd", None)  # paths under the mount are absolute: dir_fd is ignored for them, as by the OS
+    return _clone("rmtree")(path, ignore_errors, onerror, **kw)
 
 
-def move(src: Any, dst: Any, copy_function: Any = copy2) -> Any:
-    """shutil.move's algorithm over the stand-ins: rename; on OSError copy and unlink the source."""
+def move(src: Any, dst: Any, copy_function: Any = shutil.copy2) -> Any:
+    """shutil.move's own algorithm (the running Python's) over the stand-ins."""
     if not _fake(src, dst):
         return shutil.move(src, dst, copy_function)
-    real_dst = dst
-    if fos.isdir(dst):
-        real_dst = posixpath.join(os.fspath(dst), posixpath.basename(os.fspath(src).rstrip("/")))
-        if fos.exists(real_dst):
-            raise shutil.Error(f"Destination path '{real_dst}' already exists")
-    try:
-        fos.rename(src, real_dst)
-    except OSError:
-        if fos.isdir(src):
-            copytree(src, real_dst)
-            rmtree(src)
-        else:
-            if copy_function is shutil.copy2 or copy_function is shutil.copy:
-                copy_function = copy2
-            copy_function(src, real_dst)
-            fos.remove(src)
-    return real_dst
+    return _clone("move")(src, dst, _own(copy_function))
 
 
-shutil_overrides = {"copyfile": copyfile, "copy": copy, "copy2": copy2, "copytree": copytree,
-                    "rmtree": rmtree, "move": move}
+shutil_overrides = {"copyfile": copyfile, "copy": copy, "copy2": copy2, "copymode": copymode,
+                    "copystat": copystat, "copytree": copytree, "rmtree": rmtree, "move": move}
 
 
 # ---------------------------------------------------------------------------------------------- tempfile
@@ -145,6 +124,7 @@ def mkstemp(suffix: Any = None, prefix: Any = None, dir: Any = None, text: bool 
     if hit is None:
         return tempfile.mkstemp(suffix, prefix, dir, text)
     store, directory = hit
+    directory = posixpath.normpath(directory)  # CPython's _mkstemp_inner takes abspath(dir): ".." is textual here
     for _ in range(100):
         name = store.temp_name(directory, prefix if prefix is not None else "tmp", suffix or "")
         try:
@@ -161,20 +141,25 @@ def mkdtemp(suffix: Any = None, prefix: Any = None, dir: Any = None) -> str:
     store, directory = hit
     name = store.temp_name(directory, prefix if prefix is not None else "tmp", suffix or "")
     fos.mkdir(name, 0o700)
-    return name
+    return posixpath.normpath(name) if pycompat.python_version() >= (3, 12) else name
 
 
 class _NamedTemporaryFile:
-    """tempfile._TemporaryFileWrapper for the fake: ``.name``, delegation, delete on close.
+    """tempfile._TemporaryFileWrapper for the fake: ``.name``, delegation, deletion as the running Python does it.
 
-    On Windows, CPython opens it with O_TEMPORARY (share-delete, delete-on-close); on POSIX it unlinks at close.
-    """
+    Windows (``delete`` and, from 3.12, ``delete_on_close``): CPython opens with O_TEMPORARY (delete access,
+    shared delete, deleted by the OS at close), so a second ``open()`` of the name is a sharing violation.
+    Otherwise the wrapper unlinks the name itself: at close, or at ``__exit__`` when ``delete_on_close=False``;
+    a name that is already gone makes that unlink raise on 3.10/3.11 and is ignored from 3.12."""
 
-    def __init__(self, file: Any, name: str, delete: bool, posix_unlink: bool) -> None:
+    def __init__(self, file: Any, name: str, delete: bool, delete_on_close: bool, os_deletes: bool) -> None:
         self.file = file
         self.name = name
         self.delete = delete
-        self._posix_unlink = posix_unlink
+        self._delete_on_close = delete_on_close
+        self._os_deletes = os_deletes
+        self._close_called = False
+        self._cleanup_called = False
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.__dict__["file"], attr)
@@ -184,20 +169,54 @@ class _NamedTemporaryFile:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.close()
+        if pycompat.has_delete_on_close():
+            self._cleanup()
+        else:
+            self.close()
 
     def __iter__(self) -> Any:
         return iter(self.file)
 
-    def close(self) -> None:
-        if self.file.closed:
+    def _unlink(self) -> None:
+        if self._os_deletes or not self.delete:
             return
-        self.file.close()
-        if self.delete and self._posix_unlink:
+        if pycompat.named_temporary_close_raises_if_gone():
+            fos.remove(self.name)
+            return
+        try:
+            fos.remove(self.name)
+        except FileNotFoundError:
+            pass
+
+    def _cleanup(self) -> None:
+        if self._cleanup_called:
+            return
+        self._cleanup_called = True
+        try:
+            if not self._close_called:
+                self._close_called = True
+                self.file.close()
+        finally:
+            self._unlink()
+
+    def close(self) -> None:
+        if not pycompat.has_delete_on_close():
+            if self._close_called:
+                return
+            self._close_called = True
             try:
-                fos.remove(self.name)
-            except FileNotFoundError:
-                pass
+                self.file.close()
+            finally:
+                self._unlink()
+            return
+        if self._close_called:
+            return
+        self._close_called = True
+        try:
+            self.file.close()
+        finally:
+            if self.delete and self._delete_on_close:
+                self._cleanup()
 
 
 def NamedTemporaryFile(mode: str = "w+b", buffering: int = -1, encoding: Any = None, newline: Any = None,  # noqa: N802
@@ -209,13 +228,18 @@ def NamedTemporaryFile(mode: str = "w+b", buffering: int = -1, encoding: Any = N
                                            errors=errors, **kwargs)
     from racecheck.fakefs import handles
 
+    delete_on_close = True
+    if "delete_on_close" in kwargs and pycompat.has_delete_on_close():
+        delete_on_close = bool(kwargs.pop("delete_on_close"))
+    if kwargs:
+        raise TypeError(f"NamedTemporaryFile() got an unexpected keyword argument {next(iter(kwargs))!r}")
     store, directory = hit
-    name = store.temp_name(directory, prefix if prefix is not None else "tmp", suffix or "")
-    windows = store.sem.name == "windows"
+    name = store.temp_name(posixpath.normpath(directory), prefix if prefix is not None else "tmp", suffix or "")
+    os_deletes = store.sem.name == "windows" and delete and delete_on_close
     open_mode = mode.replace("w", "x") if "w" in mode else mode
     file = handles.open_file(store, name, open_mode, buffering, encoding, errors, newline,
-                             share_delete=windows and delete, delete_on_close=windows and delete)
-    return _NamedTemporaryFile(file, name, delete, posix_unlink=not windows)
+                             share_delete=os_deletes, delete_on_close=os_deletes)
+    return _NamedTemporaryFile(file, name, delete, delete_on_close, os_deletes)
 
 
 tempfile_overrides = {"gettempdir": gettempdir, "mkstemp": mkstemp, "mkdtemp": mkdtemp,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from racecheck.fakefs.semantics import POSIX, WINDOWS
 
@@ -54,7 +54,6 @@ class FakeFS:
     torn_writes: bool = False
     capture_tempdir: bool = True
     tmpdir: str | None = None
-    extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if self.semantics not in (POSIX, WINDOWS):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 
 import pytest
 import racecheck.fakefs as fakefs
@@ -75,23 +76,117 @@ def test_rename_onto_existing_target_fails(windows_run):
            f"[WinError 183] Cannot create a file when that file already exists: '{R}/a' -> '{R}/b'")
 
 
-def test_delete_pending_gives_access_denied(windows_run):
-    """A share-delete handle (O_TEMPORARY, as NamedTemporaryFile uses) lets remove() succeed, but the name lingers
-    in delete-pending state until the last handle closes: opening, stat-ing or removing it again is denied."""
+def test_remove_with_only_share_delete_handles_frees_the_name_at_once(windows_run):
+    """Windows 10 1903+ (the generation modelled): DeleteFileW uses POSIX semantics, so a file whose handles all
+    share delete loses its name immediately; the handle keeps working on the orphan."""
     store = windows_run.resources["fakefs"]
-    handle = store.open(f"{R}/t.tmp", 0o1 | 0o100, share_delete=True)  # O_WRONLY | O_CREAT
+    handle = store.open(f"{R}/t.tmp", os.O_WRONLY | os.O_CREAT, share_delete=True)
     fos.remove(f"{R}/t.tmp")
+    assert fos.listdir(R) == [] and not fos.path.exists(f"{R}/t.tmp")
+    assert store.h_write(handle, b"orphan") == 6
+    _make(f"{R}/t.tmp", b"new")  # the name is free again
+    store.h_close(handle)
+    assert fopen(f"{R}/t.tmp", "rb").read() == b"new"
+
+
+def test_delete_pending_after_delete_on_close_with_another_handle(windows_run):
+    """Delete-on-close (O_TEMPORARY) still uses the classic disposition: when that handle closes while another
+    (share-delete) handle is open, the name lingers delete-pending until the last close. It still stats (CPython
+    falls back to the directory entry), but opening, removing or renaming it is denied."""
+    store = windows_run.resources["fakefs"]
+    h1 = store.open(f"{R}/t.tmp", os.O_RDWR | os.O_CREAT, share_delete=True, delete_on_close=True)
+    h2 = store.open(f"{R}/t.tmp", os.O_RDONLY, share_delete=True, delete_on_close=True)
+    store.h_close(h1)
     assert fos.listdir(R) == ["t.tmp"]
+    assert fos.path.exists(f"{R}/t.tmp") and fos.stat(f"{R}/t.tmp").st_size == 0
     with pytest.raises(PermissionError) as info:
         fos.remove(f"{R}/t.tmp")
     _check(info.value, PermissionError, errno.EACCES, 5, f"[WinError 5] Access is denied: '{R}/t.tmp'")
     with pytest.raises(PermissionError) as info:
-        fos.stat(f"{R}/t.tmp")
+        fos.rename(f"{R}/t.tmp", f"{R}/u.tmp")
     assert info.value.winerror == 5
     with pytest.raises(PermissionError) as info:
         fopen(f"{R}/t.tmp", "rb")
     assert info.value.errno == errno.EACCES and str(info.value) == f"[Errno 13] Permission denied: '{R}/t.tmp'"
-    store.h_close(handle)
+    store.h_close(h2)
+    assert fos.listdir(R) == []
+
+
+def test_named_temporary_file_cannot_be_reopened_while_open(windows_run):
+    """tempfile docs: on Windows the name cannot be used to open the file a second time while it is open
+    (O_TEMPORARY asks for delete access; open() does not share delete): a sharing violation, errno 13."""
+    with fakefs.tempfile_facade.NamedTemporaryFile(dir=R) as f:
+        f.write(b"x")
+        f.flush()
+        with pytest.raises(PermissionError) as info:
+            fopen(f.name, "rb")
+        assert info.value.errno == errno.EACCES and not hasattr(info.value, "winerror")
+    assert not fos.path.exists(f.name)
+
+
+def test_rename_directory_holding_an_open_file_is_access_denied(windows_run):
+    fos.makedirs(f"{R}/d/e")
+    with fopen(f"{R}/d/e/a.ckpt", "wb"):
+        with pytest.raises(PermissionError) as info:
+            fos.rename(f"{R}/d", f"{R}/moved")
+    _check(info.value, PermissionError, errno.EACCES, 5, f"[WinError 5] Access is denied: '{R}/d' -> '{R}/moved'")
+    fos.rename(f"{R}/d", f"{R}/moved")
+
+
+def test_case_insensitivity_is_ntfs_upcase_not_casefold(windows_run):
+    """NTFS maps each character through its upper-case table: "ß" and "ss" (casefold-equal) stay distinct, as do
+    "k" and the Kelvin sign; "é"/"É" and "ǆ"/"Ǆ" are the same name."""
+    for a, b in (("straße", "strasse"), ("k", "\u212a")):
+        _make(f"{R}/{a}", b"1")
+        _make(f"{R}/{b}", b"2")
+        assert sorted(fos.listdir(R)) == sorted([a, b])
+        fos.remove(f"{R}/{a}")
+        fos.remove(f"{R}/{b}")
+    for a, b in (("é.ckpt", "É.CKPT"), ("\u01c6", "\u01c4"), ("ﬁle", "ﬁLE")):
+        _make(f"{R}/{a}", b"1")
+        assert fos.path.exists(f"{R}/{b}")
+        fos.remove(f"{R}/{b}")
+        assert fos.listdir(R) == []
+
+
+def test_trailing_dots_and_spaces_are_stripped(windows_run):
+    _make(f"{R}/a.", b"dot")
+    assert fos.listdir(R) == ["a"]
+    with fopen(f"{R}/a . .", "rb") as f:
+        assert f.read() == b"dot"
+    fos.mkdir(f"{R}/d.")
+    _make(f"{R}/d./x")  # a component ending in one period loses it
+    assert sorted(fos.listdir(R)) == ["a", "d"] and fos.listdir(f"{R}/d") == ["x"]
+    assert fos.path.isfile(f"{R}/x/../a")  # ".." is textual on Windows: x need not exist
+
+
+def test_reserved_device_names(windows_run):
+    """DOS device names (Windows 10): the last component CON, NUL, COM1... (also with an extension) names a
+    device, not a file: writes vanish, nothing appears in the directory, mkdir fails with WinError 267."""
+    for name in ("NUL", "nul.txt", "CON", "com1 .log", "LPT\u00b9"):
+        with fopen(f"{R}/{name}", "wb") as f:
+            f.write(b"gone")
+        assert fos.path.exists(f"{R}/{name}") and not fos.path.isfile(f"{R}/{name}")
+    assert fos.listdir(R) == []
+    with pytest.raises(NotADirectoryError) as info:
+        fos.mkdir(f"{R}/CON")
+    _check(info.value, NotADirectoryError, errno.ENOTDIR, 267, f"[WinError 267] The directory name is invalid: "
+                                                                 f"'{R}/CON'")
+    _make(f"{R}/CON_")  # not reserved
+    assert fos.listdir(R) == ["CON_"]
+
+
+def test_invalid_characters_fail_like_windows(windows_run):
+    for ch in '<>:"|?*\x01':
+        with pytest.raises(OSError) as info:
+            fopen(f"{R}/a{ch}b", "wb")
+        assert info.value.errno == errno.EINVAL and not hasattr(info.value, "winerror")
+        assert str(info.value) == f"[Errno 22] Invalid argument: {f'{R}/a{ch}b'!r}"
+        with pytest.raises(OSError) as info:
+            fos.mkdir(f"{R}/a{ch}b")
+        _check(info.value, OSError, errno.EINVAL, 123,
+               f"[WinError 123] The filename, directory name, or volume label syntax is incorrect: "
+               f"{f'{R}/a{ch}b'!r}")
     assert fos.listdir(R) == []
 
 
