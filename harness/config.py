@@ -43,6 +43,7 @@ class Config:
     max_failures: int = 1  # keep exploring until this many distinct failures (result.failures) are found
     race_budget: int = 40  # replays spent naming the racing pair of each failure (failure.race); 0 skips it
     skip_duplicates: bool = True  # random/pct/pos never run a schedule twice and stop when the space is done
+    preempt: Any = None  # "lines": every line of the instrumented modules is a point; or the modules to do it in
     database: Any = None  # a folder (".racecheck") keeping failing tokens per test, replayed first; None: off
 
     def __post_init__(self) -> None:
@@ -78,6 +79,11 @@ class Config:
         if not isinstance(self.skip_duplicates, bool):
             raise TypeError("skip_duplicates must be True or False")
         _int_at_least("race_budget", self.race_budget, 0)
+        preempt = self.preempt
+        if isinstance(preempt, list):
+            object.__setattr__(self, "preempt", tuple(preempt))
+        elif preempt is not None and preempt != "lines" and not isinstance(preempt, (tuple, types.ModuleType)):
+            raise ValueError(f"preempt must be None, 'lines' or a list of modules, not {preempt!r}")
         if self.database is not None and not isinstance(self.database, (str, os.PathLike)):
             raise TypeError(f"database must be a folder path or None, not {type(self.database).__name__}")
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck import instrument as _instrument
+from racecheck import lines as _lines
 from racecheck import runtime, sync  # noqa: F401 - sync registers the controlled stand-ins
 from racecheck.config import Config, resolve
 from racecheck.coverage import ChoiceTree, Steering, interleaving_key
@@ -121,6 +122,8 @@ class _Session:
         self.extensions = runtime.extensions_for(config)
         self.target = _target_name(fn)
         keys = [ext.config_key(config) for ext in self.extensions]
+        if config.preempt is not None:  # line-level points change the schedule: a token must say it used them
+            keys.append(f"preempt={_lines.describe(config.preempt)}")
         self.config_key = "|".join(keys) if keys else "-"
 
     def _modules(self) -> list[types.ModuleType]:
@@ -133,6 +136,14 @@ class _Session:
             targets.extend(ext.modules(self.config))
         return _instrument.resolve_modules(targets)
 
+    def _line_modules(self, instrumented: list[types.ModuleType]) -> list[types.ModuleType]:
+        """Where line-level preemption applies: every instrumented module, or the ones ``preempt`` names."""
+        preempt = self.config.preempt
+        if preempt == "lines":
+            return instrumented
+        named = [preempt] if isinstance(preempt, types.ModuleType) else list(preempt)
+        return _instrument.resolve_modules(named)
+
     @contextmanager
     def controlled(self):
         if runtime.current_run() is not None:
@@ -144,6 +155,8 @@ class _Session:
             with ExitStack() as stack:
                 patch = _instrument.apply(modules)
                 stack.callback(patch.restore)
+                if self.config.preempt is not None:
+                    stack.enter_context(_lines.tracing(_lines.files_of(self._line_modules(modules))))
                 stack.enter_context(controlled_thread_class())
                 yield
         finally:

@@ -51,6 +51,10 @@ def access_of(op: str) -> Access:
             found.update(_parent(p) for p in paths)  # a name appearing or vanishing changes its directory
         read_only = op.startswith(_READS) or (verb == "open" and len(words) > 2 and set(words[2]) <= {"r", "b"})
         return Access(frozenset(found), read_only)
+    if op == "line":  # line-level preemption: the line runs until the next point and may touch anything
+        return Access(frozenset({MEMORY}), False)
+    if op.startswith(("store ", "del ")):  # line-level preemption: a store to shared state, about to happen
+        return Access(frozenset({MEMORY, op.split(" ", 1)[1]}), False)
     if op.startswith("point ") or op == "begin":
         # The code after a delay hook or a thread's start runs until its next point and may touch any shared
         # object: plain memory, which conflicts with every other thread's such step.
