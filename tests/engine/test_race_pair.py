@@ -7,7 +7,7 @@ which operations conflict.
 
 import racecheck
 from classic_bugs import BUGS, check_then_act, lock_order_deadlock
-from racecheck.race import access_of, candidates, conflicting, swapped_order, steps_of
+from racecheck.race import access_of, candidates, conflicting, steps_of, swapped_order
 from racecheck.trace import TraceEvent
 
 
