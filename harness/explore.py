@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck import instrument as _instrument
+from racecheck import external as _external
 from racecheck import lines as _lines
 from racecheck import runtime, sync  # noqa: F401 - sync registers the controlled stand-ins
 from racecheck.config import Config, resolve
@@ -158,6 +159,7 @@ class _Session:
                 if self.config.preempt is not None:
                     stack.enter_context(_lines.tracing(_lines.files_of(self._line_modules(modules))))
                 stack.enter_context(controlled_thread_class())
+                stack.enter_context(_external.waiting_outside())
                 yield
         finally:
             _exploring.release()

@@ -147,6 +147,7 @@ class Run:
         self._root: ThreadRecord | None = None
         self._recovering = False  # after a crash, the recovery phase's failures are real findings
         self._yielders: list[ThreadRecord] = []  # threads with a non-empty yield_to (fair scheduling)
+        self.outside = 0  # threads inside a call that waits on another process (racecheck.external): not stuck
 
     # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
 
@@ -430,7 +431,7 @@ class Run:
         seen: set = set()  # code locations of the running thread observed since the last step
         while not self.done.wait(poll):
             now = _real_monotonic()
-            if self.steps != last_steps:
+            if self.steps != last_steps or self.outside:
                 last_steps, last_progress = self.steps, now
                 seen.clear()
                 continue
