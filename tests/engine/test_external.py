@@ -12,7 +12,7 @@ import sys
 import threading
 
 import racecheck
-from racecheck import external
+from racecheck import external, scheduler
 
 SLOW_CHILD = [sys.executable, "-c", "import time; time.sleep(0.35); print('done')"]
 
@@ -88,3 +88,16 @@ def test_uncontrolled_callers_get_the_real_calls_and_everything_is_restored():
         assert out.strip() == "3"  # this thread is not controlled: a plain call
     assert (subprocess.Popen.wait, subprocess.Popen.communicate, multiprocessing.connection.wait) == before
     assert "recv" not in vars(__import__("socket").socket)
+
+
+def waits_too_long():
+    subprocess.run([sys.executable, "-c", "import time; time.sleep(1.5)"], check=True)
+
+
+def test_a_wait_on_another_process_is_still_bounded(monkeypatch):
+    """Waiting outside keeps the baton, so a child that needs a controlled thread would wait forever: past a
+    bound (max(15 watchdogs, 30 s); shortened here) it is reported as a hang that says why."""
+    monkeypatch.setattr(scheduler, "outside_limit", lambda watchdog: 0.4)
+    failure = racecheck.explore(waits_too_long, schedules=1, watchdog=0.1).failure
+    assert failure is not None and failure.kind == "uncontrolled-blocking"
+    assert "waited on another process for over 0.4s" in failure.message
