@@ -173,6 +173,7 @@ class Run:
         self._yielders: list[ThreadRecord] = []  # threads with a non-empty yield_to (fair scheduling)
         self._lonely_yielder: ThreadRecord | None = None  # yielded at the previous step with no one else to run
         self._max_steps = self.config.max_steps
+        self.outside = 0  # threads inside a call that waits on another process (racecheck.external): not stuck
 
     # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
 
@@ -497,6 +498,8 @@ class Run:
                 last_steps, last_progress = self.steps, now
                 seen.clear()
                 continue
+            if self.outside and now - last_progress < outside_limit(watchdog):
+                continue  # waiting on another process (racecheck.external): progress elsewhere, within a bound
             if now - last_progress < half:
                 continue
             rec = self.current
@@ -545,6 +548,12 @@ class Run:
             return "uncontrolled blocking: the run stopped making progress"
         last = f"'{rec.op}' @{rec.loc}" if rec.loc else f"'{rec.op}'"
         head = f"uncontrolled blocking: T{rec.tid} made no scheduling point for {self.config.watchdog:g}s"
+        if self.outside:
+            head = (
+                f"uncontrolled blocking: T{rec.tid} waited on another process for over "
+                f"{outside_limit(self.config.watchdog or 2.0):g}s in '{rec.op}' (the other side may need a "
+                f"controlled thread, which cannot run while T{rec.tid} waits)"
+            )
         advice = (
             "(a real lock, real sleep or I/O wait that racecheck does not control; instrument the module that owns "
             "it)"
@@ -590,6 +599,11 @@ class Run:
         self.aborting = False
         self._recovering = True
         self.done = _real_Event()
+
+
+def outside_limit(watchdog: float) -> float:
+    """How long a wait on another process (racecheck.external) may last before it is called a hang."""
+    return max(watchdog * 15, 30.0)
 
 
 def _never() -> bool:
