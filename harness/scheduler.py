@@ -171,7 +171,9 @@ class Run:
         self._root: ThreadRecord | None = None
         self._recovering = False  # after a crash, the recovery phase's failures are real findings
         self._yielders: list[ThreadRecord] = []  # threads with a non-empty yield_to (fair scheduling)
+        self._lonely_yielder: ThreadRecord | None = None  # yielded at the previous step with no one else to run
         self._max_steps = self.config.max_steps
+        self.outside = 0  # threads inside a call that waits on another process (racecheck.external): not stuck
 
     # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
 
@@ -368,6 +370,8 @@ class Run:
         yielding = alive and me.yielding
         if yielding:
             candidates = self._yield(me, candidates)
+        else:
+            self._lonely_yielder = None
         if self._yielders and len(candidates) > 1:
             candidates = self._fair(candidates)
         current_enabled = alive and candidates[0] is me
@@ -417,9 +421,14 @@ class Run:
     def _yield(self, me: ThreadRecord, candidates: list[ThreadRecord]) -> list[ThreadRecord]:
         """CHESS fair scheduling: a yielding thread waits for someone else, so it is not scheduled again before every
         thread that could run now has run (or stopped being able to). Leaving it is therefore no preemption."""
-        if len(candidates) == 1 and candidates[0] is me and self._advance_clock():
-            # Only the yielder could run: in real time the threads it waits for (timed sleeps) would wake up.
-            candidates = self._candidates(me, True)
+        if len(candidates) == 1 and candidates[0] is me:
+            # Only the yielder could run. Once is a poll that failed (a drain loop's last get_nowait): go on. Twice
+            # in a row is a spin: in real time the threads it waits for (timed sleeps, timeouts) would wake up.
+            if self._lonely_yielder is me and self._advance_clock():
+                candidates = self._candidates(me, True)
+            self._lonely_yielder = me
+        else:
+            self._lonely_yielder = None
         others = {c.tid for c in candidates if c is not me}
         if others:
             me.yield_to = others
@@ -489,6 +498,8 @@ class Run:
                 last_steps, last_progress = self.steps, now
                 seen.clear()
                 continue
+            if self.outside and now - last_progress < outside_limit(watchdog):
+                continue  # waiting on another process (racecheck.external): progress elsewhere, within a bound
             if now - last_progress < half:
                 continue
             rec = self.current
@@ -537,6 +548,12 @@ class Run:
             return "uncontrolled blocking: the run stopped making progress"
         last = f"'{rec.op}' @{rec.loc}" if rec.loc else f"'{rec.op}'"
         head = f"uncontrolled blocking: T{rec.tid} made no scheduling point for {self.config.watchdog:g}s"
+        if self.outside:
+            head = (
+                f"uncontrolled blocking: T{rec.tid} waited on another process for over "
+                f"{outside_limit(self.config.watchdog or 2.0):g}s in '{rec.op}' (the other side may need a "
+                f"controlled thread, which cannot run while T{rec.tid} waits)"
+            )
         advice = (
             "(a real lock, real sleep or I/O wait that racecheck does not control; instrument the module that owns "
             "it)"
@@ -582,6 +599,11 @@ class Run:
         self.aborting = False
         self._recovering = True
         self.done = _real_Event()
+
+
+def outside_limit(watchdog: float) -> float:
+    """How long a wait on another process (racecheck.external) may last before it is called a hang."""
+    return max(watchdog * 15, 30.0)
 
 
 def _never() -> bool:

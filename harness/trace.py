@@ -102,7 +102,7 @@ def _wrap(event: TraceEvent, width: int) -> list[str]:
     indent = "  " if event.switch == "info" else ""
     out: list[str] = []
     line = indent
-    for word in event.op.split(" "):
+    for word in normalize_addresses(event.op).split(" "):
         candidate = f"{line} {word}" if line.strip() else f"{line}{word}"
         if len(candidate) <= width or not line.strip():
             line = candidate
