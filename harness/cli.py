@@ -153,7 +153,7 @@ def failure_block(cell: CellResult) -> str:
         f"  {f.kind}{where}, schedule #{f.schedule_index}, {f.preemptions} preemption(s), {f.steps} steps\n"
         f"  replay with: racecheck replay {f.token}\n"
         f"{f.trace}"
-    )
+    ) + (f"\n  {f.race_text}" if f.race_text else "")
 
 
 def _cell_line(cell: CellResult) -> str:
