@@ -436,7 +436,7 @@ def gate(baseline: str, report_dir: str | None, jobs: int, update: bool) -> None
                          "reference_schedules_per_s": round(reference_rate, 2),
                          "verdicts": [{"scenario": v.cell.scenario, "target": v.cell.target,
                                        "semantics": v.cell.fs, "expect": v.expectation.expect,
-                                       "relative_throughput": None if v.relative is None else round(v.relative, 4),
+                                       "relative_throughput": None if v.relative is None else float(f"{v.relative:.4g}"),
                                        "baseline_relative_throughput": v.expectation.relative_throughput,
                                        "ok": v.ok, "problems": v.problems} for v in verdicts]},
                 "jobs": jobs}
