@@ -8,26 +8,26 @@ issue #14035 and ``docs/fixed_impl.md``.
 
 The fix here: every file operation (save, remove) goes through one ordered queue served by one worker thread,
 so operations on the filesystem never overlap and apply in call order. The caller thread only snapshots the
-checkpoint and edits the queue (cancel a queued save, collapse a superseded one, defer a remove).
+checkpoint and edits the queue (defer a remove; optionally cancel a save a later call makes pointless).
+
+Every save and remove reaches the wrapped ``CheckpointIO`` in call order (it gets the calls of the synchronous IO
+it wraps, none dropped); durability (write to a hidden temp name, fsync, rename, fsync the directory) is added
+around the wrapped IO's own write, never instead of it.
 
 Threading primitives are looked up through the module global ``threading`` at call time (never captured at
 import), so the racecheck engine can instrument this module by swapping that name; the same holds for ``os``
-and ``open`` used by the local atomic writer.
+used by the durability step. ``__racecheck_instrument__`` names this module for tools that explore it.
 """
 
 from __future__ import annotations
 
-import io
-import itertools
 import logging
 import os
-import posixpath
-import re
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 import fsspec
 import torch
@@ -39,16 +39,27 @@ from typing_extensions import override
 
 log = logging.getLogger(__name__)
 
-_QUEUED, _RUNNING, _DONE, _CANCELLED = "queued", "running", "done", "cancelled"
+#: Modules whose ``threading`` / ``os`` names racecheck must control to explore this IO; read by the scenario
+#: layer, and passed by hand as ``racecheck.explore(fn, instrument=LockedAsyncCheckpointIO.__racecheck_instrument__)``.
+__racecheck_instrument__ = ("racecheck.fixed_impl.locked_async",)
 
-# Temp files are hidden and do not end in ".ckpt", so ``glob("*.ckpt")`` (and Lightning's "last" lookup) never
-# matches a partial write. Pid + process-wide counter keep names unique across instances and processes.
-_TMP_RE = re.compile(r"^\..+\.tmp-(\d+)-\d+$")
-_tmp_counter = itertools.count()
+_QUEUED, _RUNNING, _DONE, _CANCELLED = "queued", "running", "done", "cancelled"
+DURABILITY = ("atomic", "fsync", "none")
+
+# ``durability="atomic"`` temp files: hidden and not ending in ".ckpt", so ``glob("*.ckpt")`` (and Lightning's
+# "last" lookup) never matches a partial write. The name is a function of the final name only (no pid, no
+# counter), so a schedule's trace is the same in every process; one worker per instance writes one file at a
+# time, and ``_IN_FLIGHT`` keeps two instances of one process from cleaning each other's temps.
+_TMP_SUFFIX = ".tmp"
+_IN_FLIGHT: set[str] = set()
 
 
 def _tmp_name(final_name: str) -> str:
-    return f".{final_name}.tmp-{os.getpid()}-{next(_tmp_counter)}"
+    return f".{final_name}{_TMP_SUFFIX}"
+
+
+def _is_tmp_name(name: str) -> bool:
+    return name.startswith(".") and name.endswith(".ckpt" + _TMP_SUFFIX)
 
 
 def _path_key(path: Any) -> str:
@@ -81,18 +92,22 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
     """Asynchronous checkpoint saving with the ordering guarantees Lightning's ``AsyncCheckpointIO`` lacks.
 
     Drop-in: ``Trainer(plugins=[LockedAsyncCheckpointIO()])``. Like the stock plugin it wraps another
-    ``CheckpointIO`` (``None`` lets the strategy plug in ``TorchCheckpointIO``). All filesystem writes and
-    removes run on a single background worker, in call order.
+    ``CheckpointIO`` (``None`` lets the strategy plug in ``TorchCheckpointIO``) and every ``save_checkpoint`` /
+    ``remove_checkpoint`` call reaches it, in call order, on one background worker: the wrapped IO sees the
+    calls a synchronous run would make (none dropped), only later and never two at once. By default a save's
+    path is the hidden temp file that is then renamed into place (``durability="fsync"``: the caller's path).
 
     Guarantees:
 
-    1. ``remove_checkpoint(p)`` while a save of ``p`` is still queued cancels that save; while ``p`` is being
-       written, the removal waits (on the worker, behind the write) and then deletes. A removed path is never
-       left on disk by a late write, and a remove never touches a file that has an open write handle.
-    2. Saves to the same path apply in call order: the last call wins. A queued save superseded by a newer
-       save of the same path is dropped (the newer snapshot takes its place in the queue).
-    3. A remove issued after saves of other paths takes effect only after those saves have committed (deferred
-       deletion): top-k eviction ``save(new); remove(old)`` never leaves zero complete checkpoints.
+    1. ``remove_checkpoint(p)`` is applied after every save queued before it (including one of ``p`` that is
+       queued or being written): a removed path is never left on disk by a late write, and a remove never
+       touches a file that has an open write handle. With ``cancel_superseded=True`` a still-queued save of
+       ``p`` is dropped instead of being written and then removed.
+    2. Saves to the same path apply in call order: the last call wins. (With ``cancel_superseded=True`` a
+       queued save superseded by a newer save of the same path is dropped; the newer snapshot takes its slot.)
+    3. A remove issued after saves of other paths takes effect only after those saves have committed
+       (deferred deletion), and "committed" includes durability (7): top-k eviction ``save(new); remove(old)``
+       never leaves zero complete checkpoints, even across a power loss.
     4. ``load_checkpoint(p)`` with a pending save (or remove) of ``p`` waits for it and returns what was
        saved.
     5. The checkpoint is snapshotted on the caller thread: tensors are detached and copied (to CPU by default,
@@ -100,16 +115,17 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
        accelerator memory does not grow per queued save. Containers are rebuilt; other leaves are shared.
     6. At most ``max_pending`` snapshots exist at once (queued or being written); ``save_checkpoint`` blocks
        (backpressure) before snapshotting until a slot is free.
-    7. Atomic writes when the wrapped IO is a plain ``TorchCheckpointIO``: the checkpoint is written to a
-       hidden temp file ``.<name>.tmp-<pid>-<n>`` in the same directory (flush + fsync for local files),
-       renamed over the final name (``os.replace`` / ``fs.mv``), then the directory is fsynced where the OS
-       allows. Stray temp files of other processes (a crash) are deleted on the first save into a
-       directory. Any other wrapped ``CheckpointIO`` does its own write (atomicity is then its business), but
-       guarantees 1-6, 8, 9 still hold.
+    7. Durability, around the wrapped IO's own write (local paths; see ``durability``): ``"atomic"`` (default)
+       has the wrapped IO write a hidden temp file ``.<name>.tmp`` next to the target, fsyncs it, renames it
+       over the final name and fsyncs the directory, so a crash at any point leaves the old or the new
+       complete file; ``"fsync"`` hands the wrapped IO the caller's path unchanged and fsyncs the written file
+       and its directory after it returned, before the save counts as committed; ``"none"`` adds nothing (the
+       stock plugin's behaviour).
     8. A background error is raised at the next call (save, remove, load, ``wait``) or at ``teardown()``,
        exactly once, with its original traceback. Removes that were queued behind a failed save are dropped,
        so a failure never deletes a good checkpoint. ``teardown()`` called while another exception is
        propagating (Lightning tears down in ``except``) logs the background error instead of masking it.
+       ``failed_saves()`` names the paths whose save failed (or was refused because of an earlier failure).
     9. ``teardown()`` flushes every pending save and remove in order; the object is reusable afterwards (fit,
        validate, fit again). The worker thread exists only while there is work.
     10. Works with any fsspec filesystem (local, ``memory://``, ...). Lightning's strategies call save/remove
@@ -122,13 +138,22 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
         max_pending: how many snapshots may be queued or in writing at once (>= 1).
         snapshot_device: where tensor snapshots live; ``"cpu"`` (default) or ``None`` to keep each
             tensor's device.
-        reuse_buffers: when this plugin does the write itself (plain ``TorchCheckpointIO``), reuse the
-            storage of written snapshots for the next ones: copying into memory that is already mapped is ~2.5x
-            faster than allocating (page faults). Up to ``max_pending`` snapshots' worth is kept between saves
-            and freed at ``teardown()``. Never used when another ``CheckpointIO`` writes, since it could keep
-            references to the tensors after returning.
+        reuse_buffers: reuse the storage of written snapshots for the next ones when the wrapped IO is a plain
+            ``TorchCheckpointIO`` (which serialises and keeps no reference): copying into memory that is
+            already mapped is ~2.5x faster than allocating (page faults). Up to ``max_pending`` snapshots'
+            worth is kept between saves and freed at ``teardown()``. Never used with another ``CheckpointIO``
+            (or a wrapped/mocked ``save_checkpoint``), since it could keep references to the tensors.
+        durability: ``"atomic"`` (default), ``"fsync"`` or ``"none"``, see guarantee 7. Applies to paths on
+            the local filesystem (``LocalFileSystem``); other fsspec filesystems get the wrapped IO's own
+            semantics and the caller's path. ``"atomic"`` gives the wrapped IO the temp path next to the
+            target; use ``"fsync"`` for a wrapped IO that must see the final path (it uploads or indexes by
+            name), at the price of crash atomicity of its own write.
+        cancel_superseded: drop a queued save that a later call makes pointless (a remove or a newer save of
+            the same path). Off by default, so the wrapped IO sees every call.
 
     """
+
+    __racecheck_instrument__ = __racecheck_instrument__
 
     def __init__(
         self,
@@ -136,13 +161,19 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
         max_pending: int = 2,
         snapshot_device: Optional[Union[str, torch.device]] = "cpu",
         reuse_buffers: bool = True,
+        durability: Literal["atomic", "fsync", "none"] = "atomic",
+        cancel_superseded: bool = False,
     ) -> None:
         super().__init__(checkpoint_io)
         if max_pending < 1:
             raise ValueError(f"max_pending must be >= 1, got {max_pending}")
+        if durability not in DURABILITY:
+            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}; got {durability!r}")
         self.max_pending = max_pending
         self.snapshot_device = torch.device(snapshot_device) if snapshot_device is not None else None
         self.reuse_buffers = reuse_buffers
+        self.durability = durability
+        self.cancel_superseded = cancel_superseded
         self._pool: dict[tuple, list[torch.Tensor]] = {}  # (dtype, device, numel) -> free flat buffers
         # Created here, looked up through the module global at call time (instrumentable).
         self._cond = threading.Condition()
@@ -150,6 +181,7 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
         self._slots = 0  # save ops in the queue + slots reserved by callers that are snapshotting
         self._thread: Optional[threading.Thread] = None
         self._error: Optional[BaseException] = None
+        self._failed: dict[str, BaseException] = {}  # path key -> error of its latest save, until one commits
         self._cleaned_dirs: set[str] = set()
 
     # ------------------------------------------------------------------ public API
@@ -162,16 +194,16 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
 
         Blocks first while ``max_pending`` snapshots exist, so memory stays bounded (guarantee 6).
         """
+        key = _path_key(path)
         with self._cond:
-            self._raise_pending_error()
+            self._raise_pending_error(refused=key)
             while self._slots >= self.max_pending:
                 self._cond.wait()
-                self._raise_pending_error()
+                self._raise_pending_error(refused=key)
             self._slots += 1  # reserve before snapshotting: the snapshot is the memory we bound
         op = _Op("save", path, None, storage_options)
-        pooled = self.reuse_buffers and storage_options is None and type(self.checkpoint_io) is TorchCheckpointIO
         try:
-            op.checkpoint = self._snapshot(checkpoint, op.buffers if pooled else None)
+            op.checkpoint = self._snapshot(checkpoint, op.buffers if self._poolable(storage_options) else None)
         except BaseException:
             with self._cond:
                 self._slots -= 1
@@ -179,37 +211,48 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
                 self._cond.notify_all()
             raise
         with self._cond:
-            # Guarantee 2: a still-queued save of the same path is superseded. The new snapshot takes the old
-            # slot, so removes deferred behind the old save still wait for a complete file at this path.
-            for queued in self._ops:
-                if queued.kind == "save" and queued.key == op.key and queued.state == _QUEUED:
-                    self._release(queued)
-                    queued.checkpoint, queued.storage_options = op.checkpoint, storage_options
-                    queued.buffers = op.buffers
-                    self._slots -= 1
-                    self._cond.notify_all()
-                    return
+            if self.cancel_superseded:
+                # A still-queued save of the same path is superseded. The new snapshot takes the old slot, so
+                # removes deferred behind the old save still wait for a complete file at this path.
+                for queued in self._ops:
+                    if queued.kind == "save" and queued.key == op.key and queued.state == _QUEUED:
+                        self._release(queued)
+                        queued.checkpoint, queued.storage_options = op.checkpoint, storage_options
+                        queued.buffers = op.buffers
+                        self._slots -= 1
+                        self._cond.notify_all()
+                        return
             self._enqueue(op)
 
     @override
     def remove_checkpoint(self, path: Any) -> None:
-        """Cancel queued saves of ``path`` and queue its deletion behind everything queued before.
+        """Queue the deletion of ``path`` behind everything queued before (guarantees 1, 3).
 
-        Returns at once; the file is gone once the operations ahead of it (including a save of ``path``
-        that is being written now) have been applied. Call ``wait()`` to observe that.
+        Returns at once; the file is gone once the operations ahead of it (including a save of ``path``) have
+        been applied. Call ``wait()`` to observe that. With ``cancel_superseded`` a queued save of ``path`` is
+        dropped first.
         """
         key = _path_key(path)
         with self._cond:
             self._raise_pending_error()
-            for queued in [o for o in self._ops if o.key == key and o.kind == "save" and o.state == _QUEUED]:
-                self._ops.remove(queued)
-                queued.state = _CANCELLED
-                self._release(queued)
-                self._slots -= 1
-            self._cond.notify_all()
+            if self.cancel_superseded:
+                for queued in [o for o in self._ops if o.key == key and o.kind == "save" and o.state == _QUEUED]:
+                    self._ops.remove(queued)
+                    queued.state = _CANCELLED
+                    self._release(queued)
+                    self._slots -= 1
+                self._cond.notify_all()
             # Still queued (not run inline) even when idle: one thread touches the filesystem, and an existing
             # committed file at ``path`` must go only after the saves queued before this call (guarantee 3).
             self._enqueue(_Op("remove", path))
+
+    def failed_saves(self) -> frozenset[str]:
+        """Absolute paths (``os.path.abspath``; URLs as given) whose latest save failed in the background or was
+        refused because an earlier one had failed; a later successful save of a path takes it off the list.
+        ``LockedModelCheckpoint`` uses it so that ``best_model_path`` never names a file that was not
+        written."""
+        with self._cond:
+            return frozenset(self._failed)
 
     @override
     def load_checkpoint(self, path: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -303,6 +346,17 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
 
         return apply_to_collection(checkpoint, torch.Tensor, copy)
 
+    def _poolable(self, storage_options: Any) -> bool:
+        """Whether snapshot storage may be recycled after the write: only when the wrapped IO is known to keep no
+        reference to the tensors (a plain ``TorchCheckpointIO`` whose ``save_checkpoint`` is not replaced)."""
+        inner = self.checkpoint_io
+        return (
+            self.reuse_buffers
+            and storage_options is None
+            and type(inner) is TorchCheckpointIO
+            and "save_checkpoint" not in vars(inner)
+        )
+
     def _release(self, op: _Op) -> None:
         """Drop ``op``'s snapshot; its pooled storage becomes reusable (called with the lock held)."""
         op.checkpoint = None
@@ -311,10 +365,13 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
                 self._pool.setdefault((flat.dtype, flat.device, flat.numel()), []).append(flat)
         op.buffers = []
 
-    def _raise_pending_error(self) -> None:
-        """Raise a recorded background error once (called with the lock held)."""
+    def _raise_pending_error(self, refused: Optional[str] = None) -> None:
+        """Raise a recorded background error once (called with the lock held). ``refused``: the key of the save
+        this call would have queued; it is recorded as failed, since it will never be written."""
         error, self._error = self._error, None
         if error is not None:
+            if refused is not None:
+                self._failed[refused] = error
             raise error  # ``raise`` keeps the worker's traceback frames and adds the caller's
 
     def _enqueue(self, op: _Op) -> None:
@@ -359,6 +416,10 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
                 self._release(op)
                 if op.kind == "save":
                     self._slots -= 1
+                    if error is None:
+                        self._failed.pop(op.key, None)
+                    else:
+                        self._failed[op.key] = error
                 if error is not None:
                     self._record_failure(error)
                 self._cond.notify_all()
@@ -381,76 +442,96 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
             log.warning("Not removing %s: an earlier checkpoint save failed", queued.path)
 
     def _apply(self, op: _Op) -> None:
+        """Hand ``op`` to the wrapped IO, with the durability step around its write (guarantee 7)."""
         inner = self.checkpoint_io
         assert inner is not None
         if op.kind == "remove":
             inner.remove_checkpoint(op.path)
-        elif type(inner) is TorchCheckpointIO and op.storage_options is None:
-            self._atomic_write(op.checkpoint, op.path)
-        else:
+            return
+        local = _local_path(op.path) if self.durability != "none" else None
+        if local is None:
             inner.save_checkpoint(op.checkpoint, op.path, storage_options=op.storage_options)
-
-    def _atomic_write(self, checkpoint: Any, path: Any) -> None:
-        """Temp file in the same directory -> flush + fsync -> rename over the final name -> fsync dir."""
-        fs, urlpath = fsspec.core.url_to_fs(os.fspath(path))
-        if isinstance(fs, LocalFileSystem):
-            self._atomic_write_local(checkpoint, os.path.abspath(urlpath))
+        elif self.durability == "fsync":
+            inner.save_checkpoint(op.checkpoint, op.path, storage_options=op.storage_options)
+            _fsync_tree(local)
+            _fsync_dir(os.path.dirname(local))
         else:
-            self._atomic_write_fsspec(fs, checkpoint, urlpath)
+            self._atomic_save(inner, op, local)
 
-    def _atomic_write_local(self, checkpoint: Any, path: str) -> None:
+    def _atomic_save(self, inner: CheckpointIO, op: _Op, path: str) -> None:
+        """The wrapped IO writes a hidden temp file next to ``path``; fsync it, rename it over ``path``, fsync the
+        directory. The order is what makes it crash-safe: a rename that became durable before the data would
+        leave an empty or torn file under the final name (``tests/fixed_impl/test_durability.py``)."""
         directory, name = os.path.split(path)
-        os.makedirs(directory, exist_ok=True)
-        self._clean_stray_temps(directory, os.listdir, lambda n: os.remove(os.path.join(directory, n)))
+        self._clean_stray_temps(directory)
         tmp = os.path.join(directory, _tmp_name(name))
+        _IN_FLIGHT.add(tmp)
         try:
-            with open(tmp, "wb") as f:
-                torch.save(checkpoint, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
+            inner.save_checkpoint(op.checkpoint, tmp, storage_options=op.storage_options)
+            self._commit(tmp, path)
         except BaseException:
             _silently(os.remove, tmp)
             raise
-        if hasattr(os, "O_DIRECTORY"):  # POSIX: make the rename itself durable
-            try:
-                fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-            except PermissionError:
-                return  # a platform that cannot open directories (Windows semantics) has no directory fsync
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        finally:
+            _IN_FLIGHT.discard(tmp)
 
-    def _atomic_write_fsspec(self, fs: Any, checkpoint: Any, path: str) -> None:
-        directory, name = posixpath.split(path)
-        fs.makedirs(directory, exist_ok=True)
-        self._clean_stray_temps(
-            directory,
-            lambda d: [posixpath.basename(p.rstrip("/")) for p in fs.ls(d, detail=False)],
-            lambda n: fs.rm(posixpath.join(directory, n)),
-        )
-        buffer = io.BytesIO()
-        torch.save(checkpoint, buffer)
-        tmp = posixpath.join(directory, _tmp_name(name))
-        try:
-            with fs.open(tmp, "wb") as f:
-                f.write(buffer.getvalue())
-            fs.mv(tmp, path)
-        except BaseException:
-            _silently(fs.rm, tmp)
-            raise
+    def _commit(self, tmp: str, path: str) -> None:
+        """Make the temp file durable, then give it its final name, then make the name durable."""
+        _fsync_tree(tmp)
+        os.replace(tmp, path)
+        _fsync_dir(os.path.dirname(path))
 
-    def _clean_stray_temps(self, directory: str, listdir: Callable, remove: Callable) -> None:
-        """First save into ``directory``: delete temp files left by a crashed process (never by this one)."""
+    def _clean_stray_temps(self, directory: str) -> None:
+        """First atomic save into ``directory``: delete temp files a crash left behind (not ones being written by
+        another instance of this process)."""
         if directory in self._cleaned_dirs:
             return
         self._cleaned_dirs.add(directory)
-        me = str(os.getpid())
-        for name in listdir(directory):
-            m = _TMP_RE.match(name)
-            if m and m.group(1) != me:
-                _silently(remove, name)
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return
+        for name in names:
+            stray = os.path.join(directory, name)
+            if _is_tmp_name(name) and stray not in _IN_FLIGHT:
+                _silently(os.remove, stray)
+
+
+def _local_path(path: Any) -> Optional[str]:
+    """The absolute OS path of ``path`` when it is on the local filesystem (where fsync means something)."""
+    fs, urlpath = fsspec.core.url_to_fs(os.fspath(path))
+    return os.path.abspath(urlpath) if isinstance(fs, LocalFileSystem) else None
+
+
+def _fsync_tree(path: str) -> None:
+    """fsync a file, or every file and directory below ``path`` when the wrapped IO wrote a directory."""
+    if os.path.isdir(path):
+        for root, _dirs, files in os.walk(path):
+            for name in files:
+                _fsync_file(os.path.join(root, name))
+            _fsync_dir(root)
+    else:
+        _fsync_file(path)
+
+
+def _fsync_file(path: str) -> None:
+    # Windows' fsync (_commit) needs a handle opened for writing; POSIX accepts a read-only descriptor.
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0) if sys.platform == "win32" else os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make the names in ``directory`` (a create, a rename) durable, where the platform can open directories."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return  # Windows (and the fake fs under Windows semantics) has no directory fsync
+    fd = os.open(directory or ".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _silently(fn: Callable, *args: Any) -> None:

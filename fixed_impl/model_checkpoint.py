@@ -4,13 +4,14 @@ them), made safe when the plugin is ``LockedAsyncCheckpointIO``. With any other 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 from weakref import proxy
 
+import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities.model_helpers import is_overridden
-from racecheck.fixed_impl.locked_async import LockedAsyncCheckpointIO
+from racecheck.fixed_impl.locked_async import LockedAsyncCheckpointIO, _path_key
 
 
 def _locked_io(trainer: Any) -> LockedAsyncCheckpointIO | None:
@@ -29,7 +30,59 @@ class LockedModelCheckpoint(ModelCheckpoint):
       remove still is. Here the plugin answers with the state the queue will leave (no flush needed).
     * Loggers that act on ``after_save_checkpoint`` (e.g. upload the file) are notified only once the file is
       written (flush first), and only when a logger overrides that hook, so the common case stays async.
+    * ``best_model_path`` is bookkept when a save is *queued*. If that save later fails (or is refused because
+      an earlier one failed), the path is dropped from ``best_k_models`` and ``best_model_path`` /
+      ``best_model_score`` / ``kth_best_model_path`` are recomputed from the remaining entries, the next time
+      any of them is read or the callback state is saved: ``best_model_path`` never names a checkpoint that was
+      not written. The error itself still surfaces from the plugin (next call or teardown).
     """
+
+    _io: Optional[LockedAsyncCheckpointIO] = None
+
+    # ``best_model_path`` is a property so that every reader (``ckpt_path="best"``, user code after a failed fit,
+    # ``state_dict``) sees the reconciled value; ModelCheckpoint's own code assigns it as a plain attribute.
+    @property
+    def best_model_path(self) -> str:
+        self._forget_failed_saves()
+        return self.__dict__.get("_best_model_path", "")
+
+    @best_model_path.setter
+    def best_model_path(self, value: str) -> None:
+        self.__dict__["_best_model_path"] = value
+
+    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        self._io = _locked_io(trainer)
+        super().setup(trainer, pl_module, stage)
+
+    def state_dict(self) -> dict[str, Any]:
+        self._forget_failed_saves()
+        return super().state_dict()
+
+    def _forget_failed_saves(self) -> None:
+        """Drop checkpoints whose save failed from the bookkeeping and recompute best / kth from what is left."""
+        io = self._io
+        failed = io.failed_saves() if io is not None else frozenset()
+        if not failed:
+            return
+        best = self.__dict__.get("_best_model_path", "")
+        dropped = [p for p in self.best_k_models if _path_key(p) in failed]
+        if not dropped and not (best and _path_key(best) in failed):
+            return
+        for p in dropped:
+            del self.best_k_models[p]
+        models = self.best_k_models
+        if models:
+            best = (min if self.mode == "min" else max)(models, key=models.get)  # type: ignore[arg-type]
+            self.__dict__["_best_model_path"], self.best_model_score = best, models[best]
+        else:
+            self.__dict__["_best_model_path"], self.best_model_score = "", None
+        k = len(models) + 1 if self.save_top_k == -1 else self.save_top_k
+        if models and len(models) == k:
+            kth = (max if self.mode == "min" else min)(models, key=models.get)  # type: ignore[arg-type]
+            self.kth_best_model_path, self.kth_value = kth, models[kth]
+        else:  # not full any more: the next save must not evict
+            self.kth_best_model_path = ""
+            self.kth_value = torch.tensor(torch.inf if self.mode == "min" else -torch.inf)
 
     @staticmethod
     def _link_checkpoint(trainer: Any, filepath: str, linkpath: str) -> None:

@@ -13,9 +13,13 @@ class TokenError(RacecheckError, ValueError):
     """A schedule token is malformed, from another tool or version, or recorded for another test."""
 
 
-class ReplayDivergence(TokenError):
-    """The code under test did not follow the recorded schedule: it is nondeterministic outside racecheck's control
-    (an uninstrumented thread, real time, unseeded randomness, or the code changed since the token was recorded)."""
+class ReplayDivergence(RacecheckError):
+    """The code under test did not follow a recorded schedule: it is nondeterministic outside racecheck's control
+    (an uninstrumented thread, real time, unseeded randomness, or the code changed since the token was recorded).
+
+    A failure of the code under test (exit 1 in the CLI), not bad input: the token itself was fine. Deliberately not
+    a TokenError. The message says at which step, which thread and operation the schedule expected, what ran
+    instead, and the likely cause."""
 
 
 class Deadlock(RacecheckError):

@@ -1,26 +1,32 @@
 """explore() and replay(): run a test function under many schedules, report the first failure with a token.
 
-This is the only place that wires the pieces together: instrumentation of modules, the Thread patch, the strategy,
-one Run per schedule, the fake filesystem when asked for, shrinking, and the Result a user sees.
+This is the only place that wires the pieces together: the Config, instrumentation of modules, the Thread patch,
+the strategy, one Run per schedule, the registered extensions (the fake filesystem is one), shrinking, the
+determinism check, and the Result a user sees. It knows no extension by name.
 """
 
 from __future__ import annotations
 
-import importlib
-import math
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck import instrument as _instrument
+from racecheck import external as _external
+from racecheck import lines as _lines
 from racecheck import runtime, sync  # noqa: F401 - sync registers the controlled stand-ins
+from racecheck.config import Config, resolve
+from racecheck.coverage import ChoiceTree, Steering, interleaving_key
+from racecheck.database import FailureDatabase
+from racecheck.divergence import LIKELY_CAUSE, Recorder, Replayer, compare_runs
 from racecheck.errors import ReplayDivergence, TokenError
+from racecheck.race import WAITING, Race, find_race, same_race
 from racecheck.scheduler import FailureInfo, Run, RunConfig
-from racecheck.shrink import Probe, normalize, shrink
-from racecheck.strategies import STRATEGIES, Chooser, ReplayChooser, make_strategy
+from racecheck.shrink import Probe, fewest_preemptions, normalize, shrink
+from racecheck.strategies import Chooser, make_strategy
 from racecheck.threads import controlled_thread_class
 from racecheck.tokens import Token, decode, shape_of, short_hash
 from racecheck.trace import TraceEvent, render
@@ -32,7 +38,10 @@ _exploring = runtime.real_allocate_lock()
 
 @dataclass
 class Failure:
-    """A failing schedule, shrunk: replay it with ``racecheck.replay(fn, failure.token)``."""
+    """A failing schedule, shrunk: replay it with ``racecheck.replay(fn, failure.token)``.
+
+    ``kind``: "exception", "deadlock", "uncontrolled-blocking", "step-limit", or "nondeterminism" (with
+    ``check_determinism=True``: the same schedule ran differently twice; ``exception`` is a ReplayDivergence)."""
 
     token: str
     kind: str
@@ -46,6 +55,9 @@ class Failure:
     original_preemptions: int
     original_steps: int
     shrink_probes: int = 0
+    race: Race | None = None  # the two conflicting operations whose order decides this failure, when found
+    occurrences: int = 1  # failing schedules explored that were this same failure (with max_failures > 1)
+    signature: tuple = ()  # what groups failures: kind, exception type, where raised
 
     @property
     def message(self) -> str:
@@ -53,7 +65,8 @@ class Failure:
 
     def __str__(self) -> str:
         where = f" in {self.thread}" if self.thread else ""
-        return (
+        race = f"{self.race}\n" if self.race is not None else ""
+        return race + (
             f"racecheck found a failing schedule (#{self.schedule_index}, {self.kind}{where}): {self.message}\n"
             f"preemptions: {self.preemptions} (before shrinking {self.original_preemptions}), steps: {self.steps}\n"
             f"replay with: racecheck.replay(fn, {self.token!r})\n{self.trace}"
@@ -62,6 +75,9 @@ class Failure:
 
 @dataclass
 class Result:
+    """What explore() and replay() return. ``trace``: the rendered trace of the failing schedule (explore) or of
+    the replayed one (replay, failing or not); empty when explore found nothing."""
+
     ok: bool
     schedules: int
     failure: Failure | None = None
@@ -71,6 +87,11 @@ class Result:
     max_steps_seen: int = 0
     crashes: int = 0
     leaked_threads: list[str] = field(default_factory=list)
+    trace: str = ""
+    config: Config | None = None
+    failures: list[Failure] = field(default_factory=list)  # every distinct failure found, first one first
+    interleavings: int = 0  # distinct interleavings explored (by the order of conflicting operations)
+    replayed: int = 0  # schedules replayed first from the failure database (counted in ``schedules`` too)
 
     def raise_on_failure(self) -> None:
         if self.failure is not None:
@@ -90,73 +111,101 @@ def _target_name(fn: Callable) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
 
 
-def _config_key(fs: Any) -> str:
-    if fs is None:
-        return "-"
-    if isinstance(fs, str):
-        return fs
-    key = getattr(fs, "config_key", None)
-    return key() if callable(key) else type(fs).__name__
+class _Session:
+    """One exploration or replay of ``fn`` under ``config``: what every schedule of it shares."""
 
+    def __init__(self, fn: Callable[[], Any], config: Config) -> None:
+        if not callable(fn):
+            raise TypeError(f"racecheck needs a callable test function, not {type(fn).__name__}")
+        self.fn = fn
+        self.config = config
+        self.run_config = RunConfig(max_steps=config.max_steps, watchdog=config.watchdog)
+        self.extensions = runtime.extensions_for(config)
+        self.target = _target_name(fn)
+        keys = [ext.config_key(config) for ext in self.extensions]
+        if config.preempt is not None:  # line-level points change the schedule: a token must say it used them
+            keys.append(f"preempt={_lines.describe(config.preempt)}")
+        self.config_key = "|".join(keys) if keys else "-"
 
-def _modules(fn: Callable, instrument: Any, fs: Any) -> list[types.ModuleType]:
-    targets: list[Any] = []
-    home = sys.modules.get(getattr(fn, "__module__", "") or "")
-    if home is not None:
-        targets.append(home)
-    if isinstance(instrument, (str, types.ModuleType)):
-        instrument = (instrument,)
-    targets.extend(instrument or ())
-    if fs is not None:
-        fakefs = importlib.import_module("racecheck.fakefs")
-        for name in getattr(fakefs, "DEFAULT_MODULES", ()):
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - optional integrations (e.g. lightning) may be absent
-                continue
-            targets.append(name)
-        fakefs.prepare()  # stand-ins for optional packages (torch), now imported, before anything is instrumented
-    return _instrument.resolve_modules(targets)
+    def _modules(self) -> list[types.ModuleType]:
+        targets: list[Any] = []
+        home = sys.modules.get(getattr(self.fn, "__module__", "") or "")
+        if home is not None:
+            targets.append(home)
+        targets.extend(self.config.instrument)
+        for ext in self.extensions:
+            targets.extend(ext.modules(self.config))
+        return _instrument.resolve_modules(targets)
 
+    def _line_modules(self, instrumented: list[types.ModuleType]) -> list[types.ModuleType]:
+        """Where line-level preemption applies: every instrumented module, or the ones ``preempt`` names."""
+        preempt = self.config.preempt
+        if preempt == "lines":
+            return instrumented
+        named = [preempt] if isinstance(preempt, types.ModuleType) else list(preempt)
+        return _instrument.resolve_modules(named)
 
-@contextmanager
-def _controlled(fn: Callable, instrument: Any, fs: Any):
-    if runtime.current_run() is not None:
-        raise RuntimeError("racecheck.explore/replay cannot be nested inside a controlled run")
-    if not _exploring.acquire(False):
-        raise RuntimeError("racecheck runs one exploration at a time per process (use processes for parallelism)")
-    try:
-        modules = _modules(fn, instrument, fs)
-        with ExitStack() as stack:
-            patch = _instrument.apply(modules)
-            stack.callback(patch.restore)
-            stack.enter_context(controlled_thread_class())
-            yield
-    finally:
-        _exploring.release()
+    @contextmanager
+    def controlled(self):
+        if runtime.current_run() is not None:
+            raise RuntimeError("racecheck.explore/replay cannot be nested inside a controlled run")
+        if not _exploring.acquire(False):
+            raise RuntimeError("racecheck runs one exploration at a time per process (use processes for parallelism)")
+        try:
+            modules = self._modules()
+            with ExitStack() as stack:
+                patch = _instrument.apply(modules)
+                stack.callback(patch.restore)
+                if self.config.preempt is not None:
+                    stack.enter_context(_lines.tracing(_lines.files_of(self._line_modules(modules))))
+                stack.enter_context(controlled_thread_class())
+                stack.enter_context(_external.waiting_outside())
+                yield
+        finally:
+            _exploring.release()
 
-
-def _run_once(fn: Callable, chooser: Chooser, config: RunConfig, fs: Any, on_crash: Callable | None) -> Run:
-    run = Run(chooser, config)
-    fakefs = importlib.import_module("racecheck.fakefs") if fs is not None else None
-    if fakefs is not None:
-        fakefs.begin_run(run, fs)
-    try:
-        run.start_root(fn)
-        run.supervise()
-        if run.crashed:
-            if fakefs is not None:
-                fakefs.end_run(run, crashed=True)
-            if on_crash is not None and run.failure is None:
+    def run_once(self, chooser: Chooser) -> Run:
+        """One schedule: extensions' begin hooks, the test function, end hooks, crash recovery; always torn down."""
+        run = Run(chooser, self.run_config)
+        if isinstance(chooser, (Recorder, Replayer)):
+            chooser.run = run
+        try:
+            for ext in self.extensions:
+                ext.begin_run(run, self.config)
+            run.start_root(self.fn)
+            run.supervise()
+            for ext in self.extensions:
+                ext.end_run(run, run.crashed)
+            if run.crashed and self.config.on_crash is not None and run.failure is None:
                 run.reset_for_phase()
-                run.start_root(on_crash, name="racecheck-recovery")
+                run.start_root(self.config.on_crash, name="racecheck-recovery")
                 run.supervise()
-        elif fakefs is not None:
-            fakefs.end_run(run, crashed=False)
-    finally:
-        run.teardown()
-        run.finish()
-    return run
+        finally:
+            run.teardown()
+        if isinstance(chooser, Replayer):
+            chooser.finish()
+        return run
+
+    def check_determinism(self, first: Run, tracking: Any) -> str | None:
+        """Run the decisions of ``first`` again; None if it did exactly the same, else where it went elsewhere."""
+        replayer = Replayer(first.choices, tracking.picked, tracking.recorded_steps())
+        second = self.run_once(replayer)
+        return compare_runs(first, second, _outcome) or replayer.divergence
+
+    def token(self, run: Run, tracking: Any, strategy: str, seed: int, index: int) -> str:
+        choices = tuple(normalize(run.choices))
+        return Token(
+            strategy, seed, index, short_hash(self.target), short_hash(self.config_key), shape_of(run.arities),
+            choices, tuple(tracking.picked), tuple(tracking.recorded_steps()),
+        ).encode()
+
+
+def _outcome(run: Run) -> tuple:
+    """How a run ended, comparably across reruns: the rendered kind plus the failure's signature."""
+    failure = run.failure
+    if failure is None:
+        return ("a crash" if run.crashed else "passing", run.crashed)
+    return (f"{failure.kind} ({type(failure.exception).__name__})", failure.signature(), failure.tid)
 
 
 def _outcome_line(run: Run) -> str:
@@ -167,18 +216,18 @@ def _outcome_line(run: Run) -> str:
     return f"-> {who}{failure.kind}: {type(failure.exception).__name__}: {failure.exception}"
 
 
-def _make_token(run: Run, strategy: str, seed: int, index: int, target: str, config: str) -> str:
-    choices = tuple(normalize(run.choices))
-    return Token(strategy, seed, index, short_hash(target), short_hash(config), shape_of(run.arities), choices).encode()
+def _render(run: Run) -> str:
+    return render(run.trace, len(run.threads), _outcome_line(run))
 
 
-def _failure(run: Run, token: str, index: int, original: Run, probes: int) -> Failure:
-    info: FailureInfo = run.failure  # type: ignore[assignment]
+def _failure(run: Run, token: str, index: int, original: Run, probes: int, info: FailureInfo | None = None) -> Failure:
+    info = info or run.failure
+    assert info is not None
     return Failure(
         token=token,
         kind=info.kind,
         exception=info.exception,
-        trace=render(run.trace, len(run.threads), _outcome_line(run)),
+        trace=_render(run),
         events=list(run.trace),
         schedule_index=index,
         preemptions=run.preemptions,
@@ -190,143 +239,234 @@ def _failure(run: Run, token: str, index: int, original: Run, probes: int) -> Fa
     )
 
 
-def _fewest_preemptions(
-    fn: Callable, config: RunConfig, fs: Any, on_crash: Callable | None, signature: tuple, found: int, budget: int
-) -> tuple[Probe | None, int]:
-    """Greedy shrinking finds a local minimum; bounded DFS at bounds 0..found-1 finds the global one (within budget).
+def _fewest_preemptions(session: _Session, signature: tuple, found: int, budget: int) -> tuple[Probe | None, int]:
+    """The exhaustive pass of the shrinker (``shrink.fewest_preemptions``) over real runs of this session."""
 
-    Choices change meaning when an earlier one changes, so lowering choices one at a time can get stuck above the
-    true minimum. Exhaustive search with an increasing preemption bound cannot: the first same-kind failure it
-    meets has the fewest preemptions possible.
-    """
-    spent = 0
-    for bound in range(found):
-        search = make_strategy("dfs", 0, 1, bound)
-        while spent < budget:
-            chooser = search.new_execution(spent)
-            if chooser is None:
-                break
-            spent += 1
-            run = _run_once(fn, chooser, config, fs, on_crash)
-            search.end_execution(chooser, run.steps)
-            if run.failure is not None and run.failure.signature() == signature:
-                return Probe(normalize(run.choices), (run.preemptions, run.steps), run), spent
-        if spent >= budget:
-            break
-    return None, spent
+    def execute(chooser: Chooser) -> Probe | None:
+        recorder = Recorder(chooser)
+        run = session.run_once(recorder)
+        if run.failure is not None and run.failure.signature() == signature:
+            return Probe(normalize(run.choices), (run.preemptions, run.steps), (run, recorder))
+        return None
+
+    return fewest_preemptions(execute, found, budget)
+
+
+def _shrunk(session: _Session, run: Run, tracking: Any, result: Result) -> tuple[Run, Any, int]:
+    """The simplest run that fails the same way as ``run`` (fewest preemptions, then fewest steps)."""
+    budget = session.config.shrink_budget
+    start = Probe(normalize(run.choices), (run.preemptions, run.steps), (run, tracking))
+    if budget <= 0:
+        return run, tracking, 0
+    signature = run.failure.signature()  # type: ignore[union-attr]
+
+    def probe(choices: list[int]) -> Probe | None:
+        replayer = Replayer(choices)
+        candidate = session.run_once(replayer)
+        result.leaked_threads.extend(candidate.leaked)
+        if candidate.failure is None or candidate.failure.signature() != signature:
+            return None
+        key = (candidate.preemptions, candidate.steps)
+        return Probe(normalize(candidate.choices), key, (candidate, replayer))
+
+    best, probes = shrink(start, probe, budget=budget)
+    if best.key[0] > 0:
+        fewer, spent = _fewest_preemptions(session, signature, best.key[0], budget)
+        probes += spent
+        if fewer is not None:
+            best, more = shrink(fewer, probe, budget=budget)
+            probes += more
+    best_run, best_tracking = best.payload
+    return best_run, best_tracking, probes
+
+
+def _racing_pair(session: _Session, run: Run, tracking: Any, result: Result) -> Race | None:
+    """``race.find_race`` over real runs of this session: swap conflicting pairs of the shrunk schedule."""
+    budget = session.config.race_budget
+    if budget <= 0 or run.failure is None:
+        return None
+    signature = run.failure.signature()
+    values = [c for c, p in zip(run.choices, tracking.picked, strict=False) if p == 0]
+
+    recorders: dict[int, Recorder] = {}
+
+    def execute(chooser: Chooser) -> Run:
+        recorder = Recorder(chooser)
+        swapped = session.run_once(recorder)
+        recorders[id(swapped)] = recorder
+        result.leaked_threads.extend(swapped.leaked)
+        return swapped
+
+    def token_of(other: Run) -> str:
+        cfg = session.config
+        return session.token(other, recorders[id(other)], cfg.strategy, cfg.seed, 0)
+
+    def fails_same(other: Run) -> bool:
+        return other.failure is not None and other.failure.signature() == signature
+
+    def describe(other: Run) -> str:
+        return "passes" if other.failure is None else _outcome_line(other)[3:]
+
+    events = list(run.trace)
+    if run.failure.kind == "deadlock":
+        events += [
+            TraceEvent(run.steps + 1, rec.tid, rec.op, rec.loc, WAITING)
+            for rec in run.threads
+            if rec.launched and rec.op != "exit"  # torn down since, but still showing what it waited for
+        ]
+    race, _spent = find_race(events, values, execute, fails_same, describe, budget, token_of)
+    return race
+
+
+def _collect(
+    session: _Session, run: Run, tracking: Any, index: int, result: Result, origin: tuple[str, int] | None = None
+) -> bool:
+    """A failing schedule: a new distinct failure is shrunk, given its racing pair and token, and kept; another
+    instance of a known one is counted. True when exploration should stop (``max_failures`` distinct found)."""
+    cfg = session.config
+    signature = run.failure.signature()  # type: ignore[union-attr]
+    known = [f for f in result.failures if f.signature == signature]
+    for failure in known:
+        if failure.race is None or same_race(failure.race, run.trace):
+            failure.occurrences += 1
+            return False
+    best, tracking, probes = _shrunk(session, run, tracking, result)
+    strategy, seed = origin or (cfg.strategy, cfg.seed)
+    token = session.token(best, tracking, strategy, seed, index)
+    failure = _failure(best, token, index, run, probes)
+    failure.signature = signature
+    failure.race = _racing_pair(session, best, tracking, result)
+    for other in known:
+        if other.race is not None and failure.race is not None and other.race.key() == failure.race.key():
+            other.occurrences += 1
+            return False
+    result.failures.append(failure)
+    if result.failure is None:
+        result.failure = failure
+    return len(result.failures) >= cfg.max_failures
+
+
+def _replay_database(session: _Session, database: FailureDatabase, key: str, result: Result) -> bool:
+    """Run the schedules that failed before, first; a kept token that no longer fails (or no longer fits the
+    test) is dropped. True when they alone found ``max_failures`` distinct failures."""
+    for text in database.fetch(key):
+        try:
+            parsed = decode(text)
+        except TokenError:
+            database.delete(key, text)
+            continue
+        if parsed.target != short_hash(session.target) or parsed.config != short_hash(session.config_key):
+            continue  # another test or configuration sharing the key digest: leave it alone
+        replayer = Replayer(parsed.choices, parsed.picked, parsed.steps)
+        run = session.run_once(replayer)
+        result.schedules += 1
+        result.replayed += 1
+        result.leaked_threads.extend(run.leaked)
+        if run.failure is None or replayer.divergence is not None:
+            database.delete(key, text)
+            continue
+        if _collect(session, run, replayer, parsed.index, result, (parsed.strategy, parsed.seed)):
+            return True
+    return False
 
 
 # ----- public API -----------------------------------------------------------------------------------------------------
 
 
-def explore(
-    fn: Callable[[], Any],
-    strategy: str = "pct",
-    schedules: int = 1000,
-    seed: int = 0,
-    instrument: Iterable[Any] | str | types.ModuleType = (),
-    preemption_bound: int | float | None = None,
-    *,
-    depth: int = 3,
-    fs: Any = None,
-    on_crash: Callable[[], Any] | None = None,
-    max_steps: int = 20000,
-    watchdog: float | None = 2.0,
-    shrink_budget: int = 300,
-) -> Result:
+def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: Any) -> Result:
     """Run ``fn`` under up to ``schedules`` interleavings chosen by ``strategy``; stop at the first failure.
 
+    ``config`` is a ``racecheck.Config``; every Config field is also a keyword shortcut that overrides it
+    (``explore(fn, strategy="dfs", preemption_bound=1)``); any other keyword is a TypeError naming it.
     strategy: "random" (uniform walk), "pct" (priority change points, ``depth``), or "dfs" (every schedule with at
-    most ``preemption_bound`` preemptions, default 2; ``math.inf`` for no bound; ``result.exhausted`` says the
-    search finished). ``instrument``: modules or dotted names whose threading/queue/futures/time names are
+    most ``preemption_bound`` preemptions, default 2; None or ``math.inf`` for no bound; ``result.exhausted`` says
+    the search finished). ``instrument``: modules or dotted names whose threading/queue/futures/time names are
     controlled during the run (the module defining ``fn`` always is). ``fs``: "posix", "windows" or a
-    ``racecheck.FakeFS`` for a fresh fake filesystem per schedule. The failure comes shrunk, with a token.
+    ``racecheck.fakefs.FakeFS`` for a fresh fake filesystem per schedule. ``check_determinism``: run every schedule
+    twice and report a difference as a failure of kind "nondeterminism". The failure comes shrunk, with a token.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r} (choose {', '.join(STRATEGIES)})")
-    if schedules < 1:
-        raise ValueError("schedules must be >= 1")
-    bound: int | None
-    if preemption_bound is None:
-        bound = 2
-    elif preemption_bound == math.inf:
-        bound = None
-    else:
-        bound = int(preemption_bound)
-    strat = make_strategy(strategy, seed, depth, bound)
-    config = RunConfig(max_steps=max_steps, watchdog=watchdog)
-    target, config_key = _target_name(fn), _config_key(fs)
-    result = Result(ok=True, schedules=0, strategy=strategy, seed=seed)
-    with _controlled(fn, instrument, fs):
-        for index in range(schedules):
+    cfg = resolve(config, shortcuts, "explore")
+    session = _Session(fn, cfg)
+    strat = make_strategy(cfg.strategy, cfg.seed, cfg.depth, cfg.bound)
+    result = Result(ok=True, schedules=0, strategy=cfg.strategy, seed=cfg.seed, config=cfg)
+    # dfs never repeats itself and knows when it is done; the sampling strategies learn it from a tree of runs
+    tree = ChoiceTree() if cfg.strategy != "dfs" and cfg.skip_duplicates else None
+    seen: set[str] = set()
+    database = FailureDatabase(cfg.database) if cfg.database is not None else None
+    db_key = f"{session.target}|{session.config_key}"
+    with session.controlled():
+        stop = database is not None and _replay_database(session, database, db_key, result)
+        for index in range(cfg.schedules if not stop else 0):
+            if tree is not None and tree.complete:
+                result.exhausted = True
+                break
             chooser = strat.new_execution(index)
             if chooser is None:
                 break
-            run = _run_once(fn, chooser, config, fs, on_crash)
+            recorder = Recorder(chooser if tree is None else Steering(chooser, tree))
+            run = session.run_once(recorder)
             strat.end_execution(chooser, run.steps)
+            if tree is not None:
+                tree.add(run.choices, run.arities)
+            seen.add(interleaving_key(run.trace))
+            result.interleavings = len(seen)
             result.schedules += 1
             result.max_steps_seen = max(result.max_steps_seen, run.steps)
             result.crashes += int(run.crashed)
             result.leaked_threads.extend(run.leaked)
-            if run.failure is not None:
-                signature = run.failure.signature()
-
-                def probe(choices: list[int], signature: tuple = signature) -> Probe | None:
-                    candidate = _run_once(fn, ReplayChooser(choices), config, fs, on_crash)
-                    result.leaked_threads.extend(candidate.leaked)
-                    if candidate.failure is None or candidate.failure.signature() != signature:
-                        return None
-                    return Probe(normalize(candidate.choices), (candidate.preemptions, candidate.steps), candidate)
-
-                start = Probe(normalize(run.choices), (run.preemptions, run.steps), run)
-                best, probes = shrink(start, probe, budget=shrink_budget) if shrink_budget > 0 else (start, 0)
-                if shrink_budget > 0 and best.key[0] > 0:
-                    fewer, spent = _fewest_preemptions(fn, config, fs, on_crash, signature, best.key[0], shrink_budget)
-                    probes += spent
-                    if fewer is not None:
-                        best, more = shrink(fewer, probe, budget=shrink_budget)
-                        probes += more
-                best_run: Run = best.payload
-                token = _make_token(best_run, strategy, seed, index, target, config_key)
-                result.ok = False
-                result.failure = _failure(best_run, token, index, run, probes)
+            if cfg.check_determinism:
+                divergence = session.check_determinism(run, recorder)
+                if divergence is not None:
+                    token = session.token(run, recorder, cfg.strategy, cfg.seed, index)
+                    info = FailureInfo("nondeterminism", ReplayDivergence(divergence), None)
+                    result.failure = _failure(run, token, index, run, 0, info)
+                    result.failures.append(result.failure)
+                    break
+            if run.failure is not None and _collect(session, run, recorder, index, result):
                 break
-        result.exhausted = strat.exhausted
+        result.exhausted = result.exhausted or strat.exhausted or (tree is not None and tree.complete)
+    if database is not None:
+        for failure in result.failures:
+            database.save(db_key, failure.token)
+    if result.failure is not None:
+        result.ok = False
+        result.trace = result.failure.trace
     return result
 
 
-def replay(
-    fn: Callable[[], Any],
-    token: str,
-    instrument: Iterable[Any] | str | types.ModuleType = (),
-    *,
-    fs: Any = None,
-    on_crash: Callable[[], Any] | None = None,
-    max_steps: int = 20000,
-    watchdog: float | None = 2.0,
-) -> Result:
-    """Run exactly the schedule ``token`` describes; the Result carries the same failure and the same trace."""
+def replay(fn: Callable[[], Any], token: str, config: Config | None = None, **shortcuts: Any) -> Result:
+    """Run exactly the schedule ``token`` describes; the Result carries the same failure and the same trace.
+
+    Options as for ``explore`` (only instrument, fs, on_crash, max_steps, watchdog and check_determinism matter
+    here: the schedule comes from the token). Raises TokenError for a malformed, edited or foreign token and
+    ReplayDivergence when the code under test does not follow the schedule (saying where)."""
+    cfg = resolve(config, shortcuts, "replay")
     parsed = decode(token)
-    target, config_key = _target_name(fn), _config_key(fs)
-    if parsed.target != short_hash(target):
-        raise TokenError(f"token was recorded for another test function, not {target}")
-    if parsed.config != short_hash(config_key):
-        raise TokenError(f"token was recorded with another configuration (fs={config_key!r} does not match)")
-    config = RunConfig(max_steps=max_steps, watchdog=watchdog)
-    chooser = ReplayChooser(parsed.choices)
-    with _controlled(fn, instrument, fs):
-        run = _run_once(fn, chooser, config, fs, on_crash)
-    if chooser.diverged or shape_of(run.arities) != parsed.shape:
-        detail = chooser.diverged or f"it made {len(run.arities)} decisions where the token recorded {parsed.shape}"
-        raise ReplayDivergence(
-            f"replay diverged from the token: {detail} (nondeterminism outside racecheck's control?)"
-        )
-    result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed)
+    session = _Session(fn, cfg)
+    if parsed.target != short_hash(session.target):
+        raise TokenError(f"token was recorded for another test function, not {session.target}")
+    if parsed.config != short_hash(session.config_key):
+        raise TokenError(f"token was recorded with another configuration ({session.config_key!r} does not match)")
+    with session.controlled():
+        replayer = Replayer(parsed.choices, parsed.picked, parsed.steps)
+        run = session.run_once(replayer)
+        divergence = replayer.divergence
+        if divergence is None and shape_of(run.arities) != parsed.shape:
+            divergence = (
+                f"replay diverged from the token: the same threads ran at the same steps, but other threads could "
+                f"run at some decisions than when it was recorded. Likely cause: {LIKELY_CAUSE}"
+            )
+        if divergence is None and cfg.check_determinism:
+            divergence = session.check_determinism(run, replayer)
+    if divergence is not None:
+        raise ReplayDivergence(divergence)
+    result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed, config=cfg)
     result.max_steps_seen = run.steps
     result.crashes = int(run.crashed)
     result.leaked_threads = list(run.leaked)
     if run.failure is not None:
         result.failure = _failure(run, parsed.encode(), parsed.index, run, 0)
-    result.trace = render(run.trace, len(run.threads), _outcome_line(run))  # type: ignore[attr-defined]
+        result.failure.signature = run.failure.signature()
+        result.failures.append(result.failure)
+    result.trace = _render(run)
     return result
-

@@ -26,7 +26,6 @@ class InstrumentError(Exception):
 
 _swaps: dict[int, tuple[Any, Any]] = {}
 _builtin_swaps: dict[str, Any] = {}
-_default_modules: list[str] = []
 
 
 def register_swap(real: Any, replacement: Any) -> None:

@@ -1,4 +1,5 @@
-"""The engine's extension contract: how code under control finds the run it belongs to.
+"""The engine's extension contract: how code under control finds the run it belongs to, and how an extension
+(the fake filesystem, or any future one) plugs into every run without ``explore`` knowing about it.
 
 Everything that wants to be a scheduling point (sync primitives, the fake filesystem, ``racecheck.point``)
 goes through the ``Run`` object returned by :func:`current_run`. Outside a controlled run it returns None and
@@ -6,35 +7,44 @@ callers must behave exactly like the real thing, so instrumented code stays usab
 
 The Run protocol (implemented in ``racecheck.scheduler``)::
 
-    run.schedule(op, *, enabled=None, timeout=None) -> bool
+    run.schedule(op, *, enabled=None, timeout=None, yielding=False) -> bool
         A scheduling point. ``op`` is a short, deterministic text for the trace ("fs.open /a.ckpt wb").
         ``enabled`` is a zero-argument predicate: the thread stays blocked until it holds (evaluated only by the
         scheduler, with every other controlled thread parked, so it may read shared state freely).
         ``timeout`` (virtual seconds) bounds the wait; returns False iff it timed out, True otherwise.
+        ``yielding``: the thread waits for someone else (sleep(0), a failed try-acquire in a retry loop);
+        switching away from it is not a preemption.
     run.choose(n, label) -> int
         A value in range(n) from the run's single choice stream (0 is the simplest: "no fault", "first").
         Recorded in the schedule token, replayed exactly.
+    run.note(op)                  a traced effect that is not a scheduling point
     run.now() -> float            virtual clock (seconds); advances only when every thread waits on time
     run.sleep(seconds)            scheduling point that lets virtual time pass for this thread
     run.crash(reason) -> NoReturn stop the whole run here (power loss); see ``racecheck.Crashed``
-    run.on_finish(callback)       callback(run) after every controlled thread is gone, pass or fail
     run.resources                 dict for per-run state of extensions (e.g. the fake filesystem's store)
     run.new_object_id(kind) -> str  logical name for a traced object ("Lock#3"), stable across replays
+
+The Extension protocol (see :class:`Extension`): an extension registers itself once with
+:func:`register_extension`; for every exploration whose Config activates it, the engine instruments the modules
+it names, mixes its ``config_key`` into the token (a token recorded with other options is refused), and calls
+``begin_run(run, config)`` before the test function of every schedule and ``end_run(run, crashed)`` once that
+schedule's threads are all parked or gone (before crash recovery runs, if any).
 """
 
 from __future__ import annotations
 
 import _thread
+import importlib
 import threading
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 __racecheck_engine__ = True
 
 _local = threading.local()
 
-# The real primitives, captured before any instrumentation can swap names, for the engine's own use.
+# The real primitive, captured before any instrumentation can swap names, for the engine's own use.
 real_allocate_lock = _thread.allocate_lock
-real_get_ident = _thread.get_ident
 
 
 def current_run() -> Any | None:
@@ -58,3 +68,51 @@ def point(name: str) -> None:
     run = current_run()
     if run is not None:
         run.schedule(f"point {name}")
+
+
+# ----- extensions ----------------------------------------------------------------------------------------------------
+
+
+class Extension(Protocol):
+    """What an extension offers the engine. Per-run state goes in ``run.resources[name]``; choices come from
+    ``run.choose``; trace lines from ``run.schedule``/``run.note``."""
+
+    name: str
+
+    def active(self, config: Any) -> bool:
+        """Whether this exploration (a ``racecheck.Config``) uses the extension."""
+
+    def modules(self, config: Any) -> Iterable[Any]:
+        """Extra modules (objects or dotted names) to instrument while it is active."""
+
+    def config_key(self, config: Any) -> str:
+        """A deterministic text of the options that change behaviour; it goes into the token's config hash."""
+
+    def begin_run(self, run: Any, config: Any) -> None:
+        """Before the test function of every schedule: set up per-run state."""
+
+    def end_run(self, run: Any, crashed: bool) -> None:
+        """After the schedule's threads are done (``crashed``: the run stopped at a simulated power loss)."""
+
+
+_extensions: dict[str, Extension] = {}
+_providers: dict[str, str] = {}  # Config field -> module that registers the extension using it, imported lazily
+
+
+def register_extension(extension: Extension) -> None:
+    """Make ``extension`` part of every exploration it says it is active for (idempotent by name)."""
+    _extensions[extension.name] = extension
+
+
+def declare_provider(field: str, module: str) -> None:
+    """When a Config sets ``field`` (not None), import ``module`` first: it registers the extension that reads it.
+    Keeps ``import racecheck`` light (the fake filesystem pulls in fsspec) without naming extensions in explore."""
+    _providers[field] = module
+
+
+def extensions_for(config: Any) -> list[Extension]:
+    """The registered extensions this config activates, in registration order."""
+    for field, module in _providers.items():
+        if getattr(config, field, None) is not None:
+            importlib.import_module(module)
+    return [ext for ext in _extensions.values() if ext.active(config)]

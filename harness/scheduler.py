@@ -15,8 +15,10 @@ The scheduler never imports or knows about Lightning, the filesystem or any part
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +29,8 @@ from racecheck.strategies import Chooser
 from racecheck.trace import TraceEvent, display_path, frame_path
 
 __racecheck_engine__ = True
+
+_current_record = runtime.current_thread_record
 
 _real_Event = threading.Event
 _real_Thread = threading.Thread
@@ -40,16 +44,38 @@ for _mod_name in ("threading", "queue", "concurrent.futures._base", "concurrent.
         _SKIP_FILES.add(_mod.__file__)
 
 
+_SKIP_CODE: dict[Any, bool] = {}  # code object -> belongs to the engine or to stdlib sync (never the user's line)
+_LOCATIONS: dict[tuple[Any, int], str] = {}  # (code object, line) -> "path.py:line", the text traces show
+_CACHE_LIMIT = 50_000  # code created at run time (exec, lambdas in generated code) must not grow these forever
+
+
 def caller_location(depth: int = 2) -> str:
-    """file:line of the innermost frame that belongs to the code under test (not the engine, not stdlib sync)."""
+    """file:line of the innermost frame that belongs to the code under test (not the engine, not stdlib sync).
+
+    Called at every scheduling point, so both questions asked of a frame are memoised: whether its code is to be
+    skipped, and the display text of a (code, line) pair. The text is exactly what the uncached walk produced, so
+    traces stay byte-identical."""
     frame = sys._getframe(depth)
-    while frame is not None and (
-        frame.f_globals.get("__racecheck_engine__") or frame.f_code.co_filename in _SKIP_FILES
-    ):
+    skip_code = _SKIP_CODE
+    while frame is not None:
+        code = frame.f_code
+        skip = skip_code.get(code)
+        if skip is None:
+            skip = bool(frame.f_globals.get("__racecheck_engine__")) or code.co_filename in _SKIP_FILES
+            if len(skip_code) >= _CACHE_LIMIT:
+                skip_code.clear()
+            skip_code[code] = skip
+        if not skip:
+            key = (code, frame.f_lineno)
+            location = _LOCATIONS.get(key)
+            if location is None:
+                location = f"{frame_path(frame)}:{key[1]}"
+                if len(_LOCATIONS) >= _CACHE_LIMIT:
+                    _LOCATIONS.clear()
+                _LOCATIONS[key] = location
+            return location
         frame = frame.f_back
-    if frame is None:
-        return ""  # an engine-internal thread (an executor worker's own loop): the op text says enough
-    return f"{frame_path(frame)}:{frame.f_lineno}"
+    return ""  # an engine-internal thread (an executor worker's own loop): the op text says enough
 
 
 def _code_location(fn: Any) -> str:
@@ -65,7 +91,7 @@ class ThreadRecord:
 
     __slots__ = (
         "tid", "run", "thread", "baton", "started", "finished", "op", "loc", "enabled", "deadline",
-        "timed_out", "yielding", "background", "exited", "launched",
+        "timed_out", "yielding", "background", "exited", "launched", "yield_to",
     )
 
     def __init__(self, tid: int, run: Run, thread: Any) -> None:
@@ -85,6 +111,7 @@ class ThreadRecord:
         self.background = False  # daemon threads and idle executor workers may be left blocked at the end
         self.exited = _real_Event()
         self.launched = False  # its OS thread exists (a reserved record waits for the "start" point first)
+        self.yield_to: set[int] | None = None  # after a yield: the threads that must run before this one again
 
     @property
     def name(self) -> str:
@@ -140,10 +167,13 @@ class Run:
         self.done = _real_Event()
         self.resources: dict[str, Any] = {}
         self.leaked: list[str] = []
-        self._finish_callbacks: list[Callable[[Run], None]] = []
         self._counters: dict[str, int] = {}
         self._root: ThreadRecord | None = None
         self._recovering = False  # after a crash, the recovery phase's failures are real findings
+        self._yielders: list[ThreadRecord] = []  # threads with a non-empty yield_to (fair scheduling)
+        self._lonely_yielder: ThreadRecord | None = None  # yielded at the previous step with no one else to run
+        self._max_steps = self.config.max_steps
+        self.outside = 0  # threads inside a call that waits on another process (racecheck.external): not stuck
 
     # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
 
@@ -155,9 +185,6 @@ class Run:
     def now(self) -> float:
         return self.clock
 
-    def on_finish(self, callback: Callable[[Run], None]) -> None:
-        self._finish_callbacks.append(callback)
-
     def schedule(
         self,
         op: str,
@@ -166,7 +193,11 @@ class Run:
         timeout: float | None = None,
         yielding: bool = False,
     ) -> bool:
-        me = self._me()
+        me = _current_record()
+        if me is None or me.run is not self:
+            raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
+        if self.aborting:
+            raise _Abort()
         if timeout is not None and timeout <= 0 and enabled is not None:
             # A non-blocking attempt: a plain point, then look once.
             self.schedule(op, yielding=yielding)
@@ -174,10 +205,14 @@ class Run:
         me.op = op
         me.loc = caller_location()
         me.enabled = enabled
-        me.deadline = None if timeout is None else self.clock + timeout
-        me.timed_out = False
+        if timeout is not None:
+            me.deadline = self.clock + timeout
         me.yielding = yielding
-        self._step(me, alive=True)
+        self._step(me, True)
+        if timeout is None:
+            me.enabled = None
+            me.yielding = False
+            return True
         timed_out = me.timed_out and not (enabled is not None and enabled())
         me.enabled = None
         me.deadline = None
@@ -203,7 +238,7 @@ class Run:
 
     def note(self, op: str) -> None:
         """A traced effect that is not a scheduling point (a release, a notify)."""
-        me = runtime.current_thread_record()
+        me = _current_record()
         if me is not None and me.run is self:
             self.trace.append(TraceEvent(self.steps, me.tid, op, caller_location(), "info"))
 
@@ -293,10 +328,14 @@ class Run:
         self.choices.append(value)
 
     def _candidates(self, me: ThreadRecord, alive: bool) -> list[ThreadRecord]:
-        out = [me] if alive and me.can_run() else []
+        """Who could run now: ``me`` first (choice 0 = no preemption), then the others by logical id.
+        ``can_run`` inlined: this runs at every step, over every thread."""
+        out = [me] if alive and (me.enabled is None or me.timed_out or me.enabled()) else []
         for rec in self.threads:
-            if rec is not me and rec.launched and not rec.finished and rec.can_run():
-                out.append(rec)
+            if rec is not me and rec.launched and not rec.finished:
+                enabled = rec.enabled
+                if enabled is None or rec.timed_out or enabled():
+                    out.append(rec)
         return out
 
     def _advance_clock(self) -> bool:
@@ -310,49 +349,111 @@ class Run:
         return True
 
     def _step(self, me: ThreadRecord, alive: bool) -> None:
-        self.steps += 1
-        if self.steps > self.config.max_steps:
+        """One scheduling step: who runs next, recorded in the trace; hands the baton over if it is someone else.
+
+        The hot path of every controlled program (every point of every thread): the common cases (one candidate,
+        or a decision without yields in play) touch no more than they need."""
+        self.steps = steps = self.steps + 1
+        if steps > self._max_steps:
             self._fail(
                 "step-limit",
-                StepLimitExceeded(f"more than {self.config.max_steps} scheduling steps (livelock, or raise max_steps)"),
+                StepLimitExceeded(f"more than {self._max_steps} scheduling steps (livelock, or raise max_steps)"),
                 me,
             )
             self._stop(me, alive)
             return
         candidates = self._candidates(me, alive)
-        while not candidates and self._advance_clock():
-            candidates = self._candidates(me, alive)
         if not candidates:
-            unfinished = [r for r in self.threads if r.launched and not r.finished]
-            root_done = self._root is None or self._root.finished
-            if not unfinished or (root_done and all(r.background for r in unfinished)):
-                self.done.set()  # the run is complete; background threads still parked are torn down
-                self._stop(me, alive)
+            candidates = self._wake_or_finish(me, alive)
+            if not candidates:
                 return
-            self._fail("deadlock", Deadlock(self._describe_waiters(unfinished)), me)
-            self._stop(me, alive)
-            return
+        yielding = alive and me.yielding
+        if yielding:
+            candidates = self._yield(me, candidates)
+        else:
+            self._lonely_yielder = None
+        if self._yielders and len(candidates) > 1:
+            candidates = self._fair(candidates)
         current_enabled = alive and candidates[0] is me
         if len(candidates) == 1:
             index = 0
+            chosen = candidates[0]
         else:
-            index = self.chooser.pick_thread([c.tid for c in candidates], current_enabled, alive and me.yielding)
-            self._record(len(candidates), index)
-        chosen = candidates[index]
-        if current_enabled and index != 0:
-            self.preemptions += 1
-            switch = "preempt"
-        else:
-            switch = "" if chosen is me else "switch"
-        self.trace.append(TraceEvent(self.steps, chosen.tid, chosen.op, chosen.loc, switch))
-        self.current = chosen
+            index = self.chooser.pick_thread(
+                [c.tid for c in candidates], current_enabled, yielding, me.tid if alive else None
+            )
+            self.arities.append(len(candidates))
+            self.choices.append(index)
+            chosen = candidates[index]
+        if self._yielders:
+            self._scheduled(chosen)
         if chosen is me:
+            self.trace.append(TraceEvent(steps, me.tid, me.op, me.loc, ""))
             return
+        if current_enabled:
+            self.preemptions += 1
+            self.trace.append(TraceEvent(steps, chosen.tid, chosen.op, chosen.loc, "preempt"))
+        else:
+            self.trace.append(TraceEvent(steps, chosen.tid, chosen.op, chosen.loc, "switch"))
+        self.current = chosen
         chosen.baton.release()
         if alive:
             me.baton.acquire()
             if self.aborting:
                 raise _Abort()
+
+    def _wake_or_finish(self, me: ThreadRecord, alive: bool) -> list[ThreadRecord]:
+        """Nobody can run: let virtual time pass to the next deadline, or end the run (complete, or deadlock)."""
+        while self._advance_clock():
+            candidates = self._candidates(me, alive)
+            if candidates:
+                return candidates
+        unfinished = [r for r in self.threads if r.launched and not r.finished]
+        root_done = self._root is None or self._root.finished
+        if not unfinished or (root_done and all(r.background for r in unfinished)):
+            self.done.set()  # the run is complete; background threads still parked are torn down
+            self._stop(me, alive)
+            return []
+        self._fail("deadlock", Deadlock(self._describe_waiters(unfinished)), me)
+        self._stop(me, alive)
+        return []
+
+    def _yield(self, me: ThreadRecord, candidates: list[ThreadRecord]) -> list[ThreadRecord]:
+        """CHESS fair scheduling: a yielding thread waits for someone else, so it is not scheduled again before every
+        thread that could run now has run (or stopped being able to). Leaving it is therefore no preemption."""
+        if len(candidates) == 1 and candidates[0] is me:
+            # Only the yielder could run. Once is a poll that failed (a drain loop's last get_nowait): go on. Twice
+            # in a row is a spin: in real time the threads it waits for (timed sleeps, timeouts) would wake up.
+            if self._lonely_yielder is me and self._advance_clock():
+                candidates = self._candidates(me, True)
+            self._lonely_yielder = me
+        else:
+            self._lonely_yielder = None
+        others = {c.tid for c in candidates if c is not me}
+        if others:
+            me.yield_to = others
+            self._yielders.append(me)
+        return candidates
+
+    def _fair(self, candidates: list[ThreadRecord]) -> list[ThreadRecord]:
+        """Drop candidates that yielded to a thread that can run now and has not run since (never all of them:
+        a thread yields only while it runs, which clears it from every other's set, so the relation is acyclic)."""
+        runnable = {c.tid for c in candidates}
+        fair = [c for c in candidates if c.yield_to is None or runnable.isdisjoint(c.yield_to)]
+        return fair or candidates
+
+    def _scheduled(self, chosen: ThreadRecord) -> None:
+        """``chosen`` runs now: whoever yielded to it has had its wish."""
+        keep = []
+        for rec in self._yielders:
+            waits = rec.yield_to
+            if waits is not None and rec is not chosen:
+                waits.discard(chosen.tid)
+                if waits and not rec.finished:
+                    keep.append(rec)
+                    continue
+            rec.yield_to = None
+        self._yielders = keep
 
     def _stop(self, me: ThreadRecord, alive: bool) -> None:
         self.aborting = True
@@ -373,45 +474,100 @@ class Run:
     # ----- supervision (runs on the explorer's own, uncontrolled thread) ---------------------------------------
 
     def supervise(self) -> None:
-        """Wait for the phase to end, turning a silent hang into UncontrolledBlocking, then tear everything down."""
+        """Wait for the phase to end, turning a silent hang into UncontrolledBlocking, then tear everything down.
+
+        Progress is read from the scheduler's own records (the step counter), never by polling other threads'
+        frames: ``sys._current_frames()`` can deadlock CPython 3.11 when it runs the GC under the runtime head
+        lock while a thread is inside ``Thread.start()`` (gh-106883). Only once no step has happened for half the
+        watchdog is the running thread's frame read (with the GC off), to tell a long computation that still
+        moves from a thread blocked in one place; a thread still at the same place a half-watchdog later is stuck.
+        """
         watchdog = self.config.watchdog
-        last_steps = -1
-        last_seen: set = set()
+        if watchdog is None:
+            self.done.wait()
+            self.teardown()
+            return
+        half = watchdog / 2
+        poll = min(max(watchdog / 8, 0.01), 0.25)
+        last_steps = self.steps
         last_progress = _real_monotonic()
-        while not self.done.wait(0.02):
-            if watchdog is None:
-                continue
+        seen: set = set()  # code locations of the running thread observed since the last step
+        while not self.done.wait(poll):
             now = _real_monotonic()
-            where = self._current_frame_key()
-            if self.steps != last_steps or (where is not None and where not in last_seen):
-                if self.steps != last_steps:
-                    last_seen = set()
-                last_steps = self.steps
-                if where is not None:
-                    last_seen.add(where)
+            if self.steps != last_steps:
+                last_steps, last_progress = self.steps, now
+                seen.clear()
+                continue
+            if self.outside and now - last_progress < outside_limit(watchdog):
+                continue  # waiting on another process (racecheck.external): progress elsewhere, within a bound
+            if now - last_progress < half:
+                continue
+            rec = self.current
+            where = self._current_frame_key(rec)
+            if where is not None and where not in seen:
+                seen.add(where)  # it moved: a computation without scheduling points, give it more time
                 last_progress = now
                 continue
-            if now - last_progress > watchdog:
-                rec = self.current
-                self._fail("uncontrolled-blocking", UncontrolledBlocking(self._describe_stuck(rec)), rec)
-                if rec is not None:
-                    self.leaked.append(f"T{rec.tid}")
-                break
+            if self.done.is_set() or self.steps != last_steps or (where is None and now - last_progress < watchdog):
+                continue
+            self._fail("uncontrolled-blocking", UncontrolledBlocking(self._describe_stuck(rec)), rec)
+            if rec is not None:
+                self.leaked.append(f"T{rec.tid}")
+            break
         self.teardown()
 
-    def _current_frame_key(self) -> tuple | None:
-        rec = self.current
-        if rec is None or rec.thread.ident is None:
+    def _frame_of(self, rec: ThreadRecord | None) -> Any:
+        """The current frame of ``rec``'s OS thread, or None; never raises. The GC is off during the read, which
+        is what makes ``sys._current_frames()`` safe from gh-106883."""
+        try:
+            ident = None if rec is None else rec.thread.ident
+            if ident is None:
+                return None
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                frame = sys._current_frames().get(ident)
+            finally:
+                if collecting:
+                    gc.enable()
+            return frame if isinstance(frame, types.FrameType) else None
+        except Exception:  # noqa: BLE001 - describing a stuck thread must never crash the run
             return None
-        frame = sys._current_frames().get(rec.thread.ident)
+
+    def _current_frame_key(self, rec: ThreadRecord | None) -> tuple | None:
+        frame = self._frame_of(rec)
         if frame is None:
             return None
-        return (id(frame.f_code), frame.f_lineno)
+        try:
+            return (frame.f_code.co_filename, frame.f_lineno)
+        except Exception:  # noqa: BLE001
+            return None
 
     def _describe_stuck(self, rec: ThreadRecord | None) -> str:
         if rec is None:
             return "uncontrolled blocking: the run stopped making progress"
-        frame = sys._current_frames().get(rec.thread.ident)
+        last = f"'{rec.op}' @{rec.loc}" if rec.loc else f"'{rec.op}'"
+        head = f"uncontrolled blocking: T{rec.tid} made no scheduling point for {self.config.watchdog:g}s"
+        if self.outside:
+            head = (
+                f"uncontrolled blocking: T{rec.tid} waited on another process for over "
+                f"{outside_limit(self.config.watchdog or 2.0):g}s in '{rec.op}' (the other side may need a "
+                f"controlled thread, which cannot run while T{rec.tid} waits)"
+            )
+        advice = (
+            "(a real lock, real sleep or I/O wait that racecheck does not control; instrument the module that owns "
+            "it)"
+        )
+        try:
+            where = self._stuck_location(self._frame_of(rec))
+        except Exception:  # noqa: BLE001 - any surprise while reading frames: fall back to the scheduler's records
+            where = ""
+        if not where:
+            return f"{head} since {last} {advice}"
+        return f"{head}, stuck in {where} {advice}"
+
+    @staticmethod
+    def _stuck_location(frame: Any) -> str:
         inner = ""
         user = ""
         while frame is not None:
@@ -422,12 +578,7 @@ class Run:
             if not user and not engine:
                 user = here
             frame = frame.f_back
-        where = inner if inner == user or not user else f"{inner}, called from {user}"
-        return (
-            f"uncontrolled blocking: T{rec.tid} made no scheduling point for {self.config.watchdog:g}s, "
-            f"stuck in {where} (a real lock, real sleep or I/O wait that racecheck does not control; "
-            "instrument the module that owns it)"
-        )
+        return inner if inner == user or not user else f"{inner}, called from {user}"
 
     def teardown(self) -> None:
         """Unwind every parked thread, one at a time, and wait for each OS thread to end."""
@@ -449,10 +600,10 @@ class Run:
         self._recovering = True
         self.done = _real_Event()
 
-    def finish(self) -> None:
-        callbacks, self._finish_callbacks = self._finish_callbacks, []
-        for callback in callbacks:
-            callback(self)
+
+def outside_limit(watchdog: float) -> float:
+    """How long a wait on another process (racecheck.external) may last before it is called a hang."""
+    return max(watchdog * 15, 30.0)
 
 
 def _never() -> bool:

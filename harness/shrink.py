@@ -4,6 +4,7 @@ Pure logic over a ``probe(choices)`` callback that replays a candidate choice se
 fails the same way (and with which cost). Because choice 0 always means "no preemption / no fault", lowering and
 deleting choices is all it takes; the shrinker never needs to know what a choice meant (Hypothesis' idea).
 Candidates are tried in a fixed order and the budget counts probes, so shrinking is deterministic.
+``fewest_preemptions`` is the exhaustive second pass that turns the greedy local minimum into the global one.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from racecheck.strategies import BoundedDFS, Chooser
 
 __racecheck_engine__ = True
 
@@ -31,8 +34,9 @@ def normalize(choices: list[int]) -> list[int]:
 
 def _candidates(choices: list[int]) -> Iterator[list[int]]:
     n = len(choices)
-    # 1. zero out whole blocks, halving their size (drops many incidental switches at once)
-    size = n // 2
+    # 1. zero out whole blocks, halving their size (drops many incidental switches at once), starting with all of
+    #    them: the schedule without any preemption is the simplest there is
+    size = n
     while size >= 1:
         for start in range(0, n - size + 1, size):
             yield choices[:start] + [0] * size + choices[start + size :]
@@ -74,3 +78,31 @@ def shrink(start: Probe, probe: Callable[[list[int]], Probe | None], budget: int
                 improved = True
                 break
     return best, spent
+
+
+def fewest_preemptions(
+    execute: Callable[[Chooser], Probe | None], found: int, budget: int = 300
+) -> tuple[Probe | None, int]:
+    """Bounded exhaustive search at bounds 0, 1, ..., found-1: the first schedule that fails the same way.
+
+    Greedy shrinking finds a local minimum: choices change meaning when an earlier one changes, so lowering them one
+    at a time can get stuck above the true minimum. Exhaustive search with an increasing preemption bound cannot:
+    the first same-kind failure it meets has the fewest preemptions possible (within ``budget`` executions).
+    ``execute(chooser)`` runs one schedule driven by ``chooser`` and returns a Probe when it fails the same way.
+    Returns (the failure or None, executions spent).
+    """
+    spent = 0
+    for bound in range(found):
+        search = BoundedDFS(0, preemption_bound=bound)
+        while spent < budget:
+            chooser = search.new_execution(spent)
+            if chooser is None:
+                break
+            spent += 1
+            failure = execute(chooser)
+            search.end_execution(chooser, 0)
+            if failure is not None:
+                return failure, spent
+        if spent >= budget:
+            break
+    return None, spent

@@ -20,8 +20,15 @@ __racecheck_engine__ = True
 class Chooser:
     """One execution's source of decisions."""
 
-    def pick_thread(self, enabled: Sequence[int], current_enabled: bool, yielding: bool) -> int:
-        """Index into ``enabled`` (logical thread ids; ``enabled[0]`` is the current thread if current_enabled)."""
+    def pick_thread(
+        self, enabled: Sequence[int], current_enabled: bool, yielding: bool, current: int | None = None
+    ) -> int:
+        """Index into ``enabled`` (logical thread ids; ``enabled[0]`` is the current thread if current_enabled).
+
+        ``yielding``: the current thread just yielded (``sleep``, a polling retry); the scheduler has already left it
+        out of ``enabled`` while anyone else can run (fair scheduling), so leaving it is never a preemption.
+        ``current``: the logical id of the thread at the scheduling point, None when it is exiting.
+        """
         raise NotImplementedError
 
     def pick_value(self, n: int, label: str) -> int:
@@ -50,7 +57,7 @@ class _RandomChooser(Chooser):
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
-    def pick_thread(self, enabled, current_enabled, yielding):
+    def pick_thread(self, enabled, current_enabled, yielding, current=None):
         return self.rng.randrange(len(enabled))
 
     def pick_value(self, n, label):
@@ -70,43 +77,72 @@ class RandomWalk(Strategy):
 
 
 class _PCTChooser(Chooser):
-    def __init__(self, rng: random.Random, depth: int, estimated_steps: int) -> None:
+    """One PCT execution: a random priority order, and d-1 change points among the decisions.
+
+    Priorities are two lists, highest first: ``high`` holds every thread in a uniformly random order (a new thread
+    is inserted at a random position when first seen, which keeps the whole order a uniform permutation), ``low``
+    holds threads lowered at a change point (or because they yielded), later ones below earlier ones, all below
+    every ``high`` thread: the paper's priorities d-1 > ... > 1 below the initial ones >= d.
+    """
+
+    def __init__(self, rng: random.Random, change_points: frozenset[int]) -> None:
         self.rng = rng
-        self.priority: dict[int, float] = {}
-        self.depth = depth
-        # d-1 priority change points, uniformly among the steps we expect this execution to take.
-        points = sorted(rng.sample(range(1, max(estimated_steps, depth) + 1), k=max(depth - 1, 0)))
-        self.change_at = {step: depth - 1 - i for i, step in enumerate(points)}  # later points -> lower priority
-        self.step = 0
-        self.last: int | None = None
+        self.change_points = change_points
+        self.high: list[int] = []
+        self.low: list[int] = []
+        self.decisions = 0  # decisions with a running thread: the k of the bound, and what change points count
+        self.fired = 0
 
-    def _priority(self, tid: int) -> float:
-        if tid not in self.priority:
-            self.priority[tid] = self.depth + self.rng.random()  # above every change-point priority
-        return self.priority[tid]
+    def _know(self, tid: int) -> None:
+        if tid not in self.high and tid not in self.low:
+            self.high.insert(self.rng.randrange(len(self.high) + 1), tid)
 
-    def pick_thread(self, enabled, current_enabled, yielding):
-        self.step += 1
-        if current_enabled and yielding:
-            # A thread that yields (sleep, timed-out wait) drops below the others so polling loops cannot starve them.
-            floor = min((self._priority(t) for t in enabled), default=0.0)
-            self.priority[enabled[0]] = floor - 1.0
-        if self.step in self.change_at and self.last is not None and self.last in self.priority:
-            self.priority[self.last] = float(self.change_at[self.step]) - 1.0 - self.rng.random() * 0.5
-        best = max(range(len(enabled)), key=lambda i: (self._priority(enabled[i]), -i))
-        self.last = enabled[best]
-        return best
+    def _lower(self, tid: int) -> None:
+        if tid in self.high:
+            self.high.remove(tid)
+        elif tid in self.low:
+            self.low.remove(tid)
+        self.low.append(tid)
+
+    def pick_thread(self, enabled, current_enabled, yielding, current=None):
+        for tid in enabled:
+            self._know(tid)
+        if current is not None:
+            # A decision taken while a thread is running (not while one exits): the thread at the scheduling point
+            # is "the running thread" of the paper, and a change point here lowers it whether or not it can go on.
+            self._know(current)
+            self.decisions += 1
+            if self.decisions in self.change_points:
+                self.fired += 1
+                self._lower(current)
+            elif yielding:
+                # A yielding thread waits for someone else: below everyone, so a polling loop cannot starve them.
+                self._lower(current)
+        positions = {tid: i for i, tid in enumerate(enabled)}
+        for tid in self.high:
+            if tid in positions:
+                return positions[tid]
+        for tid in self.low:
+            if tid in positions:
+                return positions[tid]
+        raise AssertionError("PCT: an enabled thread has no priority")  # unreachable: every enabled tid is known
 
     def pick_value(self, n, label):
         return self.rng.randrange(n)
 
 
 class PCT(Strategy):
-    """Probabilistic Concurrency Testing (Burckhardt et al., ASPLOS 2010).
+    """Probabilistic Concurrency Testing (Burckhardt et al., ASPLOS 2010), counting decisions as Shuttle does.
 
-    Random distinct priorities per thread, the highest-priority enabled thread runs, and at d-1 random steps the
-    running thread drops below all others. A bug of depth d is found with probability >= 1/(n*k^(d-1)) per run.
-    The step estimate k is the largest execution seen so far, so change points spread over the real length.
+    Random distinct priorities per thread; the highest-priority enabled thread runs; at d-1 change points the
+    running thread drops below all others (a later change point lower still). A bug of depth d among n threads
+    and k decisions is found with probability >= 1/(n*k^(d-1)) per execution.
+
+    k counts *decisions* only (points where more than one thread could run): steps without a choice cannot
+    preempt anyone, so a change point there would be thrown away. The change points of an execution are drawn
+    uniformly, without repetition, from 1..k where k is the largest decision count seen in earlier executions
+    (the first execution has none and measures k), so each drawn point falls on a decision that exists in an
+    execution as long as the longest one seen. ``points_drawn``/``points_fired`` count them for the record.
     """
 
     name = "pct"
@@ -116,13 +152,21 @@ class PCT(Strategy):
         if depth < 1:
             raise ValueError("pct depth must be >= 1")
         self.depth = depth
-        self.estimated_steps = 50
+        self.max_decisions = 0
+        self.points_drawn = 0
+        self.points_fired = 0
 
     def new_execution(self, index):
-        return _PCTChooser(random.Random(f"pct:{self.seed}:{index}:{self.depth}"), self.depth, self.estimated_steps)
+        rng = random.Random(f"pct:{self.seed}:{index}:{self.depth}")
+        count = min(self.depth - 1, self.max_decisions)
+        points = frozenset(rng.sample(range(1, self.max_decisions + 1), k=count)) if count else frozenset()
+        return _PCTChooser(rng, points)
 
     def end_execution(self, chooser, steps):
-        self.estimated_steps = max(self.estimated_steps, steps)
+        if isinstance(chooser, _PCTChooser):
+            self.max_decisions = max(self.max_decisions, chooser.decisions)
+            self.points_drawn += len(chooser.change_points)
+            self.points_fired += chooser.fired
 
 
 # --- bounded exhaustive search ---------------------------------------------------------------------------------
@@ -158,8 +202,9 @@ class _DFSChooser(Chooser):
         self.frames.append(_Frame(arity, choice, costly))
         return choice
 
-    def pick_thread(self, enabled, current_enabled, yielding):
-        return self._next(len(enabled), current_enabled)
+    def pick_thread(self, enabled, current_enabled, yielding, current=None):
+        # Leaving a thread that could go on is a preemption, unless it yielded (CHESS's fairness: it waits anyway).
+        return self._next(len(enabled), current_enabled and not yielding)
 
     def pick_value(self, n, label):
         return self._next(n, False)
@@ -168,7 +213,9 @@ class _DFSChooser(Chooser):
 class BoundedDFS(Strategy):
     """Exhaustive depth-first search over the choice tree with a preemption bound (CHESS, Musuvathi & Qadeer 2007).
 
-    Switching away from a thread that could continue costs one preemption; switching when it blocks or ends is free.
+    Switching away from a thread that could continue costs one preemption; switching when it blocks, ends or
+    yields is free. Fairness toward yielding threads (a spin loop is left until someone else has run) lives in the
+    scheduler, so a correct polling loop is a finite tree here, not a livelock.
     Every schedule with at most ``preemption_bound`` preemptions is run exactly once; ``exhausted`` becomes True
     when the tree is done, which is the proof that no schedule within the bound fails.
     """
@@ -227,7 +274,7 @@ class ReplayChooser(Chooser):
         self.position += 1
         return 0
 
-    def pick_thread(self, enabled, current_enabled, yielding):
+    def pick_thread(self, enabled, current_enabled, yielding, current=None):
         return self._next(len(enabled), "runnable threads")
 
     def pick_value(self, n, label):
@@ -241,7 +288,11 @@ def make_strategy(name: str, seed: int, depth: int, preemption_bound: int | None
         return PCT(seed, depth=depth)
     if name == "dfs":
         return BoundedDFS(seed, preemption_bound=preemption_bound)
-    raise ValueError(f"unknown strategy {name!r} (choose random, pct or dfs)")
+    if name == "pos":
+        from racecheck.pos import POS  # its own module: it reads resources through racecheck.race
+
+        return POS(seed)
+    raise ValueError(f"unknown strategy {name!r} (choose random, pct, dfs or pos)")
 
 
-STRATEGIES = ("random", "pct", "dfs")
+STRATEGIES = ("random", "pct", "dfs", "pos")

@@ -4,7 +4,9 @@ Code under test may subclass ``threading.Thread`` at import time, long before an
 enough. Instead, for the duration of an exploration, ``Thread.start``, ``join`` and ``is_alive`` are wrapped: when
 the caller is a controlled thread, the new thread joins the caller's run and join/is_alive follow the scheduler's
 view; for every other caller the original methods run unchanged. Thread default names ("Thread-N") come from a
-per-run counter so they do not depend on how many threads the process created before.
+per-run counter so they do not depend on how many threads the process created before, and ``Thread.ident`` /
+``native_id`` read, for a controlled caller asking about a thread of its run, the logical ident T<n> gets from
+``threading.get_ident()`` there, never the OS value (which differs in every process).
 """
 
 from __future__ import annotations
@@ -23,6 +25,14 @@ _orig_start = _Thread.start
 _orig_join = _Thread.join
 _orig_is_alive = _Thread.is_alive
 _orig_newname = getattr(threading, "_newname", None)
+_orig_ident = _Thread.__dict__["ident"]
+_orig_native_id = _Thread.__dict__.get("native_id")
+
+LOGICAL_IDENT_BASE = 0x5A5A0000  # T<n> reads threading.get_ident() == LOGICAL_IDENT_BASE + n inside a run
+
+
+def logical_ident(rec: Any) -> int:
+    return LOGICAL_IDENT_BASE + rec.tid
 
 
 def _start(self: Any) -> None:
@@ -59,6 +69,15 @@ def _is_alive(self: Any) -> bool:
     return rec.launched and not rec.finished
 
 
+def _virtual(original: property) -> property:
+    def read(self: Any) -> Any:
+        real = original.fget(self)
+        rec = _record_in_current_run(self)
+        return real if rec is None or real is None else logical_ident(rec)
+
+    return property(read, doc=original.__doc__)
+
+
 def _newname(name_template: str = "Thread-%d") -> str:
     run = runtime.current_run()
     if run is None or _orig_newname is None:
@@ -74,6 +93,9 @@ def controlled_thread_class() -> Iterator[None]:
     _Thread.start = _start
     _Thread.join = _join
     _Thread.is_alive = _is_alive
+    _Thread.ident = _virtual(_orig_ident)
+    if _orig_native_id is not None:
+        _Thread.native_id = _virtual(_orig_native_id)
     if _orig_newname is not None:
         threading._newname = _newname
     try:
@@ -82,5 +104,8 @@ def controlled_thread_class() -> Iterator[None]:
         _Thread.start = _orig_start
         _Thread.join = _orig_join
         _Thread.is_alive = _orig_is_alive
+        _Thread.ident = _orig_ident
+        if _orig_native_id is not None:
+            _Thread.native_id = _orig_native_id
         if _orig_newname is not None:
             threading._newname = _orig_newname

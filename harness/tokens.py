@@ -9,7 +9,10 @@ Layout: ``rc1.<strategy>.<seed>.<index>.<target>.<config>.<shape>.<choices>.<che
 * config        4 hex of sha256 of the options that change behaviour (e.g. the fake filesystem's spec).
 * shape         ``<decisions>x<4 hex>``: how many decisions the run made and a hash of how many options each had,
                 so a replay that takes another path (nondeterminism outside control) is detected, not trusted.
-* choices       base64url(zlib(varints)) of the choice stream; choices past its end default to 0.
+* choices       base64url(zlib(varints)): the choice stream (choices past its end default to 0), then for every
+                decision of the run which thread it picked (T<n> as n+1, 0 for a drawn value) and at which step,
+                and the run's last step, so a replay that takes another path says where: the step, the thread the
+                token expected and what ran instead.
 * check         8 hex of sha256 over everything before it, so a truncated or edited token is caught.
 """
 
@@ -33,11 +36,11 @@ def short_hash(text: str, width: int = 4) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:width]
 
 
-def _encode_choices(choices: list[int]) -> str:
+def _varints(values: list[int]) -> bytes:
     out = bytearray()
-    for value in choices:
+    for value in values:
         if value < 0:
-            raise ValueError("choices are non-negative")
+            raise ValueError("token values are non-negative")
         while True:
             byte = value & 0x7F
             value >>= 7
@@ -46,28 +49,47 @@ def _encode_choices(choices: list[int]) -> str:
             else:
                 out.append(byte)
                 break
-    packed = zlib.compress(bytes(out), 9)
+    return bytes(out)
+
+
+def _encode_payload(choices: list[int], picked: list[int], steps: list[int]) -> str:
+    deltas = [b - a for a, b in zip([0, *steps], steps, strict=False)]
+    packed = zlib.compress(_varints([len(choices), *choices, len(picked), *picked, *deltas]), 9)
     return base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
 
 
-def _decode_choices(text: str) -> list[int]:
+def _decode_payload(text: str) -> tuple[list[int], list[int], list[int]]:
     try:
         padded = text + "=" * (-len(text) % 4)
         raw = zlib.decompress(base64.urlsafe_b64decode(padded.encode("ascii")))
     except Exception:
         raise TokenError("malformed token: the choice payload does not decode") from None
-    choices: list[int] = []
+    values: list[int] = []
     value = shift = 0
     for byte in raw:
         value |= (byte & 0x7F) << shift
         if byte & 0x80:
             shift += 7
         else:
-            choices.append(value)
+            values.append(value)
             value = shift = 0
-    if shift:
-        raise TokenError("malformed token: the choice payload is truncated")
-    return choices
+    truncated = TokenError("malformed token: the choice payload is truncated")
+    if shift or not values:
+        raise truncated
+    count = values[0]
+    choices = values[1 : 1 + count]
+    rest = values[1 + count :]
+    if len(choices) != count or not rest:
+        raise truncated
+    count = rest[0]
+    picked, deltas = rest[1 : 1 + count], rest[1 + count :]
+    if len(picked) != count or len(deltas) not in (0, count + 1):
+        raise truncated
+    steps, total = [], 0
+    for delta in deltas:
+        total += delta
+        steps.append(total)
+    return choices, picked, steps
 
 
 @dataclass(frozen=True)
@@ -79,6 +101,8 @@ class Token:
     config: str
     shape: str
     choices: tuple[int, ...]
+    picked: tuple[int, ...] = ()  # per decision: the thread that ran (tid + 1) or 0 for a drawn value
+    steps: tuple[int, ...] = ()  # the step of every decision, then the run's last step (len(picked) + 1 values)
 
     def encode(self) -> str:
         body = ".".join(
@@ -90,7 +114,7 @@ class Token:
                 self.target,
                 self.config,
                 self.shape,
-                _encode_choices(list(self.choices)),
+                _encode_payload(list(self.choices), list(self.picked), list(self.steps)),
             ]
         )
         return f"{body}.{short_hash(body, 8)}"
@@ -121,7 +145,8 @@ def decode(text: object) -> Token:
         seed_value, index_value = int(seed), int(index)
     except ValueError:
         raise TokenError("malformed token: seed and index must be integers") from None
-    return Token(strategy, seed_value, index_value, target, config, shape, tuple(_decode_choices(payload)))
+    choices, picked, steps = _decode_payload(payload)
+    return Token(strategy, seed_value, index_value, target, config, shape, tuple(choices), tuple(picked), tuple(steps))
 
 
 def shape_of(arities: list[int]) -> str:

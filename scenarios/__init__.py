@@ -1,24 +1,51 @@
-"""Race scenarios with their oracles, runnable against any checkpoint IO given as ``module:Class``."""
+"""The scenario catalogue: every known async-checkpointing race as a workload plus an oracle, run against any
+checkpoint IO given as ``module:attr``, on the fake filesystem (posix or windows semantics) or the real disk.
 
-from racecheck.scenarios.catalogue import (
-    CATALOGUE,
-    Scenario,
-    ScenarioError,
-    get,
-    instrumented_modules,
-    load_target,
-)
+Public API (the CLI, pytest plugin, reports and gate build on exactly this):
+``CATALOGUE``, ``get``, ``Scenario``, ``Target``, ``Prepared``, ``load_target``, ``run``, ``ScenarioError``,
+``STOCK_TARGET``, ``FIXED_TARGET``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from racecheck.scenarios.catalog import CATALOGUE
+from racecheck.scenarios.core import SEMANTICS, Context, Prepared, Scenario, ScenarioError, Target, load_target
 
 STOCK_TARGET = "lightning.pytorch.plugins.io.async_plugin:AsyncCheckpointIO"
 FIXED_TARGET = "racecheck.fixed_impl:LockedAsyncCheckpointIO"
+LEGACY_TARGET = "racecheck.scenarios.legacy:Lightning18AsyncCheckpointIO"
+
+
+def get(name: str) -> Scenario:
+    """The scenario called ``name``; ScenarioError (one line, naming the known ones) otherwise."""
+    try:
+        return CATALOGUE[name]
+    except (KeyError, TypeError):
+        raise ScenarioError(f"unknown scenario {name!r} (known: {', '.join(CATALOGUE)})") from None
+
+
+def run(name: str, target: str = STOCK_TARGET, fs: str = "posix", extra_instrument: Any = (), **explore_kwargs: Any):
+    """Explore scenario ``name`` against ``target`` on ``fs``; keyword arguments go to ``racecheck.explore``."""
+    import racecheck
+
+    prepared = get(name).build(load_target(target, extra_instrument), fs)
+    return racecheck.explore(prepared.fn, **{**prepared.explore_kwargs, **explore_kwargs})
+
 
 __all__ = [
     "CATALOGUE",
     "FIXED_TARGET",
+    "LEGACY_TARGET",
+    "SEMANTICS",
     "STOCK_TARGET",
+    "Context",
+    "Prepared",
     "Scenario",
     "ScenarioError",
+    "Target",
     "get",
-    "instrumented_modules",
     "load_target",
+    "run",
 ]

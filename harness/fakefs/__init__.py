@@ -20,6 +20,7 @@ import tempfile
 from typing import Any
 
 from racecheck import instrument
+from racecheck import runtime as _runtime
 from racecheck.fakefs import os_facade as _fos
 from racecheck.fakefs import pycompat as _pycompat
 from racecheck.fakefs import shutil_facade as _fsh
@@ -144,5 +145,28 @@ def end_run(run: Any, crashed: bool) -> None:
     if store is not None and crashed:
         store.power_loss()
 
+
+class _Extension:
+    """The fake filesystem as an engine extension (``racecheck.runtime.Extension``), active when Config.fs is set."""
+
+    name = "fakefs"
+
+    def active(self, config: Any) -> bool:
+        return config.fs is not None
+
+    def modules(self, config: Any) -> list[str]:
+        return default_modules()
+
+    def config_key(self, config: Any) -> str:
+        return config.fs if isinstance(config.fs, str) else as_spec(config.fs).config_key()
+
+    def begin_run(self, run: Any, config: Any) -> None:
+        begin_run(run, config.fs)
+
+    def end_run(self, run: Any, crashed: bool) -> None:
+        end_run(run, crashed)
+
+
+_runtime.register_extension(_Extension())
 
 __racecheck_engine__ = True  # the fake is part of the engine: never instrumented itself

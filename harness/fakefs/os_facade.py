@@ -18,6 +18,7 @@ import stat as stat_mod
 import types
 from typing import Any
 
+from racecheck.facade import ModuleFacade
 from racecheck.fakefs import handles
 from racecheck.fakefs.mount import fd_store, run_store, target
 from racecheck.fakefs.semantics import posix_error
@@ -27,26 +28,20 @@ _real_os = os
 _real_path = os.path
 
 
-class Facade(types.ModuleType):
-    """A module stand-in: explicit overrides, everything else read from the real module at access time."""
+class Facade(ModuleFacade):
+    """The engine's shared module facade, plus POSIX-only names hidden under windows semantics."""
 
     def __init__(self, real: types.ModuleType, overrides: dict[str, Any],
                  windows_hidden: frozenset[str] = frozenset()) -> None:
-        super().__init__(real.__name__, real.__doc__)
-        self.__dict__["_racecheck_real"] = real
+        super().__init__(real, overrides)
         self.__dict__["_racecheck_windows_hidden"] = windows_hidden
-        self.__dict__.update(overrides)
 
-    def __getattr__(self, name: str) -> Any:
-        if name in self.__dict__["_racecheck_windows_hidden"]:
-            store = run_store()
-            if store is not None and store.spec.semantics == "windows":
-                # Code that feature-tests (``hasattr(os, "O_DIRECTORY")``) must take its Windows branch.
-                raise AttributeError(f"module 'os' has no attribute {name!r} (racecheck fakefs: windows semantics)")
-        return getattr(self.__dict__["_racecheck_real"], name)
-
-    def __repr__(self) -> str:
-        return f"<racecheck fakefs facade of {self.__dict__['_racecheck_real'].__name__}>"
+    def hidden(self, name: str) -> bool:
+        if name not in self.__dict__["_racecheck_windows_hidden"]:
+            return False
+        store = run_store()
+        # Code that feature-tests (``hasattr(os, "O_DIRECTORY")``) must take its Windows branch.
+        return store is not None and store.spec.semantics == "windows"
 
 
 def _shown(path: Any) -> str:

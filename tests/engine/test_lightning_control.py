@@ -57,4 +57,4 @@ def test_without_instrumenting_lightning_the_worker_is_not_controlled():
     racecheck.explore(probe, schedules=1)
     assert seen["executor"].__module__ == "concurrent.futures.thread"
     racecheck.explore(probe, schedules=1, instrument=[MODULE])
-    assert seen["executor"].__module__ == "racecheck.sync"
+    assert seen["executor"].__module__.startswith("racecheck.sync")

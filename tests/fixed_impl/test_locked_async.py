@@ -47,14 +47,17 @@ def spy(monkeypatch):
 # ---------------------------------------------------------------- the upstream bug, stock vs fixed
 
 
-@pytest.mark.parametrize("impl", ["stock", "fixed"])
+@pytest.mark.parametrize("impl", ["stock", "fixed", "fixed-cancel"])
 @pytest.mark.parametrize("where", ["queued", "writing"])
 def test_remove_during_pending_save_stock_leaks_fixed_does_not(tmp_path, inner, impl, where):
     """Forced interleaving of Lightning #14035: save(a) is pending (queued behind b, or blocked in its write),
     remove(a) runs, then the write proceeds. Stock: remove finds nothing, the write creates a -> leaked file.
-    Fixed: the queued save is cancelled / the removal runs after the write; a is gone, no overlapping
-    calls."""
-    io = AsyncCheckpointIO(inner) if impl == "stock" else LockedAsyncCheckpointIO(inner)
+    Fixed: the removal runs after the write (by default the inner IO sees exactly the synchronous calls), or,
+    with ``cancel_superseded``, the queued save is dropped; a is gone, no overlapping calls."""
+    if impl == "stock":
+        io = AsyncCheckpointIO(inner)
+    else:
+        io = LockedAsyncCheckpointIO(inner, cancel_superseded=impl == "fixed-cancel")
     a, b = str(tmp_path / "a.ckpt"), str(tmp_path / "b.ckpt")
     gate = inner.gate("b.ckpt" if where == "queued" else "a.ckpt")
     if where == "queued":
@@ -66,18 +69,67 @@ def test_remove_during_pending_save_stock_leaks_fixed_does_not(tmp_path, inner, 
     io.teardown()
     if impl == "stock":
         assert "a.ckpt" in on_disk(tmp_path), "expected the stock plugin to leak a.ckpt"
+        return
+    assert "a.ckpt" not in on_disk(tmp_path)
+    assert not inner.overlap
+    sync_calls = [("save", "b.ckpt", 0)] * (where == "queued") + [("save", "a.ckpt", 1), ("remove", "a.ckpt", None)]
+    if impl == "fixed" or where == "writing":
+        assert inner.calls == sync_calls  # nothing dropped: what a synchronous IO would have been asked
     else:
-        assert "a.ckpt" not in on_disk(tmp_path)
-        assert not inner.overlap
-        if where == "queued":
-            assert ("save", "a.ckpt", 1) not in inner.calls  # cancelled, never written
+        assert inner.calls == [("save", "b.ckpt", 0), ("remove", "a.ckpt", None)]  # cancelled, never written
+
+
+# ---------------------------------------------------------------- drop-in: the inner IO sees the sync calls
+
+
+@pytest.mark.parametrize("durability", ["atomic", "fsync", "none"])
+def test_inner_io_sees_exactly_the_calls_of_the_synchronous_io(tmp_path, durability):
+    """The same call sequence on a plain TorchCheckpointIO used synchronously and wrapped by the fixed IO: the
+    same calls (method, checkpoint content, path) reach it, in call order, and the same files result. The one
+    difference, with the default ``durability="atomic"``, is that a save's path is the hidden temp name next to
+    the target (``.a.ckpt.tmp`` for ``a.ckpt``), renamed into place once durable."""
+    from unittest.mock import Mock
+
+    def workload(io, d):
+        p = {n: str(d / f"{n}.ckpt") for n in ("a", "b", "last")}
+        io.save_checkpoint(ck(1), p["a"])
+        io.save_checkpoint(ck(2), p["last"])
+        io.save_checkpoint(ck(3), p["b"])
+        io.remove_checkpoint(p["a"])
+        io.save_checkpoint(ck(4), p["last"])
+        io.remove_checkpoint(p["b"])
+        io.save_checkpoint(ck(5), p["a"])
+        io.teardown()
+
+    def record(inner, d):
+        seen = []
+        inner.save_checkpoint = Mock(
+            side_effect=lambda c, path, storage_options=None: seen.append(("save", os.path.relpath(path, d), c["v"]))
+            or TorchCheckpointIO.save_checkpoint(inner, c, path, storage_options)
+        )
+        inner.remove_checkpoint = Mock(
+            side_effect=lambda path: seen.append(("remove", os.path.relpath(path, d)))
+            or TorchCheckpointIO.remove_checkpoint(inner, path)
+        )
+        return seen
+
+    sync_inner, wrapped_inner = TorchCheckpointIO(), TorchCheckpointIO()
+    sync_seen, fixed_seen = record(sync_inner, tmp_path / "sync"), record(wrapped_inner, tmp_path / "fixed")
+    workload(sync_inner, tmp_path / "sync")
+    workload(LockedAsyncCheckpointIO(wrapped_inner, max_pending=1, durability=durability), tmp_path / "fixed")
+    if durability == "atomic":
+        assert all(c[1].startswith(".") and c[1].endswith(".ckpt.tmp") for c in fixed_seen if c[0] == "save")
+        fixed_seen = [(c[0], c[1][1:-4], *c[2:]) if c[0] == "save" else c for c in fixed_seen]
+    assert fixed_seen == sync_seen and len(sync_seen) == 7
+    assert on_disk(tmp_path / "fixed") == on_disk(tmp_path / "sync") == ["a.ckpt", "last.ckpt"]
+    assert read_v(tmp_path / "fixed" / "last.ckpt") == 4
 
 
 # ---------------------------------------------------------------- 1. remove cancels / waits
 
 
-def test_1_remove_cancels_queued_save(tmp_path, inner):
-    io = LockedAsyncCheckpointIO(inner)
+def test_1_cancel_superseded_drops_queued_save(tmp_path, inner):
+    io = LockedAsyncCheckpointIO(inner, cancel_superseded=True)
     gate = inner.gate("b.ckpt")
     io.save_checkpoint(ck(0), str(tmp_path / "b.ckpt"))
     gate.wait_entered()
@@ -119,18 +171,20 @@ def test_1_remove_of_committed_file_and_of_missing_file(tmp_path, inner):
 # ---------------------------------------------------------------- 2. same path: last call wins
 
 
-def test_2_same_path_saves_apply_in_call_order_last_wins(tmp_path, inner):
-    io = LockedAsyncCheckpointIO(inner, max_pending=3)
+@pytest.mark.parametrize("cancel", [False, True])
+def test_2_same_path_saves_apply_in_call_order_last_wins(tmp_path, inner, cancel):
+    io = LockedAsyncCheckpointIO(inner, max_pending=3, cancel_superseded=cancel)
     last = str(tmp_path / "last.ckpt")
     gate = inner.gate("last.ckpt")
     io.save_checkpoint(ck(1), last)
     gate.wait_entered()
     io.save_checkpoint(ck(2), last)  # queued
-    io.save_checkpoint(ck(3), last)  # supersedes the queued 2
+    io.save_checkpoint(ck(3), last)  # with cancel_superseded: replaces the queued 2
     gate.release()
     io.wait()
     assert read_v(last) == 3
-    assert [c for c in inner.calls if c[0] == "save"] == [("save", "last.ckpt", 1), ("save", "last.ckpt", 3)]
+    written = [1, 3] if cancel else [1, 2, 3]
+    assert [c for c in inner.calls if c[0] == "save"] == [("save", "last.ckpt", v) for v in written]
 
 
 # ---------------------------------------------------------------- 3. deferred deletion
@@ -255,10 +309,13 @@ class _BlockWhilePickled:
         return (int, (0,))
 
 
-def test_7_local_write_is_atomic_and_temp_is_hidden(tmp_path):
+def test_7_atomic_write_goes_through_the_inner_io_and_temp_is_hidden(tmp_path):
+    """durability="atomic": the wrapped IO itself writes the hidden temp; the final name keeps the old complete
+    file until the rename."""
     from locked_helpers import Gate
 
-    io = LockedAsyncCheckpointIO(TorchCheckpointIO())
+    inner = TorchCheckpointIO()
+    io = LockedAsyncCheckpointIO(inner, durability="atomic")
     a = str(tmp_path / "a.ckpt")
     io.save_checkpoint(ck(1), a)
     io.wait()
@@ -268,16 +325,28 @@ def test_7_local_write_is_atomic_and_temp_is_hidden(tmp_path):
     # Mid-write: the final name still holds the old complete file; the partial one is a hidden temp.
     assert read_v(a) == 1
     assert on_disk(tmp_path) == ["a.ckpt"]
-    temps = [n for n in os.listdir(tmp_path) if n != "a.ckpt"]
-    assert len(temps) == 1 and temps[0].startswith(".a.ckpt.tmp-") and not temps[0].endswith(".ckpt")
     gate.release()
     io.wait()
     assert read_v(a) == 2
     assert os.listdir(tmp_path) == ["a.ckpt"]
 
 
-def test_7_failed_write_keeps_old_file_and_leaves_no_temp(tmp_path, monkeypatch):
-    io = LockedAsyncCheckpointIO(TorchCheckpointIO())
+def test_7_atomic_mode_hands_the_temp_path_to_the_inner_io(tmp_path, inner):
+    io = LockedAsyncCheckpointIO(inner)
+    assert io.durability == "atomic"  # the default
+    gate = inner.gate("a.ckpt")
+    io.save_checkpoint(ck(1), str(tmp_path / "a.ckpt"))
+    gate.wait_entered()
+    assert os.listdir(tmp_path) == []  # TorchCheckpointIO writes only when the gate opens
+    gate.release()
+    io.teardown()
+    assert inner.paths == [str(tmp_path / ".a.ckpt.tmp")]  # deterministic name: no pid, no counter
+    assert os.listdir(tmp_path) == ["a.ckpt"] and read_v(tmp_path / "a.ckpt") == 1
+
+
+@pytest.mark.parametrize("durability", ["fsync", "atomic"])
+def test_7_failed_write_keeps_old_file_and_leaves_no_temp(tmp_path, monkeypatch, durability):
+    io = LockedAsyncCheckpointIO(TorchCheckpointIO(), durability=durability)
     a = str(tmp_path / "a.ckpt")
     io.save_checkpoint(ck(1), a)
     io.wait()
@@ -295,54 +364,51 @@ def test_7_failed_write_keeps_old_file_and_leaves_no_temp(tmp_path, monkeypatch)
     assert os.listdir(tmp_path) == ["a.ckpt"]
 
 
-def test_7_fsyncs_file_and_directory(tmp_path, monkeypatch):
-    synced = []
+@pytest.mark.parametrize("durability", ["fsync", "atomic", "none"])
+def test_7_fsyncs_file_and_directory_after_the_inner_write(tmp_path, monkeypatch, durability):
+    """The inner IO writes (its call is recorded first), then the plugin fsyncs the file and the directory."""
+    events = []
     real_fsync = os.fsync
-    monkeypatch.setattr(locked_async.os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
-    io = LockedAsyncCheckpointIO(TorchCheckpointIO())
+    monkeypatch.setattr(locked_async.os, "fsync", lambda fd: events.append("fsync") or real_fsync(fd))
+    inner = TorchCheckpointIO()
+    real_save = inner.save_checkpoint
+    inner.save_checkpoint = lambda *a, **k: events.append("inner save") or real_save(*a, **k)
+    io = LockedAsyncCheckpointIO(inner, durability=durability)
     io.save_checkpoint(ck(1), str(tmp_path / "a.ckpt"))
     io.wait()
-    assert len(synced) == (2 if hasattr(os, "O_DIRECTORY") else 1)
+    fsyncs = ["fsync"] * (2 if hasattr(os, "O_DIRECTORY") else 1)
+    assert events == ["inner save"] + (fsyncs if durability != "none" else [])
 
 
-def test_7_stray_temps_from_a_crash_are_cleaned_on_first_save(tmp_path):
-    stray = tmp_path / ".epoch=0.ckpt.tmp-999999999-3"
+def test_7_stray_temps_from_a_crash_are_cleaned_on_first_atomic_save(tmp_path):
+    stray = tmp_path / ".epoch=0.ckpt.tmp"
     stray.write_bytes(b"torn")
     unrelated = tmp_path / ".hidden"
     unrelated.write_bytes(b"x")
     assert on_disk(tmp_path) == []  # a stray temp is never mistaken for a checkpoint
-    io = LockedAsyncCheckpointIO(TorchCheckpointIO())
+    io = LockedAsyncCheckpointIO(TorchCheckpointIO(), durability="atomic")
     io.save_checkpoint(ck(1), str(tmp_path / "a.ckpt"))
     io.teardown()
     assert sorted(os.listdir(tmp_path)) == [".hidden", "a.ckpt"]
 
 
-def test_7_fsspec_filesystem_write_goes_through_temp_and_mv(monkeypatch):
+def test_7_durability_must_be_known():
+    with pytest.raises(ValueError, match="durability"):
+        LockedAsyncCheckpointIO(durability="sometimes")
+
+
+def test_7_fsspec_filesystem_write_is_delegated_unchanged():
+    """Non-local fsspec filesystems: the inner IO writes the final path itself; nothing is fsynced or renamed."""
     fs = fsspec.filesystem("memory")
-    moves = []
-    real_mv = type(fs).mv
-
-    def spy_mv(self, a, b, **kwargs):
-        moves.append((a, b))
-        return real_mv(self, a, b, **kwargs)
-
-    monkeypatch.setattr(type(fs), "mv", spy_mv)
-    io = LockedAsyncCheckpointIO(TorchCheckpointIO())
-    io.save_checkpoint(ck(5), "memory://g7/a.ckpt")
-    io.teardown()
-    assert [os.path.basename(b) for _, b in moves] == ["a.ckpt"]
-    assert os.path.basename(moves[0][0]).startswith(".a.ckpt.tmp-")
-    assert fs.ls("/g7", detail=False) == ["/g7/a.ckpt"]
-    assert io.load_checkpoint("memory://g7/a.ckpt")["v"] == 5
-    fs.rm("/g7", recursive=True)
-
-
-def test_7_custom_checkpoint_io_does_the_write_itself(tmp_path, inner):
-    """A non-plain TorchCheckpointIO is delegated to (atomicity is its business), ordering still holds."""
-    io = LockedAsyncCheckpointIO(inner)
-    io.save_checkpoint(ck(1), str(tmp_path / "a.ckpt"), storage_options=None)
-    io.teardown()
-    assert inner.calls == [("save", "a.ckpt", 1)]
+    for durability in ("fsync", "atomic"):
+        inner = GatedIO()
+        io = LockedAsyncCheckpointIO(inner, durability=durability)
+        io.save_checkpoint(ck(5), "memory://g7/a.ckpt")
+        io.teardown()
+        assert inner.calls == [("save", "a.ckpt", 5)]
+        assert fs.ls("/g7", detail=False) == ["/g7/a.ckpt"]
+        assert io.load_checkpoint("memory://g7/a.ckpt")["v"] == 5
+        fs.rm("/g7", recursive=True)
 
 
 # ---------------------------------------------------------------- 8. background errors

@@ -11,7 +11,7 @@ from lightning.pytorch.loggers import CSVLogger
 from locked_helpers import TIMEOUT, GatedIO, WaitSpy, run_in_thread
 from racecheck.fixed_impl import LockedAsyncCheckpointIO, LockedModelCheckpoint, locked_async
 from test_locked_async import ck
-from test_trainer_fit import SlowTorchCheckpointIO, TinyModel, _disk, _view
+from test_trainer_fit import TinyModel, _disk, _view
 
 
 @pytest.fixture
@@ -98,13 +98,90 @@ def test_fit_with_locked_model_checkpoint(tmp_path, save_last):
         )
         trainer = Trainer(
             default_root_dir=tmp_path, accelerator="cpu", max_epochs=max_epochs, callbacks=[cb], logger=logger,
-            plugins=[LockedAsyncCheckpointIO(SlowTorchCheckpointIO())], enable_progress_bar=False,
+            plugins=[LockedAsyncCheckpointIO()], enable_progress_bar=False,
             enable_model_summary=False,
         )
         trainer.fit(TinyModel(), ckpt_path=ckpt_path)
-        assert _disk(tmp_path) == _view(cb)
+        assert _disk(str(tmp_path)) == _view(cb)
         last = tmp_path / "ckpts" / "last.ckpt"
         assert os.path.exists(last)
         if save_last == "link":
             assert os.path.islink(last) and os.path.realpath(last) in {os.path.realpath(p) for p in cb.best_k_models}
     assert logger.missing == []
+
+
+# ---------------------------------------------------------------- best_model_path vs a save that fails later
+
+
+def _fit_with_failing_saves(callback_cls):
+    """One schedule: top-2 fit on the fake fs, where the filesystem fails a chosen write or fsync with EIO."""
+    import racecheck.fakefs
+    import torch
+    from lightning.pytorch import Trainer
+
+    root = racecheck.fakefs.root()
+    io = LockedAsyncCheckpointIO()
+    cb = callback_cls(dirpath=os.path.join(root, "ckpts"), monitor="score", mode="min", save_top_k=2,
+                      every_n_train_steps=1)
+    trainer = Trainer(default_root_dir=root, accelerator="cpu", max_epochs=2, callbacks=[cb], plugins=[io],
+                      logger=False, enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0)
+    error = None
+    try:
+        trainer.fit(TinyModel())
+    except OSError as ex:
+        error = ex
+    failed = io.failed_saves()
+    if failed:
+        assert error is not None and error.errno == 5, "a checkpoint save failed but no error surfaced"
+    best = cb.best_model_path
+    assert best not in failed, f"best_model_path names {os.path.basename(best)}, whose save failed"
+    if best:
+        assert torch.load(best, weights_only=False)["global_step"] >= 0
+    assert not {p for p in cb.best_k_models if p in failed}
+    return bool(failed)
+
+
+@pytest.mark.parametrize("callback", [ModelCheckpoint, LockedModelCheckpoint])
+def test_best_model_path_never_names_a_failed_save(callback):
+    """Explored with EIO injected by the fake filesystem on a write or fsync chosen by the schedule (so the failure
+    lands in a queued save, in its durability step, or nowhere). Stock ModelCheckpoint reports the failed file as
+    best; LockedModelCheckpoint never does, and the error still stops the fit."""
+    import racecheck
+    from racecheck.fakefs import FakeFS
+
+    seen = []
+
+    def body():
+        seen.append(_fit_with_failing_saves(callback))
+
+    result = racecheck.explore(body, strategy="random", schedules=24, seed=1, fs=FakeFS(eio=("write", "fsync")),
+                               instrument=LockedAsyncCheckpointIO.__racecheck_instrument__)
+    if callback is ModelCheckpoint:
+        assert not result.ok and "whose save failed" in str(result.failure.exception)
+    else:
+        result.raise_on_failure()
+        assert any(seen) and not all(seen)  # some schedules failed a save, some did not
+
+
+def test_failed_save_is_reconciled_in_state_dict(tmp_path):
+    """A unit view of the same: a queued save fails; the callback state that goes into the next checkpoint no
+    longer names it, and best falls back to the best committed file."""
+    inner = GatedIO()
+    io = LockedAsyncCheckpointIO(inner)
+    cb = LockedModelCheckpoint(dirpath=tmp_path, monitor="score", mode="min", save_top_k=2)
+    cb._io = io
+    good, bad = str(tmp_path / "good.ckpt"), str(tmp_path / "bad.ckpt")
+    io.save_checkpoint(ck(1), good)
+    io.wait()
+    import torch
+
+    cb.best_k_models = {good: torch.tensor(1.0), bad: torch.tensor(0.5)}
+    cb.best_model_path, cb.best_model_score = bad, torch.tensor(0.5)
+    inner.fail["bad.ckpt"] = OSError(5, "I/O error")
+    io.save_checkpoint(ck(2), bad)
+    with pytest.raises(OSError, match="I/O error"):
+        io.wait()  # the error surfaces
+    assert cb.best_model_path == good
+    assert cb.state_dict()["best_model_path"] == good and list(cb.best_k_models) == [good]
+    assert cb.best_model_score == 1.0 and cb.kth_best_model_path == ""
+    io.teardown()

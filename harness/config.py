@@ -1,0 +1,130 @@
+"""One object for everything that shapes an exploration, so explore(), replay(), the CLI and the pytest plugin agree.
+
+``explore(fn, config)`` takes a ``Config``; every field is also accepted as a keyword shortcut that overrides the
+config's value (``explore(fn, strategy="dfs", schedules=50)``). A keyword that is not a field is a TypeError that
+names it, so a typo never silently runs a default exploration.
+
+``preemption_bound`` has one meaning everywhere: an int >= 0 is the bound, ``None`` (or ``math.inf``) means no bound.
+The default is 2 (SCTBench: most bugs need 1-3 preemptions). Only the dfs strategy and the shrinker's exhaustive
+pass use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__racecheck_engine__ = True
+
+STRATEGY_NAMES = ("random", "pct", "dfs", "pos")
+
+
+@dataclass(frozen=True)
+class Config:
+    """How to explore: strategy, budget, what to control, limits. Immutable; derive variants with ``replace``."""
+
+    strategy: str = "pct"  # "random", "pct", "dfs" or "pos"
+    schedules: int = 1000  # at most this many schedules (dfs may stop earlier: result.exhausted)
+    seed: int = 0
+    instrument: tuple[Any, ...] = ()  # modules or dotted names ("pkg.*") to control besides fn's own module
+    preemption_bound: int | float | None = 2  # dfs / shrinker bound; None or math.inf = unbounded
+    depth: int = 3  # pct bug depth d (d-1 priority change points)
+    fs: Any = None  # None, "posix", "windows" or a racecheck.fakefs.FakeFS: a fresh fake filesystem per schedule
+    on_crash: Callable[[], Any] | None = None  # recovery check run after a simulated crash
+    max_steps: int = 20000  # scheduling steps per schedule before a step-limit failure (livelock)
+    watchdog: float | None = 2.0  # real seconds without a scheduling point before "uncontrolled blocking"
+    shrink_budget: int = 300  # replays the shrinker may spend; 0 reports the failure as found
+    check_determinism: bool = False  # run every schedule twice and report the first divergence as a failure
+    max_failures: int = 1  # keep exploring until this many distinct failures (result.failures) are found
+    race_budget: int = 40  # replays spent naming the racing pair of each failure (failure.race); 0 skips it
+    skip_duplicates: bool = True  # random/pct/pos never run a schedule twice and stop when the space is done
+    preempt: Any = None  # "lines": every line of the instrumented modules is a point; or the modules to do it in
+    database: Any = None  # a folder (".racecheck") keeping failing tokens per test, replayed first; None: off
+
+    def __post_init__(self) -> None:
+        instrument = self.instrument
+        if instrument is None:
+            instrument = ()
+        elif isinstance(instrument, (str, types.ModuleType)):
+            instrument = (instrument,)
+        else:
+            instrument = tuple(instrument)
+        object.__setattr__(self, "instrument", instrument)
+        self._validate()
+
+    def _validate(self) -> None:
+        if self.strategy not in STRATEGY_NAMES:
+            raise ValueError(f"unknown strategy {self.strategy!r} (choose {', '.join(STRATEGY_NAMES)})")
+        _int_at_least("schedules", self.schedules, 1)
+        _int_at_least("depth", self.depth, 1)
+        _int_at_least("max_steps", self.max_steps, 1)
+        _int_at_least("shrink_budget", self.shrink_budget, 0)
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise TypeError(f"seed must be an int, not {type(self.seed).__name__}")
+        bound = self.preemption_bound
+        if bound is not None and bound != math.inf:
+            _int_at_least("preemption_bound", bound, 0)
+        if self.watchdog is not None and (not isinstance(self.watchdog, (int, float)) or not self.watchdog > 0):
+            raise ValueError(f"watchdog must be a positive number of seconds or None, not {self.watchdog!r}")
+        if self.on_crash is not None and not callable(self.on_crash):
+            raise TypeError("on_crash must be callable")
+        if not isinstance(self.check_determinism, bool):
+            raise TypeError("check_determinism must be True or False")
+        _int_at_least("max_failures", self.max_failures, 1)
+        if not isinstance(self.skip_duplicates, bool):
+            raise TypeError("skip_duplicates must be True or False")
+        _int_at_least("race_budget", self.race_budget, 0)
+        preempt = self.preempt
+        if isinstance(preempt, list):
+            object.__setattr__(self, "preempt", tuple(preempt))
+        elif preempt is not None and preempt != "lines" and not isinstance(preempt, (tuple, types.ModuleType)):
+            raise ValueError(f"preempt must be None, 'lines' or a list of modules, not {preempt!r}")
+        if self.database is not None and not isinstance(self.database, (str, os.PathLike)):
+            raise TypeError(f"database must be a folder path or None, not {type(self.database).__name__}")
+
+    @property
+    def bound(self) -> int | None:
+        """The preemption bound as the search uses it: an int, or None for unbounded."""
+        if self.preemption_bound is None or self.preemption_bound == math.inf:
+            return None
+        return int(self.preemption_bound)
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with ``changes`` applied; unknown names raise TypeError naming them."""
+        check_names(changes, "Config.replace")
+        return dataclasses.replace(self, **changes) if changes else self
+
+
+FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Config))
+
+
+def check_names(shortcuts: dict[str, Any], where: str) -> None:
+    unknown = [name for name in shortcuts if name not in FIELD_NAMES]
+    if unknown:
+        raise TypeError(
+            f"{where}() got an unexpected keyword argument {unknown[0]!r} (valid: {', '.join(FIELD_NAMES)})"
+        )
+
+
+def resolve(config: Config | None, shortcuts: dict[str, Any], where: str) -> Config:
+    """The config ``explore``/``replay`` run with: ``config`` (or the defaults) overridden by keyword shortcuts."""
+    if config is not None and not isinstance(config, Config):
+        raise TypeError(
+            f"{where}() takes a racecheck.Config as its second positional argument, not {type(config).__name__}; "
+            "pass options as keywords (strategy=..., schedules=...)"
+        )
+    check_names(shortcuts, where)
+    base = config if config is not None else Config()
+    return dataclasses.replace(base, **shortcuts) if shortcuts else base
+
+
+def _int_at_least(name: str, value: Any, low: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, not {value}")

@@ -1,0 +1,430 @@
+"""Exploring scenario cells in one process, in J local processes, or on execnet gateways, with the same answer.
+
+Determinism across worker counts comes from the partitioning, not from the workers: the N schedules of a cell are
+cut into fixed chunks of ``CHUNK`` schedules (dfs, which cannot be cut, is one unit). Chunk k always runs
+``explore(schedules=CHUNK, seed=chunk_seed(seed, k))`` and its schedule i is global schedule ``k*CHUNK + i``,
+whoever runs it. Units are handed out in order; once chunk k of a cell fails, later chunks of that cell are not
+started and earlier ones still finish, so the reported failure is always the one with the lowest global index and
+the schedule count is the same for ``--jobs 1`` and ``--jobs 8``.
+
+``time_budget`` is checked only between units: what is explored is always a prefix of the same unit sequence, and
+the result says how many schedules that prefix held.
+
+Every unit and every result is plain JSON-safe data, so the same ``execute_unit`` runs in this process, in a
+spawned process, or on a remote interpreter reached through execnet (``--tx``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import queue
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from racecheck.clitoken import CliToken
+from racecheck.report.model import CellResult, FailureRecord
+
+__racecheck_engine__ = True
+
+CHUNK = 25
+DEFAULT_CATALOGUE = "racecheck.scenarios"
+CATALOGUE_ENV = "RACECHECK_CATALOGUE"
+
+
+class RunnerError(Exception):
+    """A worker could not run a unit (unreachable gateway, racecheck missing there, ...); one line."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One scenario x target x semantics to explore with one strategy, seed and schedule count."""
+
+    scenario: str
+    target: str
+    fs: str
+    strategy: str
+    seed: int
+    schedules: int
+    instrument: tuple[str, ...] = ()
+    catalogue: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()  # extra explore() keywords (shrink_budget, preemption_bound, ...)
+    oracle: str = ""
+
+
+def catalogue_name() -> str | None:
+    """The catalogue module named by ``RACECHECK_CATALOGUE`` (a plug-in catalogue), or None for the built-in."""
+    name = os.environ.get(CATALOGUE_ENV, "").strip()
+    return name or None
+
+
+def load_catalogue(name: str | None) -> Any:
+    return importlib.import_module(name or DEFAULT_CATALOGUE)
+
+
+def chunk_seed(seed: int, chunk: int) -> int:
+    """The seed of chunk ``chunk``: a function of (seed, chunk) only, identical on every machine."""
+    digest = hashlib.sha256(f"racecheck-cli:{seed}:{chunk}".encode()).hexdigest()
+    return int(digest[:12], 16)
+
+
+def plan(cells: Sequence[Cell]) -> list[dict]:
+    """All units of all cells, in the order they are handed out."""
+    units = []
+    for index, cell in enumerate(cells):
+        common = {
+            "cell": index,
+            "catalogue": cell.catalogue,
+            "scenario": cell.scenario,
+            "target": cell.target,
+            "fs": cell.fs,
+            "instrument": list(cell.instrument),
+            "strategy": cell.strategy,
+            "options": dict(cell.options),
+        }
+        if cell.strategy == "dfs":
+            units.append({**common, "chunk": 0, "base": 0, "seed": cell.seed, "schedules": cell.schedules})
+            continue
+        for chunk, base in enumerate(range(0, cell.schedules, CHUNK)):
+            size = min(CHUNK, cell.schedules - base)
+            units.append(
+                {**common, "chunk": chunk, "base": base, "seed": chunk_seed(cell.seed, chunk), "schedules": size}
+            )
+    return units
+
+
+# ----- one unit, in whichever process runs it ---------------------------------------------------------------------
+
+_prepared_cache: dict[tuple, Any] = {}
+
+
+def prepare(catalogue: str | None, scenario: str, target: str, fs: str, instrument: Sequence[str]) -> tuple:
+    """(Prepared, explore keywords) for a cell; cached per process so a worker builds each cell once."""
+    key = (catalogue, scenario, target, fs, tuple(instrument))
+    if key not in _prepared_cache:
+        scenarios = load_catalogue(catalogue)
+        prepared = scenarios.get(scenario).build(scenarios.load_target(target), fs)
+        kwargs = dict(prepared.explore_kwargs)
+        extra = list(instrument)
+        if extra:
+            base = kwargs.get("instrument") or ()
+            if isinstance(base, (str, type(os))):
+                base = (base,)
+            kwargs["instrument"] = [*base, *extra]
+        _prepared_cache[key] = (prepared, kwargs)
+    return _prepared_cache[key]
+
+
+def _event(event: Any) -> list[Any]:
+    switch = getattr(event, "switch", None)
+    if switch is None:
+        switch = getattr(event, "kind", "")
+    return [int(event.step), int(event.tid), str(event.op), str(event.loc), str(switch)]
+
+
+def _race(failure: Any) -> list[list[Any]] | None:
+    race = getattr(failure, "race", None)
+    if race is None:
+        return None
+    try:
+        pair = list(race)
+        return [_event(e) for e in pair]
+    except (TypeError, AttributeError):
+        return None
+
+
+def execute_unit(unit: dict) -> dict:
+    """Explore one unit; the answer is JSON-safe (it may cross a process or a network)."""
+    from racecheck.explore import explore
+
+    try:
+        prepared, kwargs = prepare(unit["catalogue"], unit["scenario"], unit["target"], unit["fs"], unit["instrument"])
+        kwargs = {**kwargs, **unit.get("options", {})}
+        started = time.perf_counter()
+        result = explore(
+            prepared.fn, strategy=unit["strategy"], schedules=unit["schedules"], seed=unit["seed"], **kwargs
+        )
+        elapsed = time.perf_counter() - started
+    except Exception as exc:  # noqa: BLE001 - reported to the user as one line by the CLI
+        text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+        return {"error": text[0] if text else type(exc).__name__}
+    failure = result.failure
+    out: dict[str, Any] = {
+        "schedules": result.schedules,
+        "executions": result.schedules + (getattr(failure, "shrink_probes", 0) if failure else 0),
+        "elapsed": elapsed,
+        "exhausted": bool(result.exhausted),
+        "failure": None,
+    }
+    if failure is not None:
+        out["failure"] = FailureRecord(
+            kind=str(failure.kind),
+            message=f"{type(failure.exception).__name__}: {failure.exception}",
+            schedule_index=unit["base"] + int(failure.schedule_index),
+            preemptions=int(failure.preemptions),
+            steps=int(failure.steps),
+            trace=str(failure.trace),
+            engine_token=str(failure.token),
+            thread=getattr(failure, "thread", None),
+            events=[_event(e) for e in failure.events],
+            race=_race(failure),
+        ).to_dict()
+    return out
+
+
+# ----- backends: where units run -----------------------------------------------------------------------------------
+
+_REMOTE_SOURCE = """
+import racecheck.parallel as _rc_parallel
+_rc_parallel.serve(channel)
+"""
+
+
+def serve(channel: Any) -> None:
+    """The loop an execnet gateway runs: units in, results out, None to stop."""
+    while True:
+        unit = channel.receive()
+        if unit is None:
+            return
+        channel.send(execute_unit(unit))
+
+
+def expand_tx(specs: Sequence[str]) -> list[str]:
+    """``2*popen`` -> ``["popen", "popen"]`` (pytest-xdist's notation)."""
+    out = []
+    for spec in specs:
+        count, star, rest = spec.partition("*")
+        if star and count.isdigit():
+            if not 1 <= int(count) <= 256:
+                raise RunnerError(f"--tx {spec!r}: the count must be between 1 and 256")
+            out.extend([rest] * int(count))
+        else:
+            out.append(spec)
+    return out
+
+
+class _Slot:
+    def run(self, unit: dict) -> dict:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class _ProcessSlot(_Slot):
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+
+    def run(self, unit):
+        return self.pool.submit(execute_unit, unit).result()
+
+
+class _GatewaySlot(_Slot):
+    def __init__(self, spec: str, group: Any) -> None:
+        self.spec = spec
+        try:
+            self.gateway = group.makegateway(spec)
+            self.channel = self.gateway.remote_exec(_REMOTE_SOURCE)
+        except Exception as exc:  # noqa: BLE001 - an unusable --tx spec is the user's input
+            raise RunnerError(
+                f"--tx {spec!r}: cannot start the gateway: {type(exc).__name__}: {_one_line(exc)}"
+            ) from None
+
+    def run(self, unit):
+        try:
+            self.channel.send(unit)
+            return self.channel.receive()
+        except Exception as exc:  # noqa: BLE001
+            return {"error": f"gateway {self.spec!r}: {_one_line(exc)}"}
+
+    def close(self):
+        try:
+            self.channel.send(None)
+            self.channel.waitclose(10)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    # execnet's RemoteError carries the remote traceback: its last line is the exception itself
+    return lines[-1] if lines else type(exc).__name__
+
+
+# ----- the dispatcher ----------------------------------------------------------------------------------------------
+
+
+class _Dispatcher:
+    def __init__(self, units: list[dict], time_budget: float | None) -> None:
+        self.units = deque(units)
+        self.lock = threading.Lock()
+        self.failed_at: dict[int, int] = {}
+        self.time_budget = time_budget
+        self.started = time.monotonic()
+        self.budget_hit = False
+
+    def next_unit(self) -> dict | None:
+        with self.lock:
+            while self.units:
+                if self.time_budget is not None and time.monotonic() - self.started >= self.time_budget:
+                    self.budget_hit = True
+                    self.units.clear()
+                    return None
+                unit = self.units.popleft()
+                failed = self.failed_at.get(unit["cell"])
+                if failed is not None and unit["chunk"] > failed:
+                    continue
+                return unit
+            return None
+
+    def record(self, unit: dict, result: dict) -> None:
+        if result.get("failure") is not None:
+            with self.lock:
+                cell = unit["cell"]
+                self.failed_at[cell] = min(self.failed_at.get(cell, unit["chunk"]), unit["chunk"])
+
+
+ProgressFn = Callable[[dict, dict], None]
+
+
+def explore_cells(
+    cells: Sequence[Cell],
+    jobs: int = 1,
+    tx: Sequence[str] = (),
+    time_budget: float | None = None,
+    progress: ProgressFn | None = None,
+) -> tuple[list[CellResult], bool]:
+    """Explore every cell; returns the per-cell results and whether the time budget stopped the exploration."""
+    units = plan(cells)
+    dispatcher = _Dispatcher(units, time_budget)
+    results: dict[tuple[int, int], dict] = {}
+
+    def finish(unit: dict, result: dict) -> None:
+        if "error" in result:
+            raise RunnerError(f"{unit['scenario']} [{unit['fs']}]: {result['error']}")
+        results[(unit["cell"], unit["chunk"])] = result
+        if progress is not None:
+            progress(unit, result)
+
+    specs = expand_tx(tx)
+    if jobs <= 1 and not specs:
+        while (unit := dispatcher.next_unit()) is not None:
+            result = execute_unit(unit)
+            dispatcher.record(unit, result)
+            finish(unit, result)
+    else:
+        _run_parallel(dispatcher, jobs, specs, finish)
+    return [_assemble(i, cell, results) for i, cell in enumerate(cells)], dispatcher.budget_hit
+
+
+def _warm() -> int:
+    return os.getpid()
+
+
+def _process_pool(jobs: int) -> Any:
+    """J worker processes, started before any thread of ours exists.
+
+    On Linux they are forked from this process, which has already imported the catalogue and built every cell
+    (the CLI validates them first), so a worker starts exploring at once instead of importing Lightning again.
+    Elsewhere (no safe fork) they are spawned and build what they need on first use.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method))
+    for future in [pool.submit(_warm) for _ in range(jobs)]:  # launches every worker now, from this thread
+        future.result()
+    return pool
+
+
+def _run_parallel(dispatcher: _Dispatcher, jobs: int, specs: list[str], finish: Callable[[dict, dict], None]) -> None:
+    slots: list[_Slot] = []
+    pool = group = None
+    try:
+        if specs:
+            try:
+                import execnet
+            except ImportError:
+                raise RunnerError("--tx needs execnet (pip install execnet, or pytest-xdist which brings it)")
+            group = execnet.Group()
+            slots = [_GatewaySlot(spec, group) for spec in specs]
+        else:
+            pool = _process_pool(jobs)
+            slots = [_ProcessSlot(pool) for _ in range(jobs)]
+        done: queue.Queue = queue.Queue()
+        stop = threading.Event()
+
+        def work(slot: _Slot) -> None:
+            try:
+                while not stop.is_set() and (unit := dispatcher.next_unit()) is not None:
+                    try:
+                        result = slot.run(unit)
+                    except Exception as exc:  # noqa: BLE001 - a dead worker process
+                        result = {"error": f"worker failed: {_one_line(exc)}"}
+                    dispatcher.record(unit, result)
+                    done.put((unit, result))
+            finally:
+                done.put(None)
+
+        threads = [threading.Thread(target=work, args=(slot,), daemon=True) for slot in slots]
+        for thread in threads:
+            thread.start()
+        running = len(threads)
+        try:
+            while running:
+                item = done.get()
+                if item is None:
+                    running -= 1
+                    continue
+                finish(*item)
+        except BaseException:
+            stop.set()
+            with dispatcher.lock:
+                dispatcher.units.clear()
+            raise
+        for thread in threads:
+            thread.join()
+    finally:
+        for slot in slots:
+            slot.close()
+        if group is not None:
+            group.terminate(timeout=10)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _assemble(index: int, cell: Cell, results: dict[tuple[int, int], dict]) -> CellResult:
+    out = CellResult(
+        scenario=cell.scenario,
+        target=cell.target,
+        fs=cell.fs,
+        strategy=cell.strategy,
+        seed=cell.seed,
+        requested=cell.schedules,
+        oracle=cell.oracle,
+    )
+    chunk = 0
+    while (index, chunk) in results:
+        part = results[(index, chunk)]
+        out.schedules += part["schedules"]
+        out.executions += part["executions"]
+        out.elapsed += part["elapsed"]
+        out.exhausted = out.exhausted or part["exhausted"]
+        if part["failure"] is not None:
+            failure = FailureRecord.from_dict(part["failure"])
+            failure.token = CliToken(
+                cell.scenario, cell.fs, cell.target, failure.engine_token, failure.schedule_index,
+                cell.instrument, cell.catalogue,
+            ).encode()
+            out.failure = failure
+            break
+        chunk += 1
+    out.budget_stopped = out.failure is None and not out.exhausted and out.schedules < out.requested
+    return out

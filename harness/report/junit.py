@@ -1,0 +1,70 @@
+"""``junit.xml``: one testcase per scenario x target x semantics, so any CI shows racecheck cells like tests.
+
+A failing cell carries its message, its replay token (in the ``message`` attribute and the body) and the trace;
+a gate regression is a failure too (``extra_failures``: cell key -> reason).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+
+from racecheck.report.model import CellResult
+
+__racecheck_engine__ = True
+
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _x(text: str) -> str:
+    """Characters XML 1.0 cannot hold (NUL, most C0 controls, lone surrogates) become U+FFFD."""
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def render(
+    cells: Sequence[CellResult],
+    suite: str = "racecheck",
+    extra_failures: Mapping[tuple[str, str, str], str] | None = None,
+) -> str:
+    extra = extra_failures or {}
+    root = ET.Element("testsuites")
+    failures = sum(1 for c in cells if c.failure is not None or c.key in extra)
+    node = ET.SubElement(
+        root,
+        "testsuite",
+        name=suite,
+        tests=str(len(cells)),
+        failures=str(failures),
+        errors="0",
+        skipped="0",
+        time=f"{sum(c.elapsed for c in cells):.3f}",
+    )
+    for cell in cells:
+        case = ET.SubElement(
+            node,
+            "testcase",
+            classname=f"racecheck.{cell.scenario}",
+            name=_x(f"{cell.scenario}[{cell.fs}] {cell.target}"),
+            time=f"{cell.elapsed:.3f}",
+        )
+        props = ET.SubElement(case, "properties")
+        for key, value in (
+            ("strategy", cell.strategy),
+            ("seed", str(cell.seed)),
+            ("schedules", str(cell.schedules)),
+            ("schedules_per_s", f"{cell.schedules_per_second:.2f}"),
+        ):
+            ET.SubElement(props, "property", name=key, value=value)
+        reason = extra.get(cell.key)
+        if cell.failure is not None:
+            f = cell.failure
+            failure = ET.SubElement(
+                case, "failure", message=_x(f"{f.message} (replay: racecheck replay {f.token})"), type=_x(f.kind)
+            )
+            lead = f"{reason}\n" if reason else ""
+            failure.text = _x(f"{lead}{f.message}\nreplay with: racecheck replay {f.token}\n\n{f.trace}\n")
+        elif reason:
+            ET.SubElement(case, "failure", message=_x(reason), type="gate").text = _x(reason)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,75 @@
+"""What one CLI exploration produced, as plain data: the common input of the console output, every report file
+and the gate.
+
+A *cell* is one scenario x target x semantics explored with one strategy and seed. Everything here is built from
+JSON-safe values (str, int, float, lists, dicts) because results travel between processes and machines (``--jobs``,
+``--tx``) and end up in ``results.json`` as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__racecheck_engine__ = True
+
+
+@dataclass
+class FailureRecord:
+    """A failing schedule, shrunk. ``events`` are the trace events as ``[step, tid, op, loc, switch]`` lists."""
+
+    kind: str
+    message: str
+    schedule_index: int  # global index in the cell's exploration, the same for every --jobs
+    preemptions: int
+    steps: int
+    trace: str
+    engine_token: str
+    token: str = ""  # the CLI token (racecheck replay TOKEN), filled in by the runner
+    thread: str | None = None
+    events: list[list[Any]] = field(default_factory=list)
+    race: list[list[Any]] | None = None  # the racing pair of events, when the engine names it
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FailureRecord:
+        return cls(**data)
+
+
+@dataclass
+class CellResult:
+    scenario: str
+    target: str
+    fs: str
+    strategy: str
+    seed: int
+    requested: int  # schedules asked for
+    schedules: int = 0  # schedules explored (a prefix of the requested ones)
+    executions: int = 0  # schedules plus shrinking replays: the work actually done
+    elapsed: float = 0.0  # seconds of exploration, summed over workers (wall-clock, for throughput only)
+    exhausted: bool = False  # dfs finished its space
+    budget_stopped: bool = False  # --time-budget ran out before all requested schedules
+    failure: FailureRecord | None = None
+    oracle: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.scenario, self.target, self.fs)
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @property
+    def schedules_per_second(self) -> float:
+        return self.schedules / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def executions_per_second(self) -> float:
+        return self.executions / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def label(self) -> str:
+        return f"{self.scenario} [{self.fs}] on {self.target}"

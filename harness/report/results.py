@@ -1,0 +1,89 @@
+"""``results.json``: the machine-readable record of a CLI exploration (schema in reports/SCHEMA.md).
+
+The schema is versioned (``"schema": "racecheck-results/1"``); a reader must check it. Key order is fixed and
+floats are rounded, so two runs with the same outcome differ only in the throughput and timing fields.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Sequence
+from importlib import metadata
+
+from racecheck.report.model import CellResult
+
+__racecheck_engine__ = True
+
+SCHEMA = "racecheck-results/1"
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def versions() -> dict[str, str | None]:
+    return {
+        "racecheck": _version("racecheck"),
+        "python": platform.python_version(),
+        "lightning": _version("lightning"),
+        "torch": _version("torch"),
+    }
+
+
+def cell_dict(cell: CellResult) -> dict:
+    failures = []
+    if cell.failure is not None:
+        f = cell.failure
+        failures.append(
+            {
+                "kind": f.kind,
+                "message": f.message,
+                "token": f.token,
+                "engine_token": f.engine_token,
+                "schedule_index": f.schedule_index,
+                "preemptions": f.preemptions,
+                "steps": f.steps,
+                "thread": f.thread,
+                "trace": f.trace,
+                "events": f.events,
+                "race": f.race,
+            }
+        )
+    return {
+        "scenario": cell.scenario,
+        "target": cell.target,
+        "semantics": cell.fs,
+        "oracle": cell.oracle,
+        "strategy": cell.strategy,
+        "seed": cell.seed,
+        "schedules_requested": cell.requested,
+        "schedules": cell.schedules,
+        "executions": cell.executions,
+        "elapsed_s": round(cell.elapsed, 4),
+        "schedules_per_s": round(cell.schedules_per_second, 2),
+        "exhausted": cell.exhausted,
+        "budget_stopped": cell.budget_stopped,
+        "verdict": "race" if cell.failure is not None else "clean",
+        "failures": failures,
+    }
+
+
+def render(cells: Sequence[CellResult], command: str, run: dict | None = None) -> str:
+    """The whole document; ``run`` adds run-level facts (jobs, time budget, gate verdicts)."""
+    document = {
+        "schema": SCHEMA,
+        "command": command,
+        "versions": versions(),
+        "run": run or {},
+        "summary": {
+            "cells": len(cells),
+            "races": sum(1 for c in cells if c.failure is not None),
+            "schedules": sum(c.schedules for c in cells),
+        },
+        "cells": [cell_dict(c) for c in cells],
+    }
+    return json.dumps(document, indent=2) + "\n"

@@ -1,0 +1,63 @@
+"""Controlled stand-ins for threading, queue, concurrent.futures and time, one module per family:
+
+``locks`` (Lock, RLock), ``conditions`` (Condition), ``events`` (Event, Semaphore, BoundedSemaphore, Barrier),
+``queues`` (Queue, LifoQueue, PriorityQueue, SimpleQueue), ``futures`` (Future, wait, as_completed), ``executor``
+(ThreadPoolExecutor), ``clock`` (sleep and the clocks), ``facades`` (module facades, identity swaps, virtual
+thread idents and pid). Importing this package registers the swaps.
+
+The factories decide at call time: a controlled thread gets a controlled object, any other thread the real one,
+so an instrumented module keeps working for uncontrolled threads. Releases and notifies are traced but are not
+scheduling points: they only enable others, and everything a thread did since its previous point happened inside
+the critical section, so no interleaving is lost.
+"""
+
+from racecheck.sync._base import Primitive
+from racecheck.sync.clock import monotonic, monotonic_ns, perf_counter, perf_counter_ns, sleep, time, time_ns
+from racecheck.sync.conditions import Condition, ControlledCondition
+from racecheck.sync.events import (
+    Barrier,
+    BoundedSemaphore,
+    ControlledBarrier,
+    ControlledBoundedSemaphore,
+    ControlledEvent,
+    ControlledSemaphore,
+    Event,
+    Semaphore,
+)
+from racecheck.sync.executor import DEFAULT_MAX_WORKERS, ThreadPoolExecutor
+from racecheck.sync.facades import (
+    LOGICAL_PID,
+    concurrent_facade,
+    futures_facade,
+    get_ident,
+    get_native_id,
+    getpid,
+    os_facade,
+    queue_facade,
+    threading_facade,
+    time_facade,
+)
+from racecheck.sync.futures import Future, as_completed, wait
+from racecheck.sync.locks import ControlledLock, ControlledRLock, Lock, RLock
+from racecheck.sync.queues import (
+    ControlledLifoQueue,
+    ControlledPriorityQueue,
+    ControlledQueue,
+    ControlledSimpleQueue,
+    LifoQueue,
+    PriorityQueue,
+    Queue,
+    SimpleQueue,
+)
+
+__racecheck_engine__ = True
+
+__all__ = [
+    "DEFAULT_MAX_WORKERS", "LOGICAL_PID", "Barrier", "BoundedSemaphore", "Condition", "ControlledBarrier",
+    "ControlledBoundedSemaphore", "ControlledCondition", "ControlledEvent", "ControlledLifoQueue", "ControlledLock",
+    "ControlledPriorityQueue", "ControlledQueue", "ControlledRLock", "ControlledSemaphore", "ControlledSimpleQueue",
+    "Event", "Future", "LifoQueue", "Lock", "PriorityQueue", "Primitive", "Queue", "RLock", "Semaphore",
+    "SimpleQueue", "ThreadPoolExecutor", "as_completed", "concurrent_facade", "futures_facade", "get_ident",
+    "get_native_id", "getpid", "monotonic", "monotonic_ns", "os_facade", "perf_counter", "perf_counter_ns",
+    "queue_facade", "sleep", "threading_facade", "time", "time_facade", "time_ns", "wait",
+]

@@ -1,0 +1,42 @@
+"""What every controlled primitive shares: its run, its logical name, and the stdlib's timeout conventions.
+
+Each primitive keeps its state in plain Python (only one controlled thread runs at a time, so no real locking is
+needed) and turns every operation into a scheduling point whose ``enabled`` predicate says when a blocked caller
+may proceed. A failed non-blocking attempt (``blocking=False``, ``timeout=0``, ``get_nowait``) is a *yielding*
+point: the caller is waiting for someone else, so switching away from it is not a preemption and spin loops
+around it stay fair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__racecheck_engine__ = True
+
+
+def wait_timeout(timeout: float | None) -> float | None:
+    """Condition/Event/Semaphore/Barrier semantics: None waits forever, a negative timeout polls like 0."""
+    if timeout is None:
+        return None
+    return max(float(timeout), 0.0)
+
+
+def attempt(run: Any, op: str, enabled: Callable[[], bool], timeout: float | None) -> bool:
+    """A possibly blocking attempt; ``timeout`` 0 polls, and a poll that will fail is a yielding point."""
+    if timeout is not None and timeout <= 0:
+        return run.schedule(op, enabled=enabled, timeout=0, yielding=not enabled())
+    return run.schedule(op, enabled=enabled, timeout=timeout)
+
+
+class Primitive:
+    """A controlled object of one run, named in the trace by a per-run counter ("Lock#2"), never by its id."""
+
+    _kind = "Object"
+
+    def __init__(self, run: Any, name: str | None = None) -> None:
+        self._run = run
+        self._name = name or run.new_object_id(self._kind)
+
+    def __repr__(self) -> str:
+        return f"<racecheck {self._name}>"

@@ -1,0 +1,156 @@
+"""ThreadPoolExecutor whose workers are controlled threads and whose work queue is a controlled queue.
+
+Same observable protocol as the stdlib: workers start lazily on submit while none is idle, up to max_workers;
+a failing initializer breaks the pool (pending futures get BrokenThreadPool, later submits raise it);
+shutdown(wait, cancel_futures) cancels what is queued and puts a sentinel that every worker passes on. The default
+size is fixed (8), not derived from ``os.cpu_count()``, so schedules are the same on every machine. Outside a run,
+constructing one returns a real ``concurrent.futures.ThreadPoolExecutor``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import concurrent.futures._base as _futures_base
+import concurrent.futures.thread
+import queue as _real_queue
+import threading as _real_threading
+from typing import Any
+
+from racecheck import runtime
+from racecheck.sync.futures import Future
+from racecheck.sync.locks import ControlledLock
+from racecheck.sync.queues import ControlledSimpleQueue
+
+__racecheck_engine__ = True
+
+_RealTPE = concurrent.futures.ThreadPoolExecutor
+BrokenThreadPool = concurrent.futures.thread.BrokenThreadPool
+
+# Machine-independent default, so the number of workers (and hence the schedule) is the same everywhere.
+DEFAULT_MAX_WORKERS = 8
+
+
+class _WorkItem:
+    __slots__ = ("future", "fn", "args", "kwargs")
+
+    def __init__(self, future: Any, fn: Any, args: Any, kwargs: Any) -> None:
+        self.future = future
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+
+    def run(self) -> None:
+        if not self.future.set_running_or_notify_cancel():
+            return
+        try:
+            result = self.fn(*self.args, **self.kwargs)
+        except BaseException as exc:  # noqa: BLE001 - delivered through the future, like the stdlib
+            self.future.set_exception(exc)
+            self = None  # break the reference cycle, as the stdlib does
+        else:
+            self.future.set_result(result)
+
+
+class ThreadPoolExecutor(concurrent.futures.Executor):
+    """A ThreadPoolExecutor for controlled threads; see the module docstring."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if runtime.current_run() is None:
+            return _RealTPE(*args, **kwargs)
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        max_workers: int | None = None,
+        thread_name_prefix: str = "",
+        initializer: Any = None,
+        initargs: tuple = (),
+    ) -> None:
+        if max_workers is None:
+            max_workers = DEFAULT_MAX_WORKERS
+        if max_workers <= 0:
+            raise ValueError("max_workers must be greater than 0")
+        if initializer is not None and not callable(initializer):
+            raise TypeError("initializer must be a callable")
+        run = runtime.current_run()
+        self._run = run
+        self._name = run.new_object_id("Executor")
+        self._max_workers = max_workers
+        self._work_queue = ControlledSimpleQueue(run)
+        self._work_queue._name = f"{self._name}.queue"
+        self._idle = 0  # workers waiting for work (the stdlib's idle semaphore; checked without a point)
+        self._threads: list[Any] = []
+        self._shutdown = False
+        self._broken: str | bool = False
+        self._shutdown_lock = ControlledLock(run, name=f"{self._name}.lock")
+        self._thread_name_prefix = thread_name_prefix or self._name.replace("#", "-")
+        self._initializer = initializer
+        self._initargs = initargs
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        with self._shutdown_lock:
+            if self._broken:
+                raise BrokenThreadPool(self._broken)
+            if self._shutdown:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            future = Future()
+            self._work_queue.put(_WorkItem(future, fn, args, kwargs))
+            self._adjust_thread_count()
+            return future
+
+    def _adjust_thread_count(self) -> None:
+        if self._idle > 0:
+            self._idle -= 1
+            return
+        if len(self._threads) < self._max_workers:
+            worker = _real_threading.Thread(
+                name=f"{self._thread_name_prefix}_{len(self._threads)}", target=self._worker, daemon=False
+            )
+            worker._racecheck_background = True  # an idle worker left at exit is torn down, like atexit does
+            worker.start()
+            self._threads.append(worker)
+
+    def _worker(self) -> None:
+        if self._initializer is not None:
+            try:
+                self._initializer(*self._initargs)
+            except BaseException:  # noqa: BLE001 - reported and the pool is broken, as in the stdlib
+                _futures_base.LOGGER.critical("Exception in initializer:", exc_info=True)
+                self._initializer_failed()
+                return
+        while True:
+            item = self._work_queue.get(block=True)
+            if item is None:
+                self._shutdown = True
+                self._work_queue.put(None)  # pass the sentinel to the next worker
+                return
+            item.run()
+            del item
+            self._idle += 1
+
+    def _initializer_failed(self) -> None:
+        with self._shutdown_lock:
+            self._broken = "A thread initializer failed, the thread pool is not usable anymore"
+            for item in self._drain():
+                item.future.set_exception(BrokenThreadPool(self._broken))
+
+    def _drain(self) -> list[Any]:
+        items = []
+        while True:
+            try:
+                item = self._work_queue.get_nowait()
+            except _real_queue.Empty:
+                return items
+            if item is not None:
+                items.append(item)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._shutdown_lock:
+            self._shutdown = True
+            if cancel_futures:
+                for item in self._drain():
+                    item.future.cancel()
+            self._work_queue.put(None)
+        if wait:
+            for worker in self._threads:
+                worker.join()

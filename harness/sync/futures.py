@@ -1,0 +1,80 @@
+"""concurrent.futures.Future, wait and as_completed under control.
+
+Our ``Future`` is a real ``concurrent.futures.Future`` whose condition is controlled when created inside a run:
+every stdlib method (result, done, cancel, set_result, callbacks) goes through ``self._condition``, so each becomes
+a scheduling point without re-implementing the protocol. ``wait``/``as_completed`` block on a predicate over the
+futures' states; ``as_completed`` yields the futures already finished first, then each as it completes.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import concurrent.futures._base as _futures_base
+from typing import Any
+
+from racecheck import runtime
+from racecheck.sync._base import attempt
+from racecheck.sync.conditions import ControlledCondition
+
+__racecheck_engine__ = True
+
+_RealFuture = concurrent.futures.Future
+_real_wait = concurrent.futures.wait
+_real_as_completed = concurrent.futures.as_completed
+_FIRST_COMPLETED = concurrent.futures.FIRST_COMPLETED
+_FIRST_EXCEPTION = concurrent.futures.FIRST_EXCEPTION
+_ALL_COMPLETED = concurrent.futures.ALL_COMPLETED
+_DONE_STATES = ("CANCELLED_AND_NOTIFIED", "FINISHED")
+
+
+class Future(_RealFuture):
+    """A real Future whose condition is controlled when it is created by a controlled thread."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        run = runtime.current_run()
+        if run is not None:
+            self._condition = ControlledCondition(run, name=run.new_object_id("Future"))
+
+
+def _future_is_done(future: Any) -> bool:
+    return future._state in _DONE_STATES
+
+
+def wait(fs: Any, timeout: float | None = None, return_when: str = _ALL_COMPLETED) -> Any:
+    run = runtime.current_run()
+    if run is None:
+        return _real_wait(fs, timeout, return_when)
+    futures = list(dict.fromkeys(fs))
+
+    def satisfied() -> bool:
+        done = [f for f in futures if _future_is_done(f)]
+        if return_when == _FIRST_COMPLETED:
+            return bool(done)
+        if return_when == _FIRST_EXCEPTION:
+            failed = any(f._state == "FINISHED" and f._exception is not None for f in done)
+            return failed or len(done) == len(futures)
+        return len(done) == len(futures)
+
+    attempt(run, "wait futures", satisfied, None if timeout is None else max(float(timeout), 0.0))
+    done = {f for f in futures if _future_is_done(f)}
+    return _futures_base.DoneAndNotDoneFutures(done, set(futures) - done)
+
+
+def as_completed(fs: Any, timeout: float | None = None) -> Any:
+    run = runtime.current_run()
+    if run is None:
+        yield from _real_as_completed(fs, timeout)
+        return
+    pending = list(dict.fromkeys(fs))
+    total = len(pending)
+    end = None if timeout is None else run.now() + timeout
+    while pending:
+        remaining = None if end is None else max(end - run.now(), 0.0)
+        ok = attempt(run, "as_completed futures", lambda: any(_future_is_done(f) for f in pending), remaining)
+        if not ok:
+            raise concurrent.futures.TimeoutError(f"{len(pending)} (of {total}) futures unfinished")
+        ready = [f for f in pending if _future_is_done(f)]
+        for future in ready:
+            pending.remove(future)
+            yield future

@@ -1,0 +1,136 @@
+"""Lock and RLock: acquire is a scheduling point that blocks while another thread holds the lock; release is
+traced but is not a point (it only enables others; everything since the previous point happened inside the
+critical section, so no interleaving is lost)."""
+
+from __future__ import annotations
+
+import threading as _real_threading
+from typing import Any
+
+from racecheck import runtime
+from racecheck.sync._base import Primitive, attempt
+
+__racecheck_engine__ = True
+
+_real_Lock = _real_threading.Lock
+_real_RLock = _real_threading.RLock
+
+
+def _lock_timeout(blocking: bool, timeout: float) -> float | None:
+    """The stdlib's argument rules for Lock/RLock.acquire: -1 waits forever, other negatives are an error."""
+    if not blocking:
+        if timeout != -1:
+            raise ValueError("can't specify a timeout for a non-blocking call")
+        return 0.0
+    if timeout == -1:
+        return None
+    if timeout < 0:
+        raise ValueError("timeout value must be a non-negative number")
+    return float(timeout)
+
+
+class ControlledLock(Primitive):
+    _kind = "Lock"
+
+    def __init__(self, run: Any, name: str | None = None) -> None:
+        super().__init__(run, name)
+        self._owner: Any = None
+        self._held = False
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        wait = _lock_timeout(blocking, timeout)
+        verb = "try-acquire" if wait == 0 else "acquire"
+        ok = attempt(self._run, f"{verb} {self._name}", self._is_free, wait)
+        if ok:
+            self._held = True
+            self._owner = runtime.current_thread_record()
+        return ok
+
+    def _is_free(self) -> bool:
+        return not self._held
+
+    def release(self) -> None:
+        if not self._held:
+            raise RuntimeError("release unlocked lock")
+        self._run._me()
+        self._held = False
+        self._owner = None
+        self._run.note(f"release {self._name}")
+
+    def locked(self) -> bool:
+        return self._held
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+    # Condition support (same protocol as the stdlib's private hooks)
+    def _release_save(self) -> Any:
+        self.release()
+
+    def _acquire_restore(self, state: Any) -> None:
+        self.acquire()
+
+    def _is_owned(self) -> bool:
+        return self._held  # a plain Lock has no owner: the stdlib's Condition treats "locked" as "owned"
+
+
+class ControlledRLock(Primitive):
+    _kind = "RLock"
+
+    def __init__(self, run: Any, name: str | None = None) -> None:
+        super().__init__(run, name)
+        self._owner: Any = None
+        self._count = 0
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        wait = _lock_timeout(blocking, timeout)
+        me = runtime.current_thread_record()
+        verb = "try-acquire" if wait == 0 else "acquire"
+        ok = attempt(self._run, f"{verb} {self._name}", lambda: self._owner is None or self._owner is me, wait)
+        if ok:
+            self._owner = me
+            self._count += 1
+        return ok
+
+    def release(self) -> None:
+        if self._owner is not runtime.current_thread_record() or self._count == 0:
+            raise RuntimeError("cannot release un-acquired lock")
+        self._count -= 1
+        if self._count == 0:
+            self._owner = None
+        self._run.note(f"release {self._name}")
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+    def _is_owned(self) -> bool:
+        return self._owner is runtime.current_thread_record()
+
+    def _release_save(self) -> Any:
+        if not self._is_owned():
+            raise RuntimeError("cannot release un-acquired lock")
+        state = (self._count, self._owner)
+        self._count = 0
+        self._owner = None
+        self._run.note(f"release {self._name}")
+        return state
+
+    def _acquire_restore(self, state: Any) -> None:
+        count, owner = state
+        self._run.schedule(f"acquire {self._name}", enabled=lambda: self._owner is None)
+        self._owner = owner
+        self._count = count
+
+
+def Lock() -> Any:  # noqa: N802 - stdlib name
+    run = runtime.current_run()
+    return ControlledLock(run) if run is not None else _real_Lock()
+
+
+def RLock(*args: Any, **kwargs: Any) -> Any:  # noqa: N802
+    run = runtime.current_run()
+    return ControlledRLock(run) if run is not None else _real_RLock(*args, **kwargs)

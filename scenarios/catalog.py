@@ -1,0 +1,34 @@
+"""The catalogue itself: name -> Scenario, in display order. Each scenario's module holds its workload and oracle.
+
+Why a registry module of its own: ``racecheck.scenarios`` re-exports it, and adding a scenario is one line here.
+"""
+
+from __future__ import annotations
+
+from racecheck.scenarios import crash, faults, ordering, trainer, workload
+from racecheck.scenarios.core import Scenario, define
+
+_FAKE = ("posix", "windows")
+_NO_CRASH = "a power loss can only be simulated on the fake filesystem"
+
+_ALL = [
+    define("delete-while-queued", ordering.delete_while_queued),
+    define("delete-while-writing", ordering.delete_while_writing),
+    define("overwrite-same-path", ordering.overwrite_same_path),
+    define("evict-before-commit", crash.evict_before_commit, recovery=crash.evict_before_commit_recovery,
+           semantics=_FAKE, small=False, why=_NO_CRASH),
+    define("load-while-pending", ordering.load_while_pending),
+    define("teardown-flush", ordering.teardown_flush),
+    define("error-propagation", faults.error_propagation),
+    define("snapshot-isolation", ordering.snapshot_isolation),
+    define("crash-consistency", crash.crash_consistency, recovery=crash.crash_consistency_recovery,
+           semantics=_FAKE, small=False, why=_NO_CRASH),
+    define("windows-replace-open", faults.windows_replace_open),
+    define("trainer-fit", trainer.trainer_fit, small=False),
+    *[define(f"trainer-fit-{name}", fit, small=False) for name, fit in trainer.VARIANTS.items()],
+    define("resume-last", crash.resume_last, recovery=crash.resume_last_recovery, semantics=_FAKE, small=False,
+           why=_NO_CRASH),
+    define("workload", workload.workload),
+]
+
+CATALOGUE: dict[str, Scenario] = {s.name: s for s in _ALL}

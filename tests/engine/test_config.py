@@ -1,0 +1,89 @@
+"""One Config for explore/replay: keyword shortcuts override it, unknown keywords are refused by name, one meaning
+for preemption_bound=None, and replay() returns a declared type."""
+
+import dataclasses
+import math
+
+import classic_bugs
+import pytest
+import racecheck
+from racecheck import Config
+
+
+def test_shortcuts_override_the_config():
+    config = Config(strategy="dfs", schedules=7, preemption_bound=0)
+    result = racecheck.explore(classic_bugs.lost_update_fixed, config, schedules=3)
+    assert result.strategy == "dfs" and result.schedules <= 3
+    assert result.config == dataclasses.replace(config, schedules=3)
+    assert config.schedules == 7  # the caller's config is not modified
+
+
+def test_every_documented_keyword_is_a_field():
+    names = {f.name for f in dataclasses.fields(Config)}
+    assert names == {
+        "strategy", "schedules", "seed", "instrument", "preemption_bound", "depth", "fs", "on_crash", "max_steps",
+        "watchdog", "shrink_budget", "check_determinism",
+        "max_failures", "race_budget", "database", "skip_duplicates",  # issue 10
+    }
+
+
+@pytest.mark.parametrize("call", [racecheck.explore, lambda fn, **kw: racecheck.replay(fn, "rc1.x", **kw)])
+def test_unknown_keyword_is_a_type_error_naming_it(call):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'schedulez'"):
+        call(classic_bugs.lost_update, schedulez=5)
+
+
+def test_positional_options_are_refused_clearly():
+    with pytest.raises(TypeError, match="racecheck.Config"):
+        racecheck.explore(classic_bugs.lost_update, "pct")
+
+
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        ({"strategy": "bfs"}, ValueError),
+        ({"schedules": 0}, ValueError),
+        ({"depth": 0}, ValueError),
+        ({"preemption_bound": -1}, ValueError),
+        ({"preemption_bound": 1.5}, TypeError),
+        ({"watchdog": 0}, ValueError),
+        ({"max_steps": "10"}, TypeError),
+        ({"on_crash": 3}, TypeError),
+    ],
+)
+def test_bad_values_are_refused(bad, error):
+    with pytest.raises(error):
+        Config(**bad)
+
+
+def test_instrument_accepts_one_name_or_many():
+    assert Config(instrument="a.b").instrument == ("a.b",)
+    assert Config(instrument=["a", "b"]).instrument == ("a", "b")
+
+
+def test_preemption_bound_none_means_unbounded_everywhere():
+    assert Config().bound == 2
+    assert Config(preemption_bound=None).bound is None
+    assert Config(preemption_bound=math.inf).bound is None
+    counts = {}
+    for bound in (0, 1, 2, None, math.inf):
+        result = racecheck.explore(
+            classic_bugs.lost_update_fixed, strategy="dfs", schedules=100_000, preemption_bound=bound
+        )
+        assert result.ok and result.exhausted
+        counts[bound] = result.schedules
+    assert counts[0] < counts[1] < counts[2] <= counts[None] == counts[math.inf]
+
+
+def test_replay_returns_a_declared_result_with_its_trace():
+    failure = racecheck.explore(classic_bugs.lost_update, strategy="random", schedules=100).failure
+    again = racecheck.replay(classic_bugs.lost_update, failure.token)
+    assert isinstance(again, racecheck.Result)
+    assert "trace" in {f.name for f in dataclasses.fields(racecheck.Result)}
+    assert again.trace == failure.trace == again.failure.trace
+
+
+def test_a_config_is_reusable_for_replay():
+    config = Config(strategy="random", schedules=100, seed=4)
+    failure = racecheck.explore(classic_bugs.check_then_act, config).failure
+    assert racecheck.replay(classic_bugs.check_then_act, failure.token, config).trace == failure.trace

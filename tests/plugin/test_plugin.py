@@ -1,0 +1,332 @@
+"""The pytest plugin, driven through pytester in-process: a marked racy test fails with a report that replays.
+
+Every race here is made by racecheck itself (``racecheck.point`` as the delay hook), never by sleeping.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+from plugin_helpers import section, token_of
+
+pytest_plugins = ("pytester",)
+
+RACY = textwrap.dedent(
+    """
+    import threading
+    import pytest
+    import racecheck
+
+    CALLS = []
+
+    def _increment(state):
+        value = state["n"]
+        racecheck.point("between read and write")
+        state["n"] = value + 1
+
+    def _two_threads():
+        state = {"n": 0}
+        threads = [threading.Thread(target=_increment, args=(state,)) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return state["n"]
+
+    @pytest.mark.racecheck(schedules=300)
+    def test_lost_update():
+        CALLS.append(1)
+        print(f"schedule-call {len(CALLS)}")
+        assert _two_threads() == 2
+
+    def test_unmarked_runs_once():
+        CALLS.clear()
+        assert _two_threads() == 2
+    """
+)
+
+
+def test_marked_test_fails_with_trace_token_command_and_only_the_failing_schedules_output(pytester):
+    pytester.makepyfile(test_racy=RACY)
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, passed=1)
+    out = result.stdout.str()
+    report = section(out)
+    token = token_of(report)
+    assert f"replay: pytest test_racy.py::test_lost_update --racecheck-replay {token}" in report
+    assert "step    | T0" in report and ">>" in report and "point between read and write" in report
+    assert "-> T0 exception: AssertionError: assert 1 == 2" in report
+    # the exception with its traceback, pointing into the test
+    assert re.search(r">\s+assert _two_threads\(\) == 2\nE\s+assert 1 == 2", out), out
+    # captured output: the failing schedule's only (the replay is the last call), not the other schedules'
+    captured = section(out, "Captured stdout call")
+    lines = [line for line in captured.splitlines() if line.startswith("schedule-call")]
+    assert len(lines) == 1, captured
+    assert int(lines[0].split()[1]) > 2  # many schedules ran before it
+    assert "racecheck: 1 marked test," in out and "1 failing" in out
+
+
+def test_the_printed_command_replays_the_same_trace(pytester):
+    pytester.makepyfile(test_racy=RACY)
+    first = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    report = section(first.stdout.str())
+    token = token_of(report)
+    again = pytester.runpytest("-p", "no:randomly", "test_racy.py::test_lost_update", "--racecheck-replay", token)
+    again.assert_outcomes(failed=1)
+    replayed = section(again.stdout.str())
+    assert replayed.split("\n\n", 1)[1] == report.split("\n\n", 1)[1]  # the trace, byte for byte
+    again.stdout.fnmatch_lines(
+        ["test_racy.py::test_lost_update: replay FAILED", "racecheck: 1 marked test, 1 schedule, 1 failing"]
+    )
+    # exploring again finds the same token: the seed is the only source of choice
+    third = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    assert token_of(section(third.stdout.str())) == token
+
+
+def test_replay_token_of_another_test_is_skipped_and_a_malformed_one_is_a_usage_error(pytester):
+    pytester.makepyfile(test_racy=RACY)
+    token = token_of(section(pytester.runpytest("-p", "no:randomly").stdout.str()))
+    pytester.makepyfile(
+        test_other="""
+        import pytest
+
+        @pytest.mark.racecheck(schedules=3)
+        def test_other():
+            pass
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly", "test_other.py", "--racecheck-replay", token, "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*the token belongs to another test*"])
+    bad = pytester.runpytest("test_other.py", "--racecheck-replay", token[:-3])
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["ERROR: racecheck: --racecheck-replay: corrupted token*"])
+    assert "Traceback" not in bad.stderr.str()
+
+
+def test_unmarked_tests_are_untouched_and_p_no_racecheck_disables_the_plugin(pytester):
+    pytester.makepyfile(
+        test_mode="""
+        from pathlib import Path
+        import pytest
+        from racecheck.runtime import current_run
+
+        LOG = Path(__file__).parent / "calls.txt"
+
+        @pytest.mark.racecheck(schedules=4)
+        def test_marked():
+            with open(LOG, "a") as log:
+                log.write("controlled\\n" if current_run() is not None else "plain\\n")
+
+        def test_unmarked():
+            assert current_run() is None
+        """
+    )
+    log = pytester.path / "calls.txt"
+    on = pytester.runpytest("-p", "no:randomly")
+    on.assert_outcomes(passed=2)
+    assert "racecheck: 1 marked test, 4 schedules, 0 failing" in on.stdout.str()
+    assert log.read_text() == "controlled\n" * 4
+    log.unlink()
+    off = pytester.runpytest("-p", "no:racecheck", "-p", "no:randomly", "-W", "ignore::pytest.PytestUnknownMarkWarning")
+    off.assert_outcomes(passed=2)
+    assert "racecheck: " not in off.stdout.str() and "= racecheck =" not in off.stdout.str()
+    assert log.read_text() == "plain\n"
+
+
+def test_tmp_path_is_fresh_and_same_named_every_schedule_on_the_real_disk(pytester):
+    pytester.makepyfile(
+        test_tmp="""
+        import pytest
+
+        SEEN = []
+
+        @pytest.mark.racecheck(schedules=20, strategy="random")
+        def test_writes(tmp_path, tmpdir):
+            assert list(tmp_path.iterdir()) == []
+            assert str(tmpdir) == str(tmp_path)
+            (tmp_path / "sub").mkdir()
+            (tmp_path / "sub" / "f").write_text("x")
+            SEEN.append(str(tmp_path))
+
+        def test_check():
+            assert len(SEEN) == 20 and len(set(SEEN)) == 1
+        """
+    )
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
+
+
+def test_fs_puts_tmp_path_tmpdir_and_racefs_into_a_fresh_fake_store(pytester, tmp_path_factory):
+    pytester.makepyfile(
+        test_fake="""
+        import os
+        import fsspec
+        import pytest
+
+        SEEN = []
+
+        @pytest.mark.racecheck(schedules=6, fs="windows")
+        def test_fake(tmp_path, tmpdir, racefs):
+            assert racefs.root == "/racefs" and racefs.url == "racefs:///racefs"
+            assert str(tmp_path) == "/racefs/pytest/test_fake" == str(tmpdir)
+            assert list(tmp_path.iterdir()) == [] and tmpdir.listdir() == []
+            tmpdir.join("a.ckpt").write("hello")
+            (tmp_path / "b.ckpt").write_bytes(b"b")
+            with fsspec.open(racefs.url + "/c.ckpt", "wb") as handle:
+                handle.write(b"c")
+            assert os.path.exists(racefs.root + "/c.ckpt")
+            SEEN.append(sorted(path for path, _, _ in racefs.store().files()))
+
+        def test_check():
+            assert len(SEEN) == 6
+            assert all(files == ["/racefs/c.ckpt", "/racefs/pytest/test_fake/a.ckpt",
+                                 "/racefs/pytest/test_fake/b.ckpt"] for files in SEEN), SEEN
+
+        def test_racefs_needs_fs(racefs):
+            pass
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*the racefs fixture needs @pytest.mark.racecheck(fs=*"])
+    assert not __import__("os").path.exists("/racefs")  # nothing reached the real disk
+
+
+PASSING = """
+import pytest
+
+@pytest.mark.racecheck({marker})
+def test_quiet():
+    pass
+"""
+
+LAYERS = """
+import pytest
+
+@pytest.mark.racecheck()
+def test_plain():
+    pass
+
+@pytest.mark.racecheck(schedules=5, seed=11)
+def test_marker_wins():
+    pass
+
+@pytest.mark.racecheck(strategy="dfs", preemption_bound=0)
+def test_dfs_runs_out():
+    pass
+"""
+
+
+def test_precedence_marker_over_command_line_over_ini_over_defaults(pytester):
+    pytester.makepyfile(test_layers=LAYERS)
+    defaults = pytester.runpytest("-p", "no:randomly", "-v", "-k", "plain")
+    defaults.stdout.fnmatch_lines(["test_layers.py::test_plain: 1000 schedules (pct, seed 0) passed"])
+    pytester.makeini("[pytest]\nracecheck_schedules = 9\nracecheck_strategy = random\nracecheck_seed = 4\n")
+    ini = pytester.runpytest("-p", "no:randomly", "-v")
+    ini.assert_outcomes(passed=3)
+    ini.stdout.fnmatch_lines_random([
+        "test_layers.py::test_plain: 9 schedules (random, seed 4) passed",
+        "test_layers.py::test_marker_wins: 5 schedules (random, seed 11) passed",
+        "test_layers.py::test_dfs_runs_out: 1 schedules (dfs, seed 4, search space exhausted) passed",
+        "racecheck: 3 marked tests, 15 schedules, 0 failing",
+    ])
+    cli = pytester.runpytest("-p", "no:randomly", "-v", "--racecheck-schedules", "7", "--racecheck-seed", "3",
+                             "--racecheck-strategy", "pct")
+    cli.stdout.fnmatch_lines_random([
+        "test_layers.py::test_plain: 7 schedules (pct, seed 3) passed",
+        "test_layers.py::test_marker_wins: 5 schedules (pct, seed 11) passed",
+    ])
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "message"),
+    [
+        (["--racecheck-strategy", "bfs"], "", "--racecheck-strategy must be one of random, pct, dfs, got 'bfs'"),
+        (["--racecheck-schedules", "0"], "", "--racecheck-schedules must be >= 1, got 0"),
+        (["--racecheck-seed", "x"], "", "--racecheck-seed must be an integer, got 'x'"),
+        ([], "racecheck_schedules = many", "ini racecheck_schedules must be an integer, got 'many'"),
+        (["--racecheck-replay", "hello"], "", "--racecheck-replay: not a racecheck token*"),
+    ],
+)
+def test_bad_options_are_one_line_usage_errors(pytester, args, ini, message):
+    pytester.makepyfile(test_quiet=PASSING.format(marker=""))
+    if ini:
+        pytester.makeini("[pytest]\n" + ini)
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: racecheck: {message}"])
+    assert "Traceback" not in result.stderr.str()
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ("200", "takes keyword arguments only*"),
+        ("schedule=3", "unknown argument 'schedule'*"),
+        ("schedules=0", "schedules must be an integer >= 1, got 0"),
+        ("strategy='bfs'", "strategy must be one of random, pct, dfs, got 'bfs'"),
+        ("fs='ntfs'", "fs: *"),
+        ("max_steps=0", "max_steps must be >= 1, not 0"),
+    ],
+)
+def test_bad_marker_arguments_fail_the_test_with_one_line(pytester, marker, message):
+    pytester.makepyfile(test_quiet=PASSING.format(marker=marker))
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*racecheck marker on test_quiet: {message}"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_deadlock_is_reported_with_who_waits_on_what(pytester):
+    pytester.makepyfile(
+        test_deadlock="""
+        import threading
+        import pytest
+
+        a, b = None, None
+
+        def _one(first, second):
+            with first:
+                with second:
+                    pass
+
+        @pytest.mark.racecheck(schedules=200, strategy="random")
+        def test_lock_order():
+            a, b = threading.Lock(), threading.Lock()
+            threads = [threading.Thread(target=_one, args=(a, b)), threading.Thread(target=_one, args=(b, a))]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    report = section(result.stdout.str())
+    assert ": deadlock in T" in report.splitlines()[0]
+    result.stdout.fnmatch_lines(["E   racecheck.errors.Deadlock: *T1 waits: acquire Lock#*"])
+
+
+def test_a_failure_that_depends_on_state_shared_through_a_fixture_is_flagged(pytester):
+    pytester.makepyfile(
+        test_shared="""
+        import pytest
+
+        @pytest.fixture
+        def calls():
+            return []
+
+        @pytest.mark.racecheck(schedules=10)
+        def test_third_call_fails(calls):
+            calls.append(1)
+            assert len(calls) != 3
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    report = section(result.stdout.str())
+    note = next(line for line in report.splitlines() if line.startswith("note: "))
+    assert note.startswith("note: replaying the token in this process") and "state shared across schedules" in note
+    assert "failing schedule #2, after 3 schedules" in report

@@ -1,0 +1,93 @@
+"""racecheck.fixed_impl.LockedAsyncCheckpointIO passes every scenario under both fake-filesystem semantics.
+
+The default suite runs a fast, deterministic version (a few hundred schedules in all); the ``slow`` test runs
+>= 10,000 schedules per scenario (random + pct) and dfs to exhaustion at preemption bound 2 on the small ones,
+and prints the counts.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+pytest.importorskip("lightning")
+
+from racecheck import scenarios  # noqa: E402
+
+FAST = {"trainer-fit": 1}  # a schedule of trainer-fit is 4 fits + 4 resumes (~3 s): one per strategy and semantics
+CALL_SEQUENCE = [n for n in scenarios.CATALOGUE if not n.startswith("trainer-fit")]
+
+
+def _check(name, fs, strategy, schedules, seed=0, **kwargs):
+    result = scenarios.run(name, target=scenarios.FIXED_TARGET, fs=fs, strategy=strategy, schedules=schedules,
+                           seed=seed, **kwargs)
+    assert result.ok, str(result.failure)
+    assert result.leaked_threads == []
+    return result
+
+
+@pytest.mark.parametrize("fs", ["posix", "windows"])
+@pytest.mark.parametrize("name", CALL_SEQUENCE)
+def test_fixed_io_passes(name, fs):
+    for strategy in ("pct", "random"):
+        result = _check(name, fs, strategy, FAST.get(name, 12))
+        assert result.schedules == FAST.get(name, 12)
+
+
+@pytest.mark.parametrize("fs", ["posix", "windows"])
+def test_fixed_io_passes_trainer_fit_silently(fs, capfd):
+    _check("trainer-fit", fs, "random", 1)
+    out, err = capfd.readouterr()
+    for noise in ("GPU available", "TPU available", "Tip:", "max_epochs=", "LOCAL_RANK", "Not removing"):
+        assert noise not in out + err, f"Lightning's console output leaked out of the scenario: {noise!r}"
+
+
+def test_trainer_fit_on_the_real_disk():
+    """On the real disk file operations are not scheduling points (a whole write is one step), which is why the
+    scenarios default to the fake filesystem; the real disk still runs a real fit and its oracle."""
+    _check("trainer-fit-top2-epochs", "real", "random", 1)
+
+
+def test_fixed_io_passes_on_the_real_disk():
+    for name in ("delete-while-queued", "delete-while-writing", "teardown-flush", "error-propagation"):
+        _check(name, "real", "random", 10)
+
+
+SLOW_SCHEDULES = int(os.environ.get("RACECHECK_SLOW_SCHEDULES", "10000"))
+# A Trainer.fit schedule costs ~0.8 s per configuration (fit + resume): 10,000 of them would take over two hours
+# per configuration on two cores, so the slow run gives each trainer-fit configuration a smaller budget.
+SLOW_FIT_SCHEDULES = int(os.environ.get("RACECHECK_SLOW_FIT_SCHEDULES", "200"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(4 * 3600)  # 5,000 schedules of one strategy take minutes to tens of minutes on two cores
+@pytest.mark.parametrize("strategy", ["random", "pct"])
+@pytest.mark.parametrize("fs", ["posix", "windows"])
+@pytest.mark.parametrize("name", [n for n in scenarios.CATALOGUE if n != "trainer-fit"])
+def test_fixed_io_long_exploration(name, fs, strategy):
+    """Half the budget per strategy: random + pct together make >= 10,000 schedules per scenario and semantics."""
+    budget = (SLOW_FIT_SCHEDULES if name.startswith("trainer-fit") else SLOW_SCHEDULES) // 2
+    result = _check(name, fs, strategy, budget, seed=1)
+    assert result.schedules == budget
+    print(f"{name} [{fs}] fixed IO: {strategy} {result.schedules} schedules, no failure")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(4 * 3600)
+@pytest.mark.parametrize("fs", ["posix", "windows"])
+@pytest.mark.parametrize("name", [n for n, s in scenarios.CATALOGUE.items() if s.small])
+def test_fixed_io_dfs_exhausts_the_small_scenarios(name, fs):
+    result = _check(name, fs, "dfs", 10**6, preemption_bound=2)
+    assert result.exhausted, f"dfs did not exhaust {name} within 10^6 schedules"
+    print(f"{name} [{fs}] fixed IO: dfs bound 2 exhausted after {result.schedules} schedules, no failure")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(4 * 3600)
+@pytest.mark.parametrize("name", [n for n, s in scenarios.CATALOGUE.items() if s.small])
+def test_small_scenarios_are_dfs_exhaustible_with_no_bound_on_posix(name):
+    result = _check(name, "posix", "dfs", 10**5, preemption_bound=math.inf)
+    print(f"{name} [posix] fixed IO: dfs unbounded {'exhausted' if result.exhausted else 'not exhausted'} "
+          f"after {result.schedules} schedules")
