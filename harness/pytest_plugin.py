@@ -428,14 +428,13 @@ def racefs(request: pytest.FixtureRequest) -> RaceFS:
 # ----- reports -----------------------------------------------------------------------------------------------------
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(hookwrapper=True)  # old-style wrapper: works with every pytest the plugin may be loaded into
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
-    report = yield
+    outcome = yield
     if call.when == "call":
         section = item.stash.get(_SECTION, None)
         if section is not None:
-            report.sections.append((SECTION_TITLE, section))
-    return report
+            outcome.get_result().sections.append((SECTION_TITLE, section))
 
 
 class _Summary:

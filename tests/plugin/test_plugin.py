@@ -260,22 +260,26 @@ def test_bad_options_are_one_line_usage_errors(pytester, args, ini, message):
     assert "Traceback" not in result.stderr.str()
 
 
-@pytest.mark.parametrize(
-    ("marker", "message"),
-    [
-        ("200", "takes keyword arguments only*"),
-        ("schedule=3", "unknown argument 'schedule'*"),
-        ("schedules=0", "schedules must be an integer >= 1, got 0"),
-        ("strategy='bfs'", "strategy must be one of random, pct, dfs, got 'bfs'"),
-        ("fs='ntfs'", "fs: *"),
-        ("max_steps=0", "max_steps must be >= 1, not 0"),
-    ],
-)
-def test_bad_marker_arguments_fail_the_test_with_one_line(pytester, marker, message):
-    pytester.makepyfile(test_quiet=PASSING.format(marker=marker))
+BAD_MARKERS = {
+    "200": "takes keyword arguments only*",
+    "schedule=3": "unknown argument 'schedule'*",
+    "schedules=0": "schedules must be an integer >= 1, got 0",
+    "strategy='bfs'": "strategy must be one of random, pct, dfs, got 'bfs'",
+    "fs='ntfs'": "fs: *",
+    "max_steps=0": "max_steps must be >= 1, not 0",
+}
+
+
+def test_bad_marker_arguments_fail_the_test_with_one_line(pytester):
+    source = ["import pytest"]
+    for index, marker in enumerate(BAD_MARKERS):
+        source += [f"@pytest.mark.racecheck({marker})", f"def test_bad_{index}():", "    pass", ""]
+    pytester.makepyfile(test_bad="\n".join(source))
     result = pytester.runpytest("-p", "no:randomly")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"*racecheck marker on test_quiet: {message}"])
+    result.assert_outcomes(failed=len(BAD_MARKERS))
+    result.stdout.fnmatch_lines_random(
+        [f"*racecheck marker on test_bad_{index}: {message}" for index, message in enumerate(BAD_MARKERS.values())]
+    )
     assert "Traceback" not in result.stdout.str()
 
 
