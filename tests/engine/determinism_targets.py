@@ -46,12 +46,11 @@ def fake_fs_save_vs_delete():
     saver.join()
 
 
-def _scenario(name, target_spec, force_failure):
+def _scenario(name, target_spec, fs, force_failure):
     from racecheck import scenarios
 
-    scenario = scenarios.get(name)
-    cls = scenarios.load_target(target_spec)
-    body = scenario.test_function(cls)
+    prepared = scenarios.get(name).build(scenarios.load_target(target_spec), fs)
+    body = prepared.fn
 
     def run():
         body()
@@ -59,8 +58,8 @@ def _scenario(name, target_spec, force_failure):
             raise AssertionError("end of schedule")
 
     run.__module__ = body.__module__  # the scenario's own module is instrumented (its os calls see the fake fs)
-    run.__qualname__ = f"scenario_{name}_{cls.__name__}"
-    return run, {"instrument": scenarios.instrumented_modules(cls), "fs": scenario.fs}
+    run.__qualname__ = f"scenario_{name}_{fs}_{target_spec.rpartition(':')[2]}"
+    return run, dict(prepared.explore_kwargs)
 
 
 NAMES = [f"classic-{name}" for name in sorted(classic_bugs.BUGS)] + [
@@ -82,11 +81,11 @@ def targets():
         return out
     stock = "lightning.pytorch.plugins.io.async_plugin:AsyncCheckpointIO"
     fixed = "racecheck.fixed_impl:LockedAsyncCheckpointIO"
-    fn, kwargs = _scenario("delete-while-queued", stock, False)
+    fn, kwargs = _scenario("delete-while-queued", stock, "real", False)
     out["stock-real-dir"] = (fn, dict(kwargs, strategy="pct"))
-    fn, kwargs = _scenario("delete-while-queued-posix", stock, False)
+    fn, kwargs = _scenario("delete-while-queued", stock, "posix", False)
     out["stock-fake-fs"] = (fn, dict(kwargs, strategy="pct"))
-    fn, kwargs = _scenario("delete-while-queued-posix", fixed, True)
+    fn, kwargs = _scenario("delete-while-queued", fixed, "posix", True)
     out["fixed-fake-fs"] = (fn, dict(kwargs, strategy="random", seed=2, shrink_budget=0))
     return out
 

@@ -51,11 +51,6 @@ def _params():
         marks = []
         if name in determinism_targets.NEED_LIGHTNING and not HAS_LIGHTNING:
             marks.append(pytest.mark.skip(reason="lightning is not installed"))
-        if name == "fixed-fake-fs":
-            marks.append(pytest.mark.xfail(
-                strict=True,
-                reason="fixed_impl's temp-file names carry a process-global counter (the fixed-IO engineer's fix)",
-            ))
         yield pytest.param(name, marks=marks, id=name)
 
 
