@@ -115,7 +115,7 @@ def test_unmarked_tests_are_untouched_and_p_no_racecheck_disables_the_plugin(pyt
 
         LOG = Path(__file__).parent / "calls.txt"
 
-        @pytest.mark.racecheck(schedules=4)
+        @pytest.mark.racecheck(schedules=4, skip_duplicates=False)
         def test_marked():
             with open(LOG, "a") as log:
                 log.write("controlled\\n" if current_run() is not None else "plain\\n")
@@ -143,7 +143,7 @@ def test_tmp_path_is_fresh_and_same_named_every_schedule_on_the_real_disk(pytest
 
         SEEN = []
 
-        @pytest.mark.racecheck(schedules=20, strategy="random")
+        @pytest.mark.racecheck(schedules=20, strategy="random", skip_duplicates=False)
         def test_writes(tmp_path, tmpdir):
             assert list(tmp_path.iterdir()) == []
             assert str(tmpdir) == str(tmp_path)
@@ -167,7 +167,7 @@ def test_fs_puts_tmp_path_tmpdir_and_racefs_into_a_fresh_fake_store(pytester, tm
 
         SEEN = []
 
-        @pytest.mark.racecheck(schedules=6, fs="windows")
+        @pytest.mark.racecheck(schedules=6, fs="windows", skip_duplicates=False)
         def test_fake(tmp_path, tmpdir, racefs):
             assert racefs.root == "/racefs" and racefs.url == "racefs:///racefs"
             assert str(tmp_path) == "/racefs/pytest/test_fake" == str(tmpdir)
@@ -205,11 +205,11 @@ def test_quiet():
 LAYERS = """
 import pytest
 
-@pytest.mark.racecheck()
+@pytest.mark.racecheck(skip_duplicates=False)  # a body without decisions has one schedule otherwise
 def test_plain():
     pass
 
-@pytest.mark.racecheck(schedules=5, seed=11)
+@pytest.mark.racecheck(schedules=5, seed=11, skip_duplicates=False)
 def test_marker_wins():
     pass
 
@@ -322,7 +322,7 @@ def test_a_failure_that_depends_on_state_shared_through_a_fixture_is_flagged(pyt
         def calls():
             return []
 
-        @pytest.mark.racecheck(schedules=10)
+        @pytest.mark.racecheck(schedules=10, skip_duplicates=False)
         def test_third_call_fails(calls):
             calls.append(1)
             assert len(calls) != 3
