@@ -159,6 +159,9 @@ def test_tmp_path_is_fresh_and_same_named_every_schedule_on_the_real_disk(pytest
 
 
 def test_fs_puts_tmp_path_tmpdir_and_racefs_into_a_fresh_fake_store(pytester, tmp_path_factory):
+    # fs= imports Lightning's IO modules (and torch): import them out here, so that pytester's in-process run does
+    # not drop them from sys.modules afterwards (torch cannot be imported twice in one process)
+    pytest.importorskip("lightning.pytorch")
     pytester.makepyfile(
         test_fake="""
         import os
