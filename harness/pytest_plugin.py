@@ -19,22 +19,23 @@ import posixpath
 import re
 import shlex
 import shutil
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import racecheck
+from racecheck.config import FIELD_NAMES, STRATEGY_NAMES
 
 __racecheck_engine__ = True  # never instrumented; trace locations skip these frames and point at the test
 
-STRATEGIES = ("random", "pct", "dfs")
+STRATEGIES = STRATEGY_NAMES
 DEFAULTS = {"schedules": 1000, "strategy": "pct", "seed": 0}
 
-# Marker arguments passed to explore()/replay() as keywords (schedules/strategy/seed are resolved separately).
-_EXPLORE_ONLY = ("preemption_bound", "depth", "shrink_budget", "check_determinism")
-_BOTH = ("instrument", "fs", "on_crash", "max_steps", "watchdog")
-MARKER_ARGS = ("schedules", "strategy", "seed", *_BOTH, *_EXPLORE_ONLY)
+# Every racecheck.Config field is a marker argument. schedules/strategy/seed are layered with the options; the
+# rest go to explore() and, unchanged, to replay() (which ignores what does not affect one schedule).
+MARKER_ARGS = FIELD_NAMES
 
 _TMP_FIXTURES = ("tmp_path", "tmpdir")
 _CAPTURE_FIXTURES = ("capsys", "capfd", "capsysbinary", "capfdbinary")
@@ -53,14 +54,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="schedules per marked test (default: ini racecheck_schedules, else 1000); "
                          "a marker's schedules= wins")
     group.addoption("--racecheck-strategy", dest="racecheck_strategy", default=None, metavar="NAME",
-                    help="random | pct | dfs (default: ini racecheck_strategy, else pct); a marker's strategy= wins")
+                    help=f"{' | '.join(STRATEGIES)} (default: ini racecheck_strategy, else pct); "
+                         "a marker's strategy= wins")
     group.addoption("--racecheck-seed", dest="racecheck_seed", default=None, metavar="S",
                     help="base seed (default: ini racecheck_seed, else 0); a marker's seed= wins; "
                          "pytest-repeat adds the repetition index")
     group.addoption("--racecheck-replay", dest="racecheck_replay", default=None, metavar="TOKEN",
                     help="replay exactly this schedule in the selected marked test instead of exploring")
     parser.addini("racecheck_schedules", "default schedules per marked test", default=None)
-    parser.addini("racecheck_strategy", "default strategy for marked tests (random | pct | dfs)", default=None)
+    parser.addini("racecheck_strategy", f"default strategy for marked tests ({' | '.join(STRATEGIES)})", default=None)
     parser.addini("racecheck_seed", "default base seed for marked tests", default=None)
 
 
@@ -137,8 +139,7 @@ class _Settings:
     seed: int
     repetition: tuple[int, int] | None  # (1-based index, count) under pytest-repeat
     fs: Any
-    shared: dict[str, Any]  # keywords for both explore and replay
-    explore_only: dict[str, Any]
+    shared: dict[str, Any]  # every other marker argument: keywords for both explore and replay
 
 
 def _repetition(item: pytest.Function) -> tuple[int, int] | None:
@@ -184,21 +185,20 @@ def _settings(item: pytest.Function, marker: pytest.Mark, state: _SessionState) 
             as_spec(fs)
         except (TypeError, ValueError) as exc:
             _bad_marker(item, f"fs: {exc}")
-    shared = {name: kw[name] for name in _BOTH if name in kw}
+    shared = {name: value for name, value in kw.items() if name not in DEFAULTS}
     instrument = kw.get("instrument", ())
-    if isinstance(instrument, str):
+    if isinstance(instrument, (str, types.ModuleType)):
         instrument = [instrument]
     instrument = list(instrument)
     argnames = _argnames(item)
     if fs is not None and "tmpdir" in argnames:
         instrument.append(_legacy_path_module())  # so LocalPath's own os calls reach the fake store
     shared["instrument"] = instrument
-    explore_only = {name: kw[name] for name in _EXPLORE_ONLY if name in kw}
     try:  # the engine's own checks (depth, max_steps, watchdog, ...), reported as one line
-        racecheck.Config(strategy=strategy, schedules=schedules, seed=seed, **shared, **explore_only)
+        racecheck.Config(strategy=strategy, schedules=schedules, seed=seed, **shared)
     except (TypeError, ValueError) as exc:
         _bad_marker(item, str(exc))
-    return _Settings(schedules, strategy, seed, repetition, fs, shared, explore_only)
+    return _Settings(schedules, strategy, seed, repetition, fs, shared)
 
 
 def _legacy_path_module() -> str:
@@ -331,7 +331,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if settings.repetition is not None:
         props.append(("racecheck_repetition", f"{settings.repetition[0]}/{settings.repetition[1]}"))
     result = racecheck.explore(body, strategy=settings.strategy, schedules=settings.schedules, seed=settings.seed,
-                               **settings.shared, **settings.explore_only)
+                               **settings.shared)
     props.append(("racecheck_schedules", result.schedules))
     if result.exhausted:
         props.append(("racecheck_exhausted", True))
@@ -428,14 +428,13 @@ def racefs(request: pytest.FixtureRequest) -> RaceFS:
 # ----- reports -----------------------------------------------------------------------------------------------------
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(hookwrapper=True)  # old-style wrapper: works with every pytest the plugin may be loaded into
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
-    report = yield
+    outcome = yield
     if call.when == "call":
         section = item.stash.get(_SECTION, None)
         if section is not None:
-            report.sections.append((SECTION_TITLE, section))
-    return report
+            outcome.get_result().sections.append((SECTION_TITLE, section))
 
 
 class _Summary:

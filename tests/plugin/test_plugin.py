@@ -115,7 +115,7 @@ def test_unmarked_tests_are_untouched_and_p_no_racecheck_disables_the_plugin(pyt
 
         LOG = Path(__file__).parent / "calls.txt"
 
-        @pytest.mark.racecheck(schedules=4)
+        @pytest.mark.racecheck(schedules=4, skip_duplicates=False)
         def test_marked():
             with open(LOG, "a") as log:
                 log.write("controlled\\n" if current_run() is not None else "plain\\n")
@@ -143,7 +143,7 @@ def test_tmp_path_is_fresh_and_same_named_every_schedule_on_the_real_disk(pytest
 
         SEEN = []
 
-        @pytest.mark.racecheck(schedules=20, strategy="random")
+        @pytest.mark.racecheck(schedules=20, strategy="random", skip_duplicates=False)
         def test_writes(tmp_path, tmpdir):
             assert list(tmp_path.iterdir()) == []
             assert str(tmpdir) == str(tmp_path)
@@ -159,6 +159,9 @@ def test_tmp_path_is_fresh_and_same_named_every_schedule_on_the_real_disk(pytest
 
 
 def test_fs_puts_tmp_path_tmpdir_and_racefs_into_a_fresh_fake_store(pytester, tmp_path_factory):
+    # fs= imports Lightning's IO modules (and torch): import them out here, so that pytester's in-process run does
+    # not drop them from sys.modules afterwards (torch cannot be imported twice in one process)
+    pytest.importorskip("lightning.pytorch")
     pytester.makepyfile(
         test_fake="""
         import os
@@ -167,7 +170,7 @@ def test_fs_puts_tmp_path_tmpdir_and_racefs_into_a_fresh_fake_store(pytester, tm
 
         SEEN = []
 
-        @pytest.mark.racecheck(schedules=6, fs="windows")
+        @pytest.mark.racecheck(schedules=6, fs="windows", skip_duplicates=False)
         def test_fake(tmp_path, tmpdir, racefs):
             assert racefs.root == "/racefs" and racefs.url == "racefs:///racefs"
             assert str(tmp_path) == "/racefs/pytest/test_fake" == str(tmpdir)
@@ -205,11 +208,11 @@ def test_quiet():
 LAYERS = """
 import pytest
 
-@pytest.mark.racecheck()
+@pytest.mark.racecheck(skip_duplicates=False)  # a body without decisions has one schedule otherwise
 def test_plain():
     pass
 
-@pytest.mark.racecheck(schedules=5, seed=11)
+@pytest.mark.racecheck(schedules=5, seed=11, skip_duplicates=False)
 def test_marker_wins():
     pass
 
@@ -243,7 +246,7 @@ def test_precedence_marker_over_command_line_over_ini_over_defaults(pytester):
 @pytest.mark.parametrize(
     ("args", "ini", "message"),
     [
-        (["--racecheck-strategy", "bfs"], "", "--racecheck-strategy must be one of random, pct, dfs, got 'bfs'"),
+        (["--racecheck-strategy", "bfs"], "", "--racecheck-strategy must be one of random, pct, dfs, pos, got 'bfs'"),
         (["--racecheck-schedules", "0"], "", "--racecheck-schedules must be >= 1, got 0"),
         (["--racecheck-seed", "x"], "", "--racecheck-seed must be an integer, got 'x'"),
         ([], "racecheck_schedules = many", "ini racecheck_schedules must be an integer, got 'many'"),
@@ -260,22 +263,26 @@ def test_bad_options_are_one_line_usage_errors(pytester, args, ini, message):
     assert "Traceback" not in result.stderr.str()
 
 
-@pytest.mark.parametrize(
-    ("marker", "message"),
-    [
-        ("200", "takes keyword arguments only*"),
-        ("schedule=3", "unknown argument 'schedule'*"),
-        ("schedules=0", "schedules must be an integer >= 1, got 0"),
-        ("strategy='bfs'", "strategy must be one of random, pct, dfs, got 'bfs'"),
-        ("fs='ntfs'", "fs: *"),
-        ("max_steps=0", "max_steps must be >= 1, not 0"),
-    ],
-)
-def test_bad_marker_arguments_fail_the_test_with_one_line(pytester, marker, message):
-    pytester.makepyfile(test_quiet=PASSING.format(marker=marker))
+BAD_MARKERS = {
+    "200": "takes keyword arguments only*",
+    "schedule=3": "unknown argument 'schedule'*",
+    "schedules=0": "schedules must be an integer >= 1, got 0",
+    "strategy='bfs'": "strategy must be one of random, pct, dfs, pos, got 'bfs'",
+    "fs='ntfs'": "fs: *",
+    "max_steps=0": "max_steps must be >= 1, not 0",
+}
+
+
+def test_bad_marker_arguments_fail_the_test_with_one_line(pytester):
+    source = ["import pytest"]
+    for index, marker in enumerate(BAD_MARKERS):
+        source += [f"@pytest.mark.racecheck({marker})", f"def test_bad_{index}():", "    pass", ""]
+    pytester.makepyfile(test_bad="\n".join(source))
     result = pytester.runpytest("-p", "no:randomly")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"*racecheck marker on test_quiet: {message}"])
+    result.assert_outcomes(failed=len(BAD_MARKERS))
+    result.stdout.fnmatch_lines_random(
+        [f"*racecheck marker on test_bad_{index}: {message}" for index, message in enumerate(BAD_MARKERS.values())]
+    )
     assert "Traceback" not in result.stdout.str()
 
 
@@ -318,7 +325,7 @@ def test_a_failure_that_depends_on_state_shared_through_a_fixture_is_flagged(pyt
         def calls():
             return []
 
-        @pytest.mark.racecheck(schedules=10)
+        @pytest.mark.racecheck(schedules=10, skip_duplicates=False)
         def test_third_call_fails(calls):
             calls.append(1)
             assert len(calls) != 3

@@ -1,0 +1,13 @@
+"""Import torch and Lightning before any pytester in-process run.
+
+pytester's in-process runs drop from ``sys.modules`` what was first imported inside them, and torch cannot be
+imported a second time in one process (its C extension fails with "SystemError: ... bad call flags"); the engine
+and the fake filesystem import them during a run, so they must already be loaded in every worker.
+"""
+
+import importlib
+import importlib.util
+
+for _name in ("torch", "lightning.pytorch"):
+    if importlib.util.find_spec(_name.split(".")[0]) is not None:
+        importlib.import_module(_name)
