@@ -20,6 +20,7 @@ import hashlib
 import importlib
 import os
 import queue
+import sys
 import threading
 import time
 from collections import deque
@@ -322,6 +323,27 @@ def explore_cells(
     return [_assemble(i, cell, results) for i, cell in enumerate(cells)], dispatcher.budget_hit
 
 
+def _warm() -> int:
+    return os.getpid()
+
+
+def _process_pool(jobs: int) -> Any:
+    """J worker processes, started before any thread of ours exists.
+
+    On Linux they are forked from this process, which has already imported the catalogue and built every cell
+    (the CLI validates them first), so a worker starts exploring at once instead of importing Lightning again.
+    Elsewhere (no safe fork) they are spawned and build what they need on first use.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method))
+    for future in [pool.submit(_warm) for _ in range(jobs)]:  # launches every worker now, from this thread
+        future.result()
+    return pool
+
+
 def _run_parallel(dispatcher: _Dispatcher, jobs: int, specs: list[str], finish: Callable[[dict, dict], None]) -> None:
     slots: list[_Slot] = []
     pool = group = None
@@ -334,10 +356,7 @@ def _run_parallel(dispatcher: _Dispatcher, jobs: int, specs: list[str], finish: 
             group = execnet.Group()
             slots = [_GatewaySlot(spec, group) for spec in specs]
         else:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+            pool = _process_pool(jobs)
             slots = [_ProcessSlot(pool) for _ in range(jobs)]
         done: queue.Queue = queue.Queue()
         stop = threading.Event()

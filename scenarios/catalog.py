@@ -18,7 +18,7 @@ _ALL = [
     define("evict-before-commit", crash.evict_before_commit, recovery=crash.evict_before_commit_recovery,
            semantics=_FAKE, small=False, why=_NO_CRASH),
     define("load-while-pending", ordering.load_while_pending),
-    define("teardown-flush", ordering.teardown_flush, small=False),
+    define("teardown-flush", ordering.teardown_flush),
     define("error-propagation", faults.error_propagation),
     define("snapshot-isolation", ordering.snapshot_isolation),
     define("crash-consistency", crash.crash_consistency, recovery=crash.crash_consistency_recovery,
@@ -28,7 +28,7 @@ _ALL = [
     *[define(f"trainer-fit-{name}", fit, small=False) for name, fit in trainer.VARIANTS.items()],
     define("resume-last", crash.resume_last, recovery=crash.resume_last_recovery, semantics=_FAKE, small=False,
            why=_NO_CRASH),
-    define("workload", workload.workload, small=False),
+    define("workload", workload.workload),
 ]
 
 CATALOGUE: dict[str, Scenario] = {s.name: s for s in _ALL}
