@@ -180,7 +180,7 @@ def main() -> None:
     args = parser.parse_args()
     if min(args.rounds, args.schedules, args.repeats) < 1:
         parser.error("--rounds, --schedules and --repeats must be >= 1")
-    console = Console()
+    console = Console(width=160)
     table = Table(title=f"racecheck engine benchmark (same process, medians of {args.repeats} alternating repeats)")
     for column in ("workload", "uncontrolled", "controlled", "ratio (median of pairs)", "goal"):
         table.add_column(column, justify="left" if column == "workload" else "right")

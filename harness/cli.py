@@ -153,7 +153,7 @@ def failure_block(cell: CellResult) -> str:
         f"  {f.kind}{where}, schedule #{f.schedule_index}, {f.preemptions} preemption(s), {f.steps} steps\n"
         f"  replay with: racecheck replay {f.token}\n"
         f"{f.trace}"
-    )
+    ) + (f"\n  {f.race_text}" if f.race_text else "")
 
 
 def _cell_line(cell: CellResult) -> str:
@@ -382,6 +382,10 @@ def replay_cmd(token: str) -> None:
     sys.exit(1)
 
 
+def _sig4(value: float | None) -> float | None:
+    return None if value is None else float(f"{value:.4g}")
+
+
 @main.command()
 @click.option("--baseline", required=True, metavar="FILE", help="the committed baseline, e.g. reports/baseline.json")
 @click.option("--report", "report_dir", default=None, metavar="DIR", help="write results.json, junit.xml, index.html")
@@ -436,7 +440,7 @@ def gate(baseline: str, report_dir: str | None, jobs: int, update: bool) -> None
                          "reference_schedules_per_s": round(reference_rate, 2),
                          "verdicts": [{"scenario": v.cell.scenario, "target": v.cell.target,
                                        "semantics": v.cell.fs, "expect": v.expectation.expect,
-                                       "relative_throughput": None if v.relative is None else round(v.relative, 4),
+                                       "relative_throughput": _sig4(v.relative),
                                        "baseline_relative_throughput": v.expectation.relative_throughput,
                                        "ok": v.ok, "problems": v.problems} for v in verdicts]},
                 "jobs": jobs}

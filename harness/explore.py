@@ -14,8 +14,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from racecheck import instrument as _instrument
 from racecheck import external as _external
+from racecheck import instrument as _instrument
 from racecheck import lines as _lines
 from racecheck import runtime, sync  # noqa: F401 - sync registers the controlled stand-ins
 from racecheck.config import Config, resolve

@@ -128,15 +128,16 @@ def _event(event: Any) -> list[Any]:
     return [int(event.step), int(event.tid), str(event.op), str(event.loc), str(switch)]
 
 
-def _race(failure: Any) -> list[list[Any]] | None:
+def _race(failure: Any) -> tuple[list[list[Any]] | None, str]:
+    """The racing pair the engine named (``failure.race.first/second``), as events, and its one-line description."""
     race = getattr(failure, "race", None)
     if race is None:
-        return None
+        return None, ""
     try:
-        pair = list(race)
-        return [_event(e) for e in pair]
-    except (TypeError, AttributeError):
-        return None
+        pair = [race.first, race.second]
+        return [[int(e.step), int(e.tid), str(e.op), str(e.loc), "race"] for e in pair], str(race)
+    except (TypeError, AttributeError, ValueError):
+        return None, str(race)
 
 
 def execute_unit(unit: dict) -> dict:
@@ -163,6 +164,7 @@ def execute_unit(unit: dict) -> dict:
         "failure": None,
     }
     if failure is not None:
+        race, race_text = _race(failure)
         out["failure"] = FailureRecord(
             kind=str(failure.kind),
             message=f"{type(failure.exception).__name__}: {failure.exception}",
@@ -173,7 +175,8 @@ def execute_unit(unit: dict) -> dict:
             engine_token=str(failure.token),
             thread=getattr(failure, "thread", None),
             events=[_event(e) for e in failure.events],
-            race=_race(failure),
+            race=race,
+            race_text=race_text,
         ).to_dict()
     return out
 

@@ -33,6 +33,21 @@ from racecheck.fakefs.semantics import (
 from racecheck.fakefs.spec import FakeFS
 from racecheck.runtime import current_run, real_allocate_lock
 
+_roots: tuple[str, ...] = ()
+
+
+def _note_root(root: str) -> None:
+    """Remember a mount root (every Store does): the real-disk guard only looks closer at paths under one."""
+    global _roots
+    if root not in _roots:
+        _roots = (*_roots, root)
+
+
+def known_roots() -> tuple[str, ...]:
+    """Every mount root a store was created with in this process (a cheap prefilter for the audit hook)."""
+    return _roots
+
+
 FD_BASE = 1 << 30  # fake descriptors live far above any real one, so os.close(fd) can tell them apart
 DEV = 0x7ACE
 
@@ -115,6 +130,7 @@ class Store:
         self.spec = spec or FakeFS()
         self.sem = semantics_for(self.spec.semantics)
         self.root = self.spec.root
+        _note_root(self.root)
         self.faults = FaultPlan(self.spec)
         self._lock = real_allocate_lock()
         self._ino = 0

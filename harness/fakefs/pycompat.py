@@ -17,6 +17,7 @@ import os
 import sys
 from typing import Any
 
+from racecheck.fakefs.model import known_roots
 from racecheck.fakefs.mount import run_store
 
 
@@ -132,13 +133,14 @@ _hook_installed = False
 
 
 def _guard(event: str, args: tuple) -> None:
+    """The audit hook. Fast path: an event that is not a file operation, or whose paths do not start with any
+    mount root ever created in this process, returns after a dict lookup and a prefix test."""
     positions = _EVENTS.get(event)
     if positions is None:
         return
-    store = run_store()
-    if store is None:
+    prefixes = known_roots()
+    if not prefixes:
         return
-    root = store.root
     for i in positions:
         if i >= len(args):
             continue
@@ -148,10 +150,19 @@ def _guard(event: str, args: tuple) -> None:
                 path = os.fsdecode(path)
             except (UnicodeDecodeError, TypeError):
                 continue
-        if isinstance(path, str) and (path == root or path.startswith(root + "/") or path.startswith("/" + root)):
-            caller = _caller()
+        if not isinstance(path, str):
+            continue
+        if path[:2] == "//":
+            path = "/" + path.lstrip("/")
+        if not path.startswith(prefixes):
+            continue
+        store = run_store()
+        if store is None:
+            return
+        root = store.root
+        if path == root or path.startswith(root + "/"):
             raise UnservedPathError(
-                f"{event} of {path!r} reached the real OS from {caller}: that code is not under racecheck's "
+                f"{event} of {path!r} reached the real OS from {_caller()}: that code is not under racecheck's "
                 f"fake filesystem (instrument= its module); refused so nothing under {root} touches the real disk")
 
 

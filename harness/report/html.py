@@ -104,8 +104,10 @@ def _failure_section(index: int, cell: CellResult) -> str:
     assert f is not None
     race_note = ""
     if f.race:
-        pair = " and ".join(f"T{e[1]} {escape(str(e[2]))}" for e in f.race)
-        race_note = f'<p><span class="swatch" style="background:{RACE_COLOUR}"></span>racing pair: {pair}</p>'
+        text = escape(f.race_text) if f.race_text else "racing pair: " + " and ".join(
+            f"T{e[1]} {escape(str(e[2]))}" for e in f.race
+        )
+        race_note = f'<p><span class="swatch" style="background:{RACE_COLOUR}"></span>{text}</p>'
     return f"""
 <section class="failure" id="failure-{index}">
 <h2>{escape(cell.scenario)} [{escape(cell.fs)}] on <code>{escape(cell.target)}</code></h2>

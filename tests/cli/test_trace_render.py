@@ -26,7 +26,7 @@ def traces(draw):
 
 
 @given(traces(), st.integers(10, 80))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 def test_every_location_survives_whole_and_columns_align(trace, width):
     threads, events = trace
     text = render(events, threads, "-> ok", max_width=width)
