@@ -16,9 +16,9 @@ The wrapped callables are patched on their classes/modules for the duration of a
 from __future__ import annotations
 
 import functools
-import os
 import multiprocessing.connection
 import multiprocessing.queues
+import os
 import select
 import socket
 import subprocess
