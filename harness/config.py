@@ -42,7 +42,7 @@ class Config:
     check_determinism: bool = False  # run every schedule twice and report the first divergence as a failure
     max_failures: int = 1  # keep exploring until this many distinct failures (result.failures) are found
     race_budget: int = 40  # replays spent naming the racing pair of each failure (failure.race); 0 skips it
-    skip_duplicates: bool = True  # random/pct/pos never run a schedule twice and stop when the space is done
+    skip_duplicates: bool = False  # random/pct/pos never run a schedule twice and stop when the space is done
     preempt: Any = None  # "lines": every line of the instrumented modules is a point; or the modules to do it in
     database: Any = None  # a folder (".racecheck") keeping failing tokens per test, replayed first; None: off
 

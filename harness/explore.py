@@ -100,8 +100,14 @@ class Result:
     def summary(self) -> str:
         if self.failure is None:
             done = " (search space exhausted)" if self.exhausted else ""
-            return f"ok: {self.schedules} schedules ({self.strategy}, seed {self.seed}){done}"
-        return f"FAILED after {self.schedules} schedules: {self.failure.message}; token {self.failure.token}"
+            return (
+                f"ok: {self.schedules} schedules, {self.interleavings} interleavings ({self.strategy}, seed "
+                f"{self.seed}){done}"
+            )
+        more = f" (and {len(self.failures) - 1} more distinct failures)" if len(self.failures) > 1 else ""
+        return (
+            f"FAILED after {self.schedules} schedules: {self.failure.message}; token {self.failure.token}{more}"
+        )
 
 
 # ----- setup shared by explore and replay -------------------------------------------------------------------------

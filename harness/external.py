@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import multiprocessing.connection
 import multiprocessing.queues
+import os
 import select
 import socket
 import subprocess
@@ -43,6 +44,28 @@ TARGETS: list[tuple[Any, str, str]] = [
     (socket.socket, "recv_into", "socket recv_into"),
     (socket.socket, "accept", "socket accept"),
 ]
+
+
+# Threads the stdlib starts to talk to other processes (a multiprocessing queue's feeder, a process pool's
+# management thread): plumbing that blocks on real conditions by design, never part of the program's schedule.
+PLUMBING_MODULES = ("multiprocessing.", "concurrent.futures.process")
+
+
+def is_plumbing(thread: Any) -> bool:
+    """Whether ``thread`` is stdlib inter-process plumbing that must run uncontrolled even when a controlled
+    thread starts it."""
+    target = getattr(thread, "_target", None)
+    module = getattr(target, "__module__", None) or ""
+    return module.startswith(PLUMBING_MODULES)
+
+
+def _forget_run_in_child() -> None:
+    """A process forked by a controlled thread has only that thread, and no scheduler: it runs uncontrolled."""
+    runtime.bind(None, None)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_run_in_child)
 
 
 def _wrap(real: Callable[..., Any], label: str) -> Callable[..., Any]:

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from racecheck import runtime
+from racecheck.external import is_plumbing
 
 __racecheck_engine__ = True
 
@@ -37,7 +38,7 @@ def logical_ident(rec: Any) -> int:
 
 def _start(self: Any) -> None:
     run = runtime.current_run()
-    if run is None or getattr(self, "_racecheck_record", None) is not None:
+    if run is None or getattr(self, "_racecheck_record", None) is not None or is_plumbing(self):
         return _orig_start(self)
     run.start_thread(self, _orig_start)
 

@@ -1,5 +1,5 @@
 """Coverage: distinct interleavings by the order of conflicting operations; random and pct never rerun a schedule
-and know when a small space is done.
+and know when a small space is done (``skip_duplicates=True``).
 
 The differential check: on small programs, unbounded exhaustive search (dfs) enumerates every schedule exactly
 once, so a random or pct exploration that says it exhausted the space must have run exactly as many schedules,
@@ -86,7 +86,7 @@ def independent():
 def test_small_space_is_exhausted_without_a_duplicate(fn, strategy):
     full = racecheck.explore(fn, strategy="dfs", preemption_bound=None, schedules=100_000)
     assert full.ok and full.exhausted
-    result = racecheck.explore(fn, strategy=strategy, schedules=100_000, seed=1)
+    result = racecheck.explore(fn, strategy=strategy, schedules=100_000, seed=1, skip_duplicates=True)
     assert result.ok and result.exhausted
     assert result.schedules == full.schedules  # every schedule once: no duplicate, none missed
     assert result.interleavings == full.interleavings
@@ -100,6 +100,12 @@ def test_interleavings_count_lock_orders_not_schedules():
 
 
 def test_budget_smaller_than_the_space_is_not_exhausted():
-    result = racecheck.explore(three_workers, strategy="random", schedules=3, seed=0)
+    result = racecheck.explore(three_workers, strategy="random", schedules=3, seed=0, skip_duplicates=True)
     assert result.ok and not result.exhausted and result.schedules == 3
     assert 1 <= result.interleavings <= 3
+
+
+def test_without_skip_duplicates_the_budget_is_spent_as_before():
+    result = racecheck.explore(independent, strategy="random", schedules=20, seed=0)
+    assert result.ok and result.schedules == 20 and not result.exhausted
+    assert result.interleavings == 1

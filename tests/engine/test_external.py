@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 
+import pytest
 import racecheck
 from racecheck import external, scheduler
 
@@ -101,3 +102,50 @@ def test_a_wait_on_another_process_is_still_bounded(monkeypatch):
     failure = racecheck.explore(waits_too_long, schedules=1, watchdog=0.1).failure
     assert failure is not None and failure.kind == "uncontrolled-blocking"
     assert "waited on another process for over 0.4s" in failure.message
+
+
+def fit_with_dataloader_workers():
+    """A real Trainer.fit whose DataLoader has two worker processes, then a deliberate failure so the run has a
+    token and a trace to compare."""
+    import tempfile
+
+    import lightning.pytorch as pl
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    class Tiny(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch, index):
+            return self.layer(batch[0]).sum()
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+        def train_dataloader(self):
+            data = TensorDataset(torch.arange(32.0).reshape(-1, 4))
+            return DataLoader(data, batch_size=2, num_workers=2, multiprocessing_context="fork")
+
+    with tempfile.TemporaryDirectory() as root:
+        trainer = pl.Trainer(default_root_dir=root, max_epochs=1, logger=False, enable_progress_bar=False,
+                             enable_model_summary=False, enable_checkpointing=False)
+        trainer.fit(Tiny())
+    raise RuntimeError("fit finished")
+
+
+@pytest.mark.slow  # a real Trainer.fit with worker processes, run twice: seconds alone, much more on a busy machine
+def test_trainer_fit_with_dataloader_workers_is_explored_and_replays():
+    """Used to end as "uncontrolled blocking" after 2 s: the workers' results arrive on multiprocessing queues and
+    the queue's feeder thread blocked on a real condition. Now the waits are external steps, the feeder is
+    plumbing left uncontrolled, forked workers forget the run, and the same token replays the same trace."""
+    import lightning.pytorch  # noqa: F401 - imported before the run: a first import is long and makes no point
+    import torch.utils.data  # noqa: F401
+
+    failure = racecheck.explore(fit_with_dataloader_workers, strategy="random", schedules=1, shrink_budget=0,
+                                race_budget=0).failure
+    assert failure.kind == "exception" and failure.message == "RuntimeError: fit finished", failure.message
+    assert "external multiprocessing queue get" in failure.trace
+    again = racecheck.replay(fit_with_dataloader_workers, failure.token)
+    assert again.failure.trace == failure.trace

@@ -108,3 +108,11 @@ def test_swapped_schedule_replays_from_its_token_and_passes():
     failure = _explore(check_then_act).failure
     swapped = racecheck.replay(check_then_act, failure.race.swapped_token)
     assert swapped.ok, swapped.trace
+
+
+def test_race_and_failures_are_deterministic():
+    """Same exploration, same failures, same racing pairs and swapped tokens: nothing depends on timing or ids."""
+    runs = [racecheck.explore(BUGS[name][0], strategy="random", schedules=60, seed=4, max_failures=3)
+            for name in ("missed_wakeup", "missed_wakeup")]
+    first, second = ([(f.token, f.race, f.occurrences) for f in r.failures] for r in runs)
+    assert first == second and first
