@@ -32,3 +32,8 @@ class NotAnIO:
 
 
 NOT_CALLABLE = 3
+
+
+def locked_atomic():
+    """The fixed IO with its crash-safe write protocol (temp file, fsync, rename, directory fsync)."""
+    return LockedAsyncCheckpointIO(durability="atomic")
