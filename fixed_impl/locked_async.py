@@ -8,11 +8,11 @@ issue #14035 and ``docs/fixed_impl.md``.
 
 The fix here: every file operation (save, remove) goes through one ordered queue served by one worker thread,
 so operations on the filesystem never overlap and apply in call order. The caller thread only snapshots the
-checkpoint and edits the queue (cancel a queued save, collapse a superseded one, defer a remove).
+checkpoint and edits the queue (defer a remove; optionally cancel a save a later call makes pointless).
 
-Every save and remove reaches the wrapped ``CheckpointIO`` unchanged and in call order (it sees exactly the calls
-of the synchronous IO it wraps); durability (fsync of the written file and of its directory) is added around the
-wrapped IO's own write, never instead of it.
+Every save and remove reaches the wrapped ``CheckpointIO`` in call order (it gets the calls of the synchronous IO
+it wraps, none dropped); durability (write to a hidden temp name, fsync, rename, fsync the directory) is added
+around the wrapped IO's own write, never instead of it.
 
 Threading primitives are looked up through the module global ``threading`` at call time (never captured at
 import), so the racecheck engine can instrument this module by swapping that name; the same holds for ``os``
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 __racecheck_instrument__ = ("racecheck.fixed_impl.locked_async",)
 
 _QUEUED, _RUNNING, _DONE, _CANCELLED = "queued", "running", "done", "cancelled"
-DURABILITY = ("fsync", "atomic", "none")
+DURABILITY = ("atomic", "fsync", "none")
 
 # ``durability="atomic"`` temp files: hidden and not ending in ".ckpt", so ``glob("*.ckpt")`` (and Lightning's
 # "last" lookup) never matches a partial write. The name is a function of the final name only (no pid, no
@@ -93,8 +93,9 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
 
     Drop-in: ``Trainer(plugins=[LockedAsyncCheckpointIO()])``. Like the stock plugin it wraps another
     ``CheckpointIO`` (``None`` lets the strategy plug in ``TorchCheckpointIO``) and every ``save_checkpoint`` /
-    ``remove_checkpoint`` call reaches it, with the same arguments, in call order, on one background worker:
-    the wrapped IO sees exactly the calls a synchronous run would make, only later and never two at once.
+    ``remove_checkpoint`` call reaches it, in call order, on one background worker: the wrapped IO sees the
+    calls a synchronous run would make (none dropped), only later and never two at once. By default a save's
+    path is the hidden temp file that is then renamed into place (``durability="fsync"``: the caller's path).
 
     Guarantees:
 
@@ -114,11 +115,12 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
        accelerator memory does not grow per queued save. Containers are rebuilt; other leaves are shared.
     6. At most ``max_pending`` snapshots exist at once (queued or being written); ``save_checkpoint`` blocks
        (backpressure) before snapshotting until a slot is free.
-    7. Durability, around the wrapped IO's own write (local paths; see ``durability``): ``"fsync"`` (default)
-       fsyncs the written file and its directory after the wrapped IO returned, before the save counts as
-       committed; ``"atomic"`` has the wrapped IO write a hidden temp file ``.<name>.tmp`` next to the target,
-       fsyncs it, renames it over the final name and fsyncs the directory, so a crash at any point leaves the
-       old or the new complete file; ``"none"`` adds nothing (the stock plugin's behaviour).
+    7. Durability, around the wrapped IO's own write (local paths; see ``durability``): ``"atomic"`` (default)
+       has the wrapped IO write a hidden temp file ``.<name>.tmp`` next to the target, fsyncs it, renames it
+       over the final name and fsyncs the directory, so a crash at any point leaves the old or the new
+       complete file; ``"fsync"`` hands the wrapped IO the caller's path unchanged and fsyncs the written file
+       and its directory after it returned, before the save counts as committed; ``"none"`` adds nothing (the
+       stock plugin's behaviour).
     8. A background error is raised at the next call (save, remove, load, ``wait``) or at ``teardown()``,
        exactly once, with its original traceback. Removes that were queued behind a failed save are dropped,
        so a failure never deletes a good checkpoint. ``teardown()`` called while another exception is
@@ -141,9 +143,11 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
             already mapped is ~2.5x faster than allocating (page faults). Up to ``max_pending`` snapshots'
             worth is kept between saves and freed at ``teardown()``. Never used with another ``CheckpointIO``
             (or a wrapped/mocked ``save_checkpoint``), since it could keep references to the tensors.
-        durability: ``"fsync"`` (default), ``"atomic"`` or ``"none"``, see guarantee 7. Applies to paths on
+        durability: ``"atomic"`` (default), ``"fsync"`` or ``"none"``, see guarantee 7. Applies to paths on
             the local filesystem (``LocalFileSystem``); other fsspec filesystems get the wrapped IO's own
-            semantics. ``"atomic"`` changes the path the wrapped IO is given (the temp name).
+            semantics and the caller's path. ``"atomic"`` gives the wrapped IO the temp path next to the
+            target; use ``"fsync"`` for a wrapped IO that must see the final path (it uploads or indexes by
+            name), at the price of crash atomicity of its own write.
         cancel_superseded: drop a queued save that a later call makes pointless (a remove or a newer save of
             the same path). Off by default, so the wrapped IO sees every call.
 
@@ -157,7 +161,7 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
         max_pending: int = 2,
         snapshot_device: Optional[Union[str, torch.device]] = "cpu",
         reuse_buffers: bool = True,
-        durability: Literal["fsync", "atomic", "none"] = "fsync",
+        durability: Literal["atomic", "fsync", "none"] = "atomic",
         cancel_superseded: bool = False,
     ) -> None:
         super().__init__(checkpoint_io)

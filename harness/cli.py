@@ -153,7 +153,7 @@ def failure_block(cell: CellResult) -> str:
         f"  {f.kind}{where}, schedule #{f.schedule_index}, {f.preemptions} preemption(s), {f.steps} steps\n"
         f"  replay with: racecheck replay {f.token}\n"
         f"{f.trace}"
-    )
+    ) + (f"\n  {f.race_text}" if f.race_text else "")
 
 
 def _cell_line(cell: CellResult) -> str:
@@ -163,7 +163,8 @@ def _cell_line(cell: CellResult) -> str:
     note = " (search space exhausted)" if cell.exhausted else ""
     if cell.budget_stopped:
         note = f" (time budget: {cell.schedules} of {cell.requested})"
-    return f"{cell.label}: clean, {cell.schedules} schedules {how}{note}, {cell.schedules_per_second:.0f} schedules/s"
+    rate = cell.schedules_per_second
+    return f"{cell.label}: clean, {cell.schedules} schedules {how}{note}, {rate:.{1 if rate < 10 else 0}f} schedules/s"
 
 
 class _Progress:
@@ -171,7 +172,7 @@ class _Progress:
 
     def __init__(self, total: int, enabled: bool) -> None:
         self.bar = None
-        self.failures = 0
+        self.failed_cells: set[int] = set()
         self.done = 0
         self.started = time.monotonic()
         if not enabled:
@@ -197,10 +198,11 @@ class _Progress:
 
     def update(self, unit: dict, result: dict) -> None:
         self.done += result["schedules"]
-        self.failures += int(result["failure"] is not None)
+        if result["failure"] is not None:
+            self.failed_cells.add(unit["cell"])  # a race per cell, however many of its chunks failed
         if self.bar is not None:
             rate = self.done / max(time.monotonic() - self.started, 1e-9)
-            self.bar.update(self.task, completed=self.done, rate=rate, failures=self.failures)
+            self.bar.update(self.task, completed=self.done, rate=rate, failures=len(self.failed_cells))
             self.bar.refresh()
 
     def close(self) -> None:
@@ -299,7 +301,9 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
             ))
     for cell in cells:
         _prebuild(catalogue_name, cell)
+    started = time.perf_counter()
     results, budget_hit = _explore(cells, jobs, tx, time_budget, quiet)
+    explore_wall = time.perf_counter() - started
     for cell in results:
         click.echo(_cell_line(cell))
         if cell.failure is not None:
@@ -311,7 +315,7 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
     races = sum(1 for c in results if c.failure is not None)
     click.echo(f"{len(results)} cell(s), {explored} schedules, {races} race(s) found")
     run_info = {"jobs": jobs, "tx": list(tx), "time_budget_s": time_budget, "budget_reached": budget_hit,
-                "chunk": parallel.CHUNK}
+                "chunk": parallel.CHUNK, "explore_wall_s": round(explore_wall, 3)}
     _write_reports(report_dir, results, run_info)
     sys.exit(1 if races else 0)
 
@@ -378,6 +382,10 @@ def replay_cmd(token: str) -> None:
     sys.exit(1)
 
 
+def _sig4(value: float | None) -> float | None:
+    return None if value is None else float(f"{value:.4g}")
+
+
 @main.command()
 @click.option("--baseline", required=True, metavar="FILE", help="the committed baseline, e.g. reports/baseline.json")
 @click.option("--report", "report_dir", default=None, metavar="DIR", help="write results.json, junit.xml, index.html")
@@ -409,10 +417,13 @@ def gate(baseline: str, report_dir: str | None, jobs: int, update: bool) -> None
     _prepare_report_dir(report_dir)
     for cell in cells:
         _prebuild(catalogue_name, cell)
-    reference_rate = gating.measure_reference(expected.reference_schedules)
+    before = gating.measure_reference(expected.reference_schedules)
     results, _ = _explore(cells, jobs, (), None, quiet=False)
+    after = gating.measure_reference(expected.reference_schedules)  # before and after: load drifts average out
+    reference_rate = (before + after) / 2
     verdicts = gating.judge(expected, results, reference_rate)
-    click.echo(f"reference workload: {reference_rate:.0f} schedules/s (tolerance {expected.tolerance:.0%})")
+    click.echo(f"reference workload: {reference_rate:.0f} schedules/s (before {before:.0f}, after {after:.0f}; "
+               f"tolerance {expected.tolerance:.0%})")
     for verdict in verdicts:
         cell = verdict.cell
         ratio = "-" if verdict.relative is None else f"{verdict.relative:.3f}"
@@ -429,7 +440,7 @@ def gate(baseline: str, report_dir: str | None, jobs: int, update: bool) -> None
                          "reference_schedules_per_s": round(reference_rate, 2),
                          "verdicts": [{"scenario": v.cell.scenario, "target": v.cell.target,
                                        "semantics": v.cell.fs, "expect": v.expectation.expect,
-                                       "relative_throughput": None if v.relative is None else round(v.relative, 4),
+                                       "relative_throughput": _sig4(v.relative),
                                        "baseline_relative_throughput": v.expectation.relative_throughput,
                                        "ok": v.ok, "problems": v.problems} for v in verdicts]},
                 "jobs": jobs}

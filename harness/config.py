@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,14 +21,14 @@ from typing import Any
 
 __racecheck_engine__ = True
 
-STRATEGY_NAMES = ("random", "pct", "dfs")
+STRATEGY_NAMES = ("random", "pct", "dfs", "pos")
 
 
 @dataclass(frozen=True)
 class Config:
     """How to explore: strategy, budget, what to control, limits. Immutable; derive variants with ``replace``."""
 
-    strategy: str = "pct"  # "random", "pct" or "dfs"
+    strategy: str = "pct"  # "random", "pct", "dfs" or "pos"
     schedules: int = 1000  # at most this many schedules (dfs may stop earlier: result.exhausted)
     seed: int = 0
     instrument: tuple[Any, ...] = ()  # modules or dotted names ("pkg.*") to control besides fn's own module
@@ -39,6 +40,11 @@ class Config:
     watchdog: float | None = 2.0  # real seconds without a scheduling point before "uncontrolled blocking"
     shrink_budget: int = 300  # replays the shrinker may spend; 0 reports the failure as found
     check_determinism: bool = False  # run every schedule twice and report the first divergence as a failure
+    max_failures: int = 1  # keep exploring until this many distinct failures (result.failures) are found
+    race_budget: int = 40  # replays spent naming the racing pair of each failure (failure.race); 0 skips it
+    skip_duplicates: bool = True  # random/pct/pos never run a schedule twice and stop when the space is done
+    preempt: Any = None  # "lines": every line of the instrumented modules is a point; or the modules to do it in
+    database: Any = None  # a folder (".racecheck") keeping failing tokens per test, replayed first; None: off
 
     def __post_init__(self) -> None:
         instrument = self.instrument
@@ -69,6 +75,17 @@ class Config:
             raise TypeError("on_crash must be callable")
         if not isinstance(self.check_determinism, bool):
             raise TypeError("check_determinism must be True or False")
+        _int_at_least("max_failures", self.max_failures, 1)
+        if not isinstance(self.skip_duplicates, bool):
+            raise TypeError("skip_duplicates must be True or False")
+        _int_at_least("race_budget", self.race_budget, 0)
+        preempt = self.preempt
+        if isinstance(preempt, list):
+            object.__setattr__(self, "preempt", tuple(preempt))
+        elif preempt is not None and preempt != "lines" and not isinstance(preempt, (tuple, types.ModuleType)):
+            raise ValueError(f"preempt must be None, 'lines' or a list of modules, not {preempt!r}")
+        if self.database is not None and not isinstance(self.database, (str, os.PathLike)):
+            raise TypeError(f"database must be a folder path or None, not {type(self.database).__name__}")
 
     @property
     def bound(self) -> int | None:

@@ -18,7 +18,7 @@ from racecheck import parallel
 __racecheck_engine__ = True
 
 STOCK_SCENARIOS = (("delete-while-queued", 200), ("trainer-fit", 20))
-FIXED_SCENARIOS = (("delete-while-queued", 1.0), ("trainer-fit", 0.1))  # share of --schedules (trainer-fit is slow)
+FIXED_SCENARIOS = (("delete-while-queued", 1.0), ("trainer-fit", 0.05))  # share of --schedules (trainer-fit is slow)
 
 
 def run_demo(schedules: int, seed: int, echo: Callable[[str], None]) -> int:

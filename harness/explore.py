@@ -14,11 +14,16 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from racecheck import external as _external
 from racecheck import instrument as _instrument
+from racecheck import lines as _lines
 from racecheck import runtime, sync  # noqa: F401 - sync registers the controlled stand-ins
 from racecheck.config import Config, resolve
+from racecheck.coverage import ChoiceTree, Steering, interleaving_key
+from racecheck.database import FailureDatabase
 from racecheck.divergence import LIKELY_CAUSE, Recorder, Replayer, compare_runs
 from racecheck.errors import ReplayDivergence, TokenError
+from racecheck.race import WAITING, Race, find_race, same_race
 from racecheck.scheduler import FailureInfo, Run, RunConfig
 from racecheck.shrink import Probe, fewest_preemptions, normalize, shrink
 from racecheck.strategies import Chooser, make_strategy
@@ -50,6 +55,9 @@ class Failure:
     original_preemptions: int
     original_steps: int
     shrink_probes: int = 0
+    race: Race | None = None  # the two conflicting operations whose order decides this failure, when found
+    occurrences: int = 1  # failing schedules explored that were this same failure (with max_failures > 1)
+    signature: tuple = ()  # what groups failures: kind, exception type, where raised
 
     @property
     def message(self) -> str:
@@ -57,7 +65,8 @@ class Failure:
 
     def __str__(self) -> str:
         where = f" in {self.thread}" if self.thread else ""
-        return (
+        race = f"{self.race}\n" if self.race is not None else ""
+        return race + (
             f"racecheck found a failing schedule (#{self.schedule_index}, {self.kind}{where}): {self.message}\n"
             f"preemptions: {self.preemptions} (before shrinking {self.original_preemptions}), steps: {self.steps}\n"
             f"replay with: racecheck.replay(fn, {self.token!r})\n{self.trace}"
@@ -80,6 +89,9 @@ class Result:
     leaked_threads: list[str] = field(default_factory=list)
     trace: str = ""
     config: Config | None = None
+    failures: list[Failure] = field(default_factory=list)  # every distinct failure found, first one first
+    interleavings: int = 0  # distinct interleavings explored (by the order of conflicting operations)
+    replayed: int = 0  # schedules replayed first from the failure database (counted in ``schedules`` too)
 
     def raise_on_failure(self) -> None:
         if self.failure is not None:
@@ -111,6 +123,8 @@ class _Session:
         self.extensions = runtime.extensions_for(config)
         self.target = _target_name(fn)
         keys = [ext.config_key(config) for ext in self.extensions]
+        if config.preempt is not None:  # line-level points change the schedule: a token must say it used them
+            keys.append(f"preempt={_lines.describe(config.preempt)}")
         self.config_key = "|".join(keys) if keys else "-"
 
     def _modules(self) -> list[types.ModuleType]:
@@ -123,6 +137,14 @@ class _Session:
             targets.extend(ext.modules(self.config))
         return _instrument.resolve_modules(targets)
 
+    def _line_modules(self, instrumented: list[types.ModuleType]) -> list[types.ModuleType]:
+        """Where line-level preemption applies: every instrumented module, or the ones ``preempt`` names."""
+        preempt = self.config.preempt
+        if preempt == "lines":
+            return instrumented
+        named = [preempt] if isinstance(preempt, types.ModuleType) else list(preempt)
+        return _instrument.resolve_modules(named)
+
     @contextmanager
     def controlled(self):
         if runtime.current_run() is not None:
@@ -134,7 +156,10 @@ class _Session:
             with ExitStack() as stack:
                 patch = _instrument.apply(modules)
                 stack.callback(patch.restore)
+                if self.config.preempt is not None:
+                    stack.enter_context(_lines.tracing(_lines.files_of(self._line_modules(modules))))
                 stack.enter_context(controlled_thread_class())
+                stack.enter_context(_external.waiting_outside())
                 yield
         finally:
             _exploring.release()
@@ -255,6 +280,96 @@ def _shrunk(session: _Session, run: Run, tracking: Any, result: Result) -> tuple
     return best_run, best_tracking, probes
 
 
+def _racing_pair(session: _Session, run: Run, tracking: Any, result: Result) -> Race | None:
+    """``race.find_race`` over real runs of this session: swap conflicting pairs of the shrunk schedule."""
+    budget = session.config.race_budget
+    if budget <= 0 or run.failure is None:
+        return None
+    signature = run.failure.signature()
+    values = [c for c, p in zip(run.choices, tracking.picked, strict=False) if p == 0]
+
+    recorders: dict[int, Recorder] = {}
+
+    def execute(chooser: Chooser) -> Run:
+        recorder = Recorder(chooser)
+        swapped = session.run_once(recorder)
+        recorders[id(swapped)] = recorder
+        result.leaked_threads.extend(swapped.leaked)
+        return swapped
+
+    def token_of(other: Run) -> str:
+        cfg = session.config
+        return session.token(other, recorders[id(other)], cfg.strategy, cfg.seed, 0)
+
+    def fails_same(other: Run) -> bool:
+        return other.failure is not None and other.failure.signature() == signature
+
+    def describe(other: Run) -> str:
+        return "passes" if other.failure is None else _outcome_line(other)[3:]
+
+    events = list(run.trace)
+    if run.failure.kind == "deadlock":
+        events += [
+            TraceEvent(run.steps + 1, rec.tid, rec.op, rec.loc, WAITING)
+            for rec in run.threads
+            if rec.launched and rec.op != "exit"  # torn down since, but still showing what it waited for
+        ]
+    race, _spent = find_race(events, values, execute, fails_same, describe, budget, token_of)
+    return race
+
+
+def _collect(
+    session: _Session, run: Run, tracking: Any, index: int, result: Result, origin: tuple[str, int] | None = None
+) -> bool:
+    """A failing schedule: a new distinct failure is shrunk, given its racing pair and token, and kept; another
+    instance of a known one is counted. True when exploration should stop (``max_failures`` distinct found)."""
+    cfg = session.config
+    signature = run.failure.signature()  # type: ignore[union-attr]
+    known = [f for f in result.failures if f.signature == signature]
+    for failure in known:
+        if failure.race is None or same_race(failure.race, run.trace):
+            failure.occurrences += 1
+            return False
+    best, tracking, probes = _shrunk(session, run, tracking, result)
+    strategy, seed = origin or (cfg.strategy, cfg.seed)
+    token = session.token(best, tracking, strategy, seed, index)
+    failure = _failure(best, token, index, run, probes)
+    failure.signature = signature
+    failure.race = _racing_pair(session, best, tracking, result)
+    for other in known:
+        if other.race is not None and failure.race is not None and other.race.key() == failure.race.key():
+            other.occurrences += 1
+            return False
+    result.failures.append(failure)
+    if result.failure is None:
+        result.failure = failure
+    return len(result.failures) >= cfg.max_failures
+
+
+def _replay_database(session: _Session, database: FailureDatabase, key: str, result: Result) -> bool:
+    """Run the schedules that failed before, first; a kept token that no longer fails (or no longer fits the
+    test) is dropped. True when they alone found ``max_failures`` distinct failures."""
+    for text in database.fetch(key):
+        try:
+            parsed = decode(text)
+        except TokenError:
+            database.delete(key, text)
+            continue
+        if parsed.target != short_hash(session.target) or parsed.config != short_hash(session.config_key):
+            continue  # another test or configuration sharing the key digest: leave it alone
+        replayer = Replayer(parsed.choices, parsed.picked, parsed.steps)
+        run = session.run_once(replayer)
+        result.schedules += 1
+        result.replayed += 1
+        result.leaked_threads.extend(run.leaked)
+        if run.failure is None or replayer.divergence is not None:
+            database.delete(key, text)
+            continue
+        if _collect(session, run, replayer, parsed.index, result, (parsed.strategy, parsed.seed)):
+            return True
+    return False
+
+
 # ----- public API -----------------------------------------------------------------------------------------------------
 
 
@@ -274,14 +389,27 @@ def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: An
     session = _Session(fn, cfg)
     strat = make_strategy(cfg.strategy, cfg.seed, cfg.depth, cfg.bound)
     result = Result(ok=True, schedules=0, strategy=cfg.strategy, seed=cfg.seed, config=cfg)
+    # dfs never repeats itself and knows when it is done; the sampling strategies learn it from a tree of runs
+    tree = ChoiceTree() if cfg.strategy != "dfs" and cfg.skip_duplicates else None
+    seen: set[str] = set()
+    database = FailureDatabase(cfg.database) if cfg.database is not None else None
+    db_key = f"{session.target}|{session.config_key}"
     with session.controlled():
-        for index in range(cfg.schedules):
+        stop = database is not None and _replay_database(session, database, db_key, result)
+        for index in range(cfg.schedules if not stop else 0):
+            if tree is not None and tree.complete:
+                result.exhausted = True
+                break
             chooser = strat.new_execution(index)
             if chooser is None:
                 break
-            recorder = Recorder(chooser)
+            recorder = Recorder(chooser if tree is None else Steering(chooser, tree))
             run = session.run_once(recorder)
             strat.end_execution(chooser, run.steps)
+            if tree is not None:
+                tree.add(run.choices, run.arities)
+            seen.add(interleaving_key(run.trace))
+            result.interleavings = len(seen)
             result.schedules += 1
             result.max_steps_seen = max(result.max_steps_seen, run.steps)
             result.crashes += int(run.crashed)
@@ -292,13 +420,14 @@ def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: An
                     token = session.token(run, recorder, cfg.strategy, cfg.seed, index)
                     info = FailureInfo("nondeterminism", ReplayDivergence(divergence), None)
                     result.failure = _failure(run, token, index, run, 0, info)
+                    result.failures.append(result.failure)
                     break
-            if run.failure is not None:
-                best, tracking, probes = _shrunk(session, run, recorder, result)
-                token = session.token(best, tracking, cfg.strategy, cfg.seed, index)
-                result.failure = _failure(best, token, index, run, probes)
+            if run.failure is not None and _collect(session, run, recorder, index, result):
                 break
-        result.exhausted = strat.exhausted
+        result.exhausted = result.exhausted or strat.exhausted or (tree is not None and tree.complete)
+    if database is not None:
+        for failure in result.failures:
+            database.save(db_key, failure.token)
     if result.failure is not None:
         result.ok = False
         result.trace = result.failure.trace
@@ -337,5 +466,7 @@ def replay(fn: Callable[[], Any], token: str, config: Config | None = None, **sh
     result.leaked_threads = list(run.leaked)
     if run.failure is not None:
         result.failure = _failure(run, parsed.encode(), parsed.index, run, 0)
+        result.failure.signature = run.failure.signature()
+        result.failures.append(result.failure)
     result.trace = _render(run)
     return result

@@ -20,6 +20,7 @@ import hashlib
 import importlib
 import os
 import queue
+import sys
 import threading
 import time
 from collections import deque
@@ -127,15 +128,16 @@ def _event(event: Any) -> list[Any]:
     return [int(event.step), int(event.tid), str(event.op), str(event.loc), str(switch)]
 
 
-def _race(failure: Any) -> list[list[Any]] | None:
+def _race(failure: Any) -> tuple[list[list[Any]] | None, str]:
+    """The racing pair the engine named (``failure.race.first/second``), as events, and its one-line description."""
     race = getattr(failure, "race", None)
     if race is None:
-        return None
+        return None, ""
     try:
-        pair = list(race)
-        return [_event(e) for e in pair]
-    except (TypeError, AttributeError):
-        return None
+        pair = [race.first, race.second]
+        return [[int(e.step), int(e.tid), str(e.op), str(e.loc), "race"] for e in pair], str(race)
+    except (TypeError, AttributeError, ValueError):
+        return None, str(race)
 
 
 def execute_unit(unit: dict) -> dict:
@@ -162,6 +164,7 @@ def execute_unit(unit: dict) -> dict:
         "failure": None,
     }
     if failure is not None:
+        race, race_text = _race(failure)
         out["failure"] = FailureRecord(
             kind=str(failure.kind),
             message=f"{type(failure.exception).__name__}: {failure.exception}",
@@ -172,7 +175,8 @@ def execute_unit(unit: dict) -> dict:
             engine_token=str(failure.token),
             thread=getattr(failure, "thread", None),
             events=[_event(e) for e in failure.events],
-            race=_race(failure),
+            race=race,
+            race_text=race_text,
         ).to_dict()
     return out
 
@@ -322,6 +326,27 @@ def explore_cells(
     return [_assemble(i, cell, results) for i, cell in enumerate(cells)], dispatcher.budget_hit
 
 
+def _warm() -> int:
+    return os.getpid()
+
+
+def _process_pool(jobs: int) -> Any:
+    """J worker processes, started before any thread of ours exists.
+
+    On Linux they are forked from this process, which has already imported the catalogue and built every cell
+    (the CLI validates them first), so a worker starts exploring at once instead of importing Lightning again.
+    Elsewhere (no safe fork) they are spawned and build what they need on first use.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method))
+    for future in [pool.submit(_warm) for _ in range(jobs)]:  # launches every worker now, from this thread
+        future.result()
+    return pool
+
+
 def _run_parallel(dispatcher: _Dispatcher, jobs: int, specs: list[str], finish: Callable[[dict, dict], None]) -> None:
     slots: list[_Slot] = []
     pool = group = None
@@ -334,10 +359,7 @@ def _run_parallel(dispatcher: _Dispatcher, jobs: int, specs: list[str], finish: 
             group = execnet.Group()
             slots = [_GatewaySlot(spec, group) for spec in specs]
         else:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+            pool = _process_pool(jobs)
             slots = [_ProcessSlot(pool) for _ in range(jobs)]
         done: queue.Queue = queue.Queue()
         stop = threading.Event()

@@ -194,6 +194,10 @@ def _settings(item: pytest.Function, marker: pytest.Mark, state: _SessionState) 
         instrument.append(_legacy_path_module())  # so LocalPath's own os calls reach the fake store
     shared["instrument"] = instrument
     explore_only = {name: kw[name] for name in _EXPLORE_ONLY if name in kw}
+    try:  # the engine's own checks (depth, max_steps, watchdog, ...), reported as one line
+        racecheck.Config(strategy=strategy, schedules=schedules, seed=seed, **shared, **explore_only)
+    except (TypeError, ValueError) as exc:
+        _bad_marker(item, str(exc))
     return _Settings(schedules, strategy, seed, repetition, fs, shared, explore_only)
 
 
@@ -340,7 +344,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     try:
         again = racecheck.replay(body, failure.token, **settings.shared)
     except (racecheck.ReplayDivergence, racecheck.TokenError) as exc:
-        remark = f"note: replaying the token in this process did not take the same path: {exc}"
+        remark = (f"note: replaying the token in this process did not take the same path (state shared across "
+                  f"schedules through a fixture other than tmp_path/tmpdir?): {exc}")
     else:
         if again.failure is None:
             remark = ("note: replaying the token in this process passed; state shared across schedules "

@@ -30,6 +30,8 @@ from racecheck.trace import TraceEvent, display_path, frame_path
 
 __racecheck_engine__ = True
 
+_current_record = runtime.current_thread_record
+
 _real_Event = threading.Event
 _real_Thread = threading.Thread
 _real_thread_start = threading.Thread.start
@@ -42,16 +44,38 @@ for _mod_name in ("threading", "queue", "concurrent.futures._base", "concurrent.
         _SKIP_FILES.add(_mod.__file__)
 
 
+_SKIP_CODE: dict[Any, bool] = {}  # code object -> belongs to the engine or to stdlib sync (never the user's line)
+_LOCATIONS: dict[tuple[Any, int], str] = {}  # (code object, line) -> "path.py:line", the text traces show
+_CACHE_LIMIT = 50_000  # code created at run time (exec, lambdas in generated code) must not grow these forever
+
+
 def caller_location(depth: int = 2) -> str:
-    """file:line of the innermost frame that belongs to the code under test (not the engine, not stdlib sync)."""
+    """file:line of the innermost frame that belongs to the code under test (not the engine, not stdlib sync).
+
+    Called at every scheduling point, so both questions asked of a frame are memoised: whether its code is to be
+    skipped, and the display text of a (code, line) pair. The text is exactly what the uncached walk produced, so
+    traces stay byte-identical."""
     frame = sys._getframe(depth)
-    while frame is not None and (
-        frame.f_globals.get("__racecheck_engine__") or frame.f_code.co_filename in _SKIP_FILES
-    ):
+    skip_code = _SKIP_CODE
+    while frame is not None:
+        code = frame.f_code
+        skip = skip_code.get(code)
+        if skip is None:
+            skip = bool(frame.f_globals.get("__racecheck_engine__")) or code.co_filename in _SKIP_FILES
+            if len(skip_code) >= _CACHE_LIMIT:
+                skip_code.clear()
+            skip_code[code] = skip
+        if not skip:
+            key = (code, frame.f_lineno)
+            location = _LOCATIONS.get(key)
+            if location is None:
+                location = f"{frame_path(frame)}:{key[1]}"
+                if len(_LOCATIONS) >= _CACHE_LIMIT:
+                    _LOCATIONS.clear()
+                _LOCATIONS[key] = location
+            return location
         frame = frame.f_back
-    if frame is None:
-        return ""  # an engine-internal thread (an executor worker's own loop): the op text says enough
-    return f"{frame_path(frame)}:{frame.f_lineno}"
+    return ""  # an engine-internal thread (an executor worker's own loop): the op text says enough
 
 
 def _code_location(fn: Any) -> str:
@@ -147,6 +171,9 @@ class Run:
         self._root: ThreadRecord | None = None
         self._recovering = False  # after a crash, the recovery phase's failures are real findings
         self._yielders: list[ThreadRecord] = []  # threads with a non-empty yield_to (fair scheduling)
+        self._lonely_yielder: ThreadRecord | None = None  # yielded at the previous step with no one else to run
+        self._max_steps = self.config.max_steps
+        self.outside = 0  # threads inside a call that waits on another process (racecheck.external): not stuck
 
     # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
 
@@ -166,7 +193,11 @@ class Run:
         timeout: float | None = None,
         yielding: bool = False,
     ) -> bool:
-        me = self._me()
+        me = _current_record()
+        if me is None or me.run is not self:
+            raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
+        if self.aborting:
+            raise _Abort()
         if timeout is not None and timeout <= 0 and enabled is not None:
             # A non-blocking attempt: a plain point, then look once.
             self.schedule(op, yielding=yielding)
@@ -174,10 +205,14 @@ class Run:
         me.op = op
         me.loc = caller_location()
         me.enabled = enabled
-        me.deadline = None if timeout is None else self.clock + timeout
-        me.timed_out = False
+        if timeout is not None:
+            me.deadline = self.clock + timeout
         me.yielding = yielding
-        self._step(me, alive=True)
+        self._step(me, True)
+        if timeout is None:
+            me.enabled = None
+            me.yielding = False
+            return True
         timed_out = me.timed_out and not (enabled is not None and enabled())
         me.enabled = None
         me.deadline = None
@@ -203,7 +238,7 @@ class Run:
 
     def note(self, op: str) -> None:
         """A traced effect that is not a scheduling point (a release, a notify)."""
-        me = runtime.current_thread_record()
+        me = _current_record()
         if me is not None and me.run is self:
             self.trace.append(TraceEvent(self.steps, me.tid, op, caller_location(), "info"))
 
@@ -293,10 +328,14 @@ class Run:
         self.choices.append(value)
 
     def _candidates(self, me: ThreadRecord, alive: bool) -> list[ThreadRecord]:
-        out = [me] if alive and me.can_run() else []
+        """Who could run now: ``me`` first (choice 0 = no preemption), then the others by logical id.
+        ``can_run`` inlined: this runs at every step, over every thread."""
+        out = [me] if alive and (me.enabled is None or me.timed_out or me.enabled()) else []
         for rec in self.threads:
-            if rec is not me and rec.launched and not rec.finished and rec.can_run():
-                out.append(rec)
+            if rec is not me and rec.launched and not rec.finished:
+                enabled = rec.enabled
+                if enabled is None or rec.timed_out or enabled():
+                    out.append(rec)
         return out
 
     def _advance_clock(self) -> bool:
@@ -310,66 +349,91 @@ class Run:
         return True
 
     def _step(self, me: ThreadRecord, alive: bool) -> None:
-        self.steps += 1
-        if self.steps > self.config.max_steps:
+        """One scheduling step: who runs next, recorded in the trace; hands the baton over if it is someone else.
+
+        The hot path of every controlled program (every point of every thread): the common cases (one candidate,
+        or a decision without yields in play) touch no more than they need."""
+        self.steps = steps = self.steps + 1
+        if steps > self._max_steps:
             self._fail(
                 "step-limit",
-                StepLimitExceeded(f"more than {self.config.max_steps} scheduling steps (livelock, or raise max_steps)"),
+                StepLimitExceeded(f"more than {self._max_steps} scheduling steps (livelock, or raise max_steps)"),
                 me,
             )
             self._stop(me, alive)
             return
         candidates = self._candidates(me, alive)
-        while not candidates and self._advance_clock():
-            candidates = self._candidates(me, alive)
         if not candidates:
-            unfinished = [r for r in self.threads if r.launched and not r.finished]
-            root_done = self._root is None or self._root.finished
-            if not unfinished or (root_done and all(r.background for r in unfinished)):
-                self.done.set()  # the run is complete; background threads still parked are torn down
-                self._stop(me, alive)
+            candidates = self._wake_or_finish(me, alive)
+            if not candidates:
                 return
-            self._fail("deadlock", Deadlock(self._describe_waiters(unfinished)), me)
-            self._stop(me, alive)
-            return
         yielding = alive and me.yielding
-        if yielding and len(candidates) == 1 and candidates[0] is me and self._advance_clock():
-            # Only the yielder could run: in real time the threads it waits for (timed sleeps) would wake up.
-            candidates = self._candidates(me, alive)
         if yielding:
-            # CHESS fair scheduling: a yielding thread waits for someone else, so it is not scheduled again before
-            # every thread that could run now has run (or stopped being able to). Leaving it is no preemption.
-            others = {c.tid for c in candidates if c is not me}
-            if others:
-                me.yield_to = others
-                self._yielders.append(me)
+            candidates = self._yield(me, candidates)
+        else:
+            self._lonely_yielder = None
         if self._yielders and len(candidates) > 1:
             candidates = self._fair(candidates)
         current_enabled = alive and candidates[0] is me
         if len(candidates) == 1:
             index = 0
+            chosen = candidates[0]
         else:
             index = self.chooser.pick_thread(
                 [c.tid for c in candidates], current_enabled, yielding, me.tid if alive else None
             )
-            self._record(len(candidates), index)
-        chosen = candidates[index]
+            self.arities.append(len(candidates))
+            self.choices.append(index)
+            chosen = candidates[index]
         if self._yielders:
             self._scheduled(chosen)
-        if current_enabled and index != 0:
-            self.preemptions += 1
-            switch = "preempt"
-        else:
-            switch = "" if chosen is me else "switch"
-        self.trace.append(TraceEvent(self.steps, chosen.tid, chosen.op, chosen.loc, switch))
-        self.current = chosen
         if chosen is me:
+            self.trace.append(TraceEvent(steps, me.tid, me.op, me.loc, ""))
             return
+        if current_enabled:
+            self.preemptions += 1
+            self.trace.append(TraceEvent(steps, chosen.tid, chosen.op, chosen.loc, "preempt"))
+        else:
+            self.trace.append(TraceEvent(steps, chosen.tid, chosen.op, chosen.loc, "switch"))
+        self.current = chosen
         chosen.baton.release()
         if alive:
             me.baton.acquire()
             if self.aborting:
                 raise _Abort()
+
+    def _wake_or_finish(self, me: ThreadRecord, alive: bool) -> list[ThreadRecord]:
+        """Nobody can run: let virtual time pass to the next deadline, or end the run (complete, or deadlock)."""
+        while self._advance_clock():
+            candidates = self._candidates(me, alive)
+            if candidates:
+                return candidates
+        unfinished = [r for r in self.threads if r.launched and not r.finished]
+        root_done = self._root is None or self._root.finished
+        if not unfinished or (root_done and all(r.background for r in unfinished)):
+            self.done.set()  # the run is complete; background threads still parked are torn down
+            self._stop(me, alive)
+            return []
+        self._fail("deadlock", Deadlock(self._describe_waiters(unfinished)), me)
+        self._stop(me, alive)
+        return []
+
+    def _yield(self, me: ThreadRecord, candidates: list[ThreadRecord]) -> list[ThreadRecord]:
+        """CHESS fair scheduling: a yielding thread waits for someone else, so it is not scheduled again before every
+        thread that could run now has run (or stopped being able to). Leaving it is therefore no preemption."""
+        if len(candidates) == 1 and candidates[0] is me:
+            # Only the yielder could run. Once is a poll that failed (a drain loop's last get_nowait): go on. Twice
+            # in a row is a spin: in real time the threads it waits for (timed sleeps, timeouts) would wake up.
+            if self._lonely_yielder is me and self._advance_clock():
+                candidates = self._candidates(me, True)
+            self._lonely_yielder = me
+        else:
+            self._lonely_yielder = None
+        others = {c.tid for c in candidates if c is not me}
+        if others:
+            me.yield_to = others
+            self._yielders.append(me)
+        return candidates
 
     def _fair(self, candidates: list[ThreadRecord]) -> list[ThreadRecord]:
         """Drop candidates that yielded to a thread that can run now and has not run since (never all of them:
@@ -434,6 +498,8 @@ class Run:
                 last_steps, last_progress = self.steps, now
                 seen.clear()
                 continue
+            if self.outside and now - last_progress < outside_limit(watchdog):
+                continue  # waiting on another process (racecheck.external): progress elsewhere, within a bound
             if now - last_progress < half:
                 continue
             rec = self.current
@@ -482,6 +548,12 @@ class Run:
             return "uncontrolled blocking: the run stopped making progress"
         last = f"'{rec.op}' @{rec.loc}" if rec.loc else f"'{rec.op}'"
         head = f"uncontrolled blocking: T{rec.tid} made no scheduling point for {self.config.watchdog:g}s"
+        if self.outside:
+            head = (
+                f"uncontrolled blocking: T{rec.tid} waited on another process for over "
+                f"{outside_limit(self.config.watchdog or 2.0):g}s in '{rec.op}' (the other side may need a "
+                f"controlled thread, which cannot run while T{rec.tid} waits)"
+            )
         advice = (
             "(a real lock, real sleep or I/O wait that racecheck does not control; instrument the module that owns "
             "it)"
@@ -527,6 +599,11 @@ class Run:
         self.aborting = False
         self._recovering = True
         self.done = _real_Event()
+
+
+def outside_limit(watchdog: float) -> float:
+    """How long a wait on another process (racecheck.external) may last before it is called a hang."""
+    return max(watchdog * 15, 30.0)
 
 
 def _never() -> bool:

@@ -288,7 +288,11 @@ def make_strategy(name: str, seed: int, depth: int, preemption_bound: int | None
         return PCT(seed, depth=depth)
     if name == "dfs":
         return BoundedDFS(seed, preemption_bound=preemption_bound)
-    raise ValueError(f"unknown strategy {name!r} (choose random, pct or dfs)")
+    if name == "pos":
+        from racecheck.pos import POS  # its own module: it reads resources through racecheck.race
+
+        return POS(seed)
+    raise ValueError(f"unknown strategy {name!r} (choose random, pct, dfs or pos)")
 
 
-STRATEGIES = ("random", "pct", "dfs")
+STRATEGIES = ("random", "pct", "dfs", "pos")

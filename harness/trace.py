@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __racecheck_engine__ = True
 
 
-@dataclass(frozen=True)
-class TraceEvent:
+class TraceEvent(NamedTuple):
+    """One row of a trace. Immutable; a NamedTuple because one is created at every scheduling step (about three
+    times cheaper to build than a frozen dataclass)."""
+
     step: int
     tid: int
     op: str
@@ -100,7 +102,7 @@ def _wrap(event: TraceEvent, width: int) -> list[str]:
     indent = "  " if event.switch == "info" else ""
     out: list[str] = []
     line = indent
-    for word in event.op.split(" "):
+    for word in normalize_addresses(event.op).split(" "):
         candidate = f"{line} {word}" if line.strip() else f"{line}{word}"
         if len(candidate) <= width or not line.strip():
             line = candidate

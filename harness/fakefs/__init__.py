@@ -87,10 +87,11 @@ _register()
 
 
 def prepare() -> None:
-    """Register stand-ins that depend on optional, already loaded packages (torch) and, on 3.10, pathlib's
-    accessor. The engine calls it before instrumenting; begin_run calls it too. Idempotent and cheap."""
+    """Register stand-ins that depend on optional, already loaded packages (torch) and for I/O functions stdlib
+    classes captured at import (3.10 pathlib accessor, 3.13 glob). The engine calls it before instrumenting;
+    begin_run calls it too. Idempotent and cheap."""
     _torch_hooks.register()
-    _pycompat.install_pathlib_accessor()
+    _pycompat.install_captured_io()
 
 
 _torch_hooks.register()

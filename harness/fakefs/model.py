@@ -257,6 +257,11 @@ class Store:
     def _blocked_by_handles(self, inode: Inode) -> bool:
         return any(not h.share_delete for h in inode.handles)
 
+    def _slash_error(self, shown: str, api: str = "os", path2: str | None = None) -> OSError:
+        """A regular file named with a trailing slash: ENOTDIR on POSIX; Windows rejects the name (123/EINVAL)."""
+        code = errno.EINVAL if self._win() else errno.ENOTDIR
+        return self.sem.error(code, shown, path2, api=api, winerror=123)
+
     def _win(self) -> bool:
         return self.sem.name == "windows"
 
@@ -299,7 +304,7 @@ class Store:
                 if creating and (inode.is_dir or (w.kind == NORM and w.slash)):
                     raise self.sem.error(errno.EISDIR, shown, api=api)
                 if w.slash and not inode.is_dir:
-                    raise self.sem.error(errno.ENOTDIR, shown, api=api, winerror=123)
+                    raise self._slash_error(shown, api)
                 if inode.is_dir and (writing or not directory_ok):
                     raise self.sem.error(errno.EISDIR, shown, api=api)
                 if self._win() and inode.handles:
@@ -335,7 +340,7 @@ class Store:
             if inode.is_dir:
                 raise self.sem.error(errno.EISDIR, shown, winerror=ERROR_ACCESS_DENIED)
             if w.slash:
-                raise self.sem.error(errno.ENOTDIR, shown, winerror=123)
+                raise self._slash_error(shown)
             if self._win():
                 if inode.delete_pending:
                     raise self.sem.error(errno.EACCES, shown, winerror=ERROR_ACCESS_DENIED)
@@ -366,7 +371,7 @@ class Store:
                 raise self.sem.error(errno.ENOENT, s_shown, d_shown, winerror=2)
             win = self._win()
             if not snode.is_dir and (s.slash or d.slash):
-                raise self.sem.error(errno.ENOTDIR, s_shown, d_shown, winerror=123)
+                raise self._slash_error(s_shown, "os", d_shown)
             if win:
                 if snode.delete_pending:
                     raise self.sem.error(errno.EACCES, s_shown, d_shown, winerror=ERROR_ACCESS_DENIED)
@@ -500,7 +505,7 @@ class Store:
         if w.inode is None:
             raise self.sem.error(errno.ENOENT, shown, winerror=2)
         if w.slash and not w.inode.is_dir:
-            raise self.sem.error(errno.ENOTDIR, shown, winerror=123)
+            raise self._slash_error(shown)
         return w.inode
 
     def _stat_of(self, inode: Inode) -> os.stat_result:

@@ -26,8 +26,10 @@ def python_version() -> tuple[int, int]:
 
 
 def pathlib_modules() -> tuple[str, ...]:
-    """Modules holding pathlib's I/O: instrumenting their ``os``/``io`` globals routes Path methods."""
-    return ("pathlib", "pathlib._local") if python_version() >= (3, 13) else ("pathlib",)
+    """Modules holding pathlib's I/O: instrumenting their ``os``/``io`` globals routes Path methods (3.13's
+    ``Path.glob`` lists directories through the ``glob`` module, so it is one of them; it serves ``glob.glob``
+    on mounted paths on every version too)."""
+    return ("pathlib", "pathlib._local", "glob") if python_version() >= (3, 13) else ("pathlib", "glob")
 
 
 _accessor_installed = False
@@ -45,7 +47,9 @@ def install_pathlib_accessor() -> bool:
     normal = getattr(pathlib, "_NormalAccessor", None)
     if normal is None or not hasattr(pathlib.Path, "_accessor"):
         return False
-    from racecheck.fakefs import os_facade as fos
+    import importlib
+
+    fos = importlib.import_module("racecheck.fakefs.os_facade")  # the module (the package re-exports a facade)
 
     overrides = {"stat": fos.stat, "open": fos.fake_open, "listdir": fos.listdir, "scandir": fos.scandir,
                  "chmod": fos.chmod, "mkdir": fos.mkdir, "unlink": fos.remove, "rmdir": fos.rmdir,
@@ -71,6 +75,37 @@ def install_pathlib_accessor() -> bool:
     pathlib._normal_accessor = accessor
     _accessor_installed = True
     return True
+
+
+_globber_installed = False
+
+
+def install_glob_stand_ins() -> bool:
+    """3.13+: ``Path.glob`` lists directories through ``glob._StringGlobber``, whose ``lstat``/``scandir`` are
+    ``os`` functions captured when the class was created. Give them call-time dispatch (the store for mounted
+    paths inside a run, the same real functions otherwise). Idempotent."""
+    global _globber_installed
+    if _globber_installed:
+        return True
+    import glob
+    import importlib
+
+    globber = getattr(glob, "_StringGlobber", None)
+    if globber is None:
+        return False
+    fos = importlib.import_module("racecheck.fakefs.os_facade")
+    globber.lstat = staticmethod(fos.lstat)
+    globber.scandir = staticmethod(fos.scandir)
+    _globber_installed = True
+    return True
+
+
+def install_captured_io() -> None:
+    """The version-specific stand-ins for I/O functions that stdlib classes captured at import time."""
+    if python_version() < (3, 11):
+        install_pathlib_accessor()
+    if python_version() >= (3, 13):
+        install_glob_stand_ins()
 
 
 def named_temporary_close_raises_if_gone() -> bool:

@@ -196,5 +196,5 @@ def updated(baseline: Baseline, verdicts: list[Verdict]) -> str:
     data = json.loads(json.dumps(baseline.raw))
     for cell, verdict in zip(data["cells"], verdicts, strict=True):
         if verdict.relative is not None:
-            cell["relative_throughput"] = round(verdict.relative, 4)
+            cell["relative_throughput"] = float(f"{verdict.relative:.4g}")  # 4 significant digits, however small
     return json.dumps(data, indent=2) + "\n"

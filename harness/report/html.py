@@ -15,7 +15,7 @@ from racecheck.report.model import CellResult, FailureRecord
 
 __racecheck_engine__ = True
 
-BOX = 150  # px per operation along the time axis
+BOX = 124  # px per operation along the time axis
 LANE_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#bab0ac"]
 RACE_COLOUR = "#e15759"
 
@@ -30,15 +30,14 @@ td.race, td.regression { color: #b3261e; font-weight: 600; } td.clean { color: #
 code, pre { font: 12px/1.4 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
 .token { word-break: break-all; background: #f3f5f7; padding: 2px 4px; }
 .timeline { overflow-x: auto; border: 1px solid #d0d7de; border-radius: 6px; padding: 8px 0; background: #fbfcfd; }
-.lane { display: flex; align-items: center; height: 58px; border-bottom: 1px dashed #e1e6eb; }
+.lane { display: flex; align-items: center; height: 66px; border-bottom: 1px dashed #e1e6eb; }
 .lane:last-child { border-bottom: none; }
 .lane-label { position: sticky; left: 0; z-index: 2; flex: 0 0 56px; height: 100%; display: flex;
   align-items: center; justify-content: center; font-weight: 700; color: #fff; }
 .track { position: relative; height: 100%; flex: 0 0 auto; }
-.op { position: absolute; top: 7px; height: 42px; box-sizing: border-box; padding: 2px 5px; border-radius: 4px;
+.op { position: absolute; top: 6px; height: 54px; box-sizing: border-box; padding: 2px 5px; border-radius: 4px;
   border: 2px solid rgba(0,0,0,.15); color: #fff; font-size: 11px; line-height: 1.25; overflow: hidden; }
-.op .loc { display: block; opacity: .85; font-size: 10px; white-space: nowrap; overflow: hidden;
-  text-overflow: ellipsis; }
+.op .loc { display: block; opacity: .9; font-size: 10px; line-height: 1.15; word-break: break-all; }
 .op .name { display: block; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .op.preempt { border-left: 6px solid #b3261e; }
 .op.info { opacity: .6; }
@@ -52,6 +51,11 @@ details { margin-top: 8px; }
 
 def _lane_colour(tid: int) -> str:
     return LANE_COLOURS[tid % len(LANE_COLOURS)]
+
+
+def _short(loc: str) -> str:
+    """``file.py:line`` for the box (the full path is in the box's tooltip and the text trace)."""
+    return loc.rsplit("/", 1)[-1]
 
 
 def _race_keys(failure: FailureRecord) -> set[tuple[int, int]]:
@@ -84,7 +88,7 @@ def timeline(failure: FailureRecord) -> str:
         boxes[int(tid)].append(
             f'<div class="{" ".join(classes)}" data-step="{escape(str(step))}" title="{escape(title)}" '
             f'style="left:{position * BOX + 2}px;width:{BOX - 4}px;background:{_lane_colour(int(tid))}">'
-            f'<span class="name">{escape(str(op))}</span><span class="loc">{escape(str(loc))}</span></div>'
+            f'<span class="name">{escape(str(op))}</span><span class="loc">{escape(_short(str(loc)))}</span></div>'
         )
     rows = []
     for tid in range(lanes):
@@ -100,8 +104,10 @@ def _failure_section(index: int, cell: CellResult) -> str:
     assert f is not None
     race_note = ""
     if f.race:
-        pair = " and ".join(f"T{e[1]} {escape(str(e[2]))}" for e in f.race)
-        race_note = f'<p><span class="swatch" style="background:{RACE_COLOUR}"></span>racing pair: {pair}</p>'
+        text = escape(f.race_text) if f.race_text else "racing pair: " + " and ".join(
+            f"T{e[1]} {escape(str(e[2]))}" for e in f.race
+        )
+        race_note = f'<p><span class="swatch" style="background:{RACE_COLOUR}"></span>{text}</p>'
     return f"""
 <section class="failure" id="failure-{index}">
 <h2>{escape(cell.scenario)} [{escape(cell.fs)}] on <code>{escape(cell.target)}</code></h2>

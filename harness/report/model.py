@@ -29,6 +29,7 @@ class FailureRecord:
     thread: str | None = None
     events: list[list[Any]] = field(default_factory=list)
     race: list[list[Any]] | None = None  # the racing pair of events, when the engine names it
+    race_text: str = ""  # the engine's one-line description of that pair
 
     def to_dict(self) -> dict:
         return asdict(self)

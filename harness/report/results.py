@@ -51,6 +51,7 @@ def cell_dict(cell: CellResult) -> dict:
                 "trace": f.trace,
                 "events": f.events,
                 "race": f.race,
+                "race_text": f.race_text,
             }
         )
     return {

@@ -23,6 +23,7 @@ def test_run_finds_the_race_and_replay_in_another_process_prints_the_same_trace(
     found = invoke("run", "lost-update", "--schedules", "200")
     assert found.exit_code == 1, found.output
     assert "RACE FOUND" in found.stdout and "lost update" in found.stdout
+    assert "\n  racing pair on shared memory: T" in found.stdout  # the engine's racing pair, under the trace
     token = TOKEN.search(found.stdout).group(1)
     assert token.startswith("rcc1.lost-update.real.")
     again = racecheck_subprocess("replay", token, env={"PYTHONHASHSEED": "4242"})
@@ -69,9 +70,9 @@ def test_jobs_gives_the_same_failures_as_one_process(stub, strategy):
     # rare-order needs no fake filesystem (workers start without importing Lightning), and with seed 0 its first
     # failure lies beyond the first chunk, so chunks run concurrently and the lowest failing index must win
     args = ["run", "rare-order", "lost-update", "--schedules", "400", "--seed", "0", "--strategy", strategy, "-q"]
-    one = racecheck_subprocess(*args, "--jobs", "1")
-    two = racecheck_subprocess(*args, "--jobs", "2")
-    assert one.returncode == two.returncode == 1, (one.stderr, two.stderr)
+    one = invoke(*args, "--jobs", "1")  # in this process
+    two = racecheck_subprocess(*args, "--jobs", "2")  # a fresh interpreter and two worker processes
+    assert one.exit_code == two.returncode == 1, (one.output, two.stderr)
     lines_one, lines_two = _cells(one.stdout), _cells(two.stdout)
     # same cells, same failing schedule index, same tokens; only the measured schedules/s may differ
     strip = re.compile(r", \d+ schedules/s")

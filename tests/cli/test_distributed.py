@@ -7,7 +7,7 @@ import re
 import sys
 
 import pytest
-from cli_helpers import one_error_line, racecheck_subprocess
+from cli_helpers import invoke, one_error_line, racecheck_subprocess
 
 pytest.importorskip("execnet")
 
@@ -18,9 +18,9 @@ def _cells(stdout: str) -> list[str]:
 
 def test_popen_gateways_find_the_same_failures_as_one_process(stub):
     args = ["run", "rare-order", "lost-update", "--schedules", "400", "-q"]
-    local = racecheck_subprocess(*args)
+    local = invoke(*args)
     remote = racecheck_subprocess(*args, "--tx", "popen", "--tx", f"popen//python={sys.executable}")
-    assert local.returncode == remote.returncode == 1, remote.stderr
+    assert local.exit_code == remote.returncode == 1, remote.stderr
     assert _cells(local.stdout) == _cells(remote.stdout)
     assert [int(i) for i in re.findall(r"schedule #(\d+)", remote.stdout)][0] >= 25  # beyond the first chunk
 

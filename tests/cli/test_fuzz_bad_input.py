@@ -18,7 +18,7 @@ from racecheck.errors import TokenError
 from racecheck.report import gate
 from racecheck.tokens import Token
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 
 ENGINE = Token("pct", 3, 17, "26c9", "3973", "5x94b3", (0, 1, 0, 2, 1)).encode()
 VALID = CliToken("lost-update", "posix", "cli_stub_catalogue:RacyCounter", ENGINE, 17, ("json",), None).encode()
@@ -165,7 +165,7 @@ option_values = {
 @st.composite
 def run_arguments(draw):
     args = ["run"]
-    args += draw(st.lists(st.sampled_from(["lost-update", "open-remove", "nope", "-q", "--quiet", "--bogus"]) | junk,
+    args += draw(st.lists(st.sampled_from(["lost-update", "rare-order", "nope", "-q", "--quiet", "--bogus"]) | junk,
                           max_size=2))
     for option in draw(st.lists(st.sampled_from(sorted(option_values)), max_size=4)):
         args.append(option)
@@ -200,7 +200,7 @@ def _check(result, report_dir=None):
 
 
 @given(run_arguments(), st.booleans())
-@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
 def test_run_arguments(stub_env, args, with_report):
     report_dir = None
     if with_report:
@@ -210,7 +210,7 @@ def test_run_arguments(stub_env, args, with_report):
 
 
 @given(other_arguments())
-@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 def test_other_commands_arguments(stub_env, args):
     _check(invoke(*args))
 

@@ -90,3 +90,18 @@ def test_bad_baseline_is_one_line_and_exit_2(stub, tmp_path, content, message):
     assert out.exit_code == 2, out.output
     assert message in one_error_line(out.stderr)
     assert not (tmp_path / "rep").exists()  # nothing written for bad input
+
+
+def test_the_committed_baseline_is_valid_and_names_real_cells():
+    pytest.importorskip("lightning")
+    from pathlib import Path
+
+    from racecheck import scenarios
+
+    baseline = gate.read(str(Path(__file__).resolve().parents[2] / "reports" / "baseline.json"))
+    assert {c.expect for c in baseline.cells} == {"race", "clean"}
+    for cell in baseline.cells:
+        assert cell.fs in scenarios.get(cell.scenario).semantics
+        assert cell.target in (scenarios.STOCK_TARGET, scenarios.FIXED_TARGET)
+        assert (cell.expect == "race") == (cell.target == scenarios.STOCK_TARGET)
+        assert cell.relative_throughput is not None and cell.relative_throughput > 0

@@ -41,6 +41,9 @@ def test_report_directory_holds_three_consistent_files(stub, tmp_path):
 
     page = (tmp_path / "rep" / "index.html").read_text()
     assert 'class="lane"' in page and "racecheck replay rcc1.lost-update.posix." in page
+    # the engine names the racing pair: it is in the JSON and highlighted in the page
+    assert race["failures"][0]["race"] and race["failures"][0]["race_text"].startswith("racing pair on ")
+    assert len(re.findall(r'class="op[^"]* race"', page)) == 2
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # self-contained: nothing from the network
 
 

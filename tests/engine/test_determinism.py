@@ -137,3 +137,44 @@ def test_fake_fs_scenario_is_deterministic():
     assert isinstance(result.failure.exception, PermissionError)
     again = racecheck.replay(save_vs_delete_on_fake_fs, result.failure.token, fs="windows", check_determinism=True)
     assert again.trace == result.failure.trace
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("name", sorted(classic_bugs.BUGS))
+def test_classic_bugs_are_deterministic_over_seeds(name, seed):
+    buggy, fixed, _ = classic_bugs.BUGS[name]
+    for strategy in ("random", "pct"):
+        found = racecheck.explore(buggy, strategy=strategy, schedules=500, seed=seed, check_determinism=True)
+        assert found.failure is not None and found.failure.kind != "nondeterminism", found.failure
+    proved = racecheck.explore(fixed, strategy="dfs", schedules=100_000, preemption_bound=2, check_determinism=True)
+    assert proved.ok and proved.exhausted, proved.failure
+
+
+def _scenario_cases():
+    try:
+        from racecheck import scenarios
+    except Exception:  # noqa: BLE001 - no scenarios without their optional dependencies
+        return []
+    return [
+        pytest.param(name, fs, id=f"{name}-{fs}")
+        for name, scenario in scenarios.CATALOGUE.items()
+        if not name.startswith("trainer-fit")
+        for fs in scenario.semantics
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["stock", "fixed"])
+@pytest.mark.parametrize(("scenario", "fs"), _scenario_cases())
+def test_every_scenario_is_deterministic(scenario, fs, target):
+    pytest.importorskip("lightning")
+    from racecheck import scenarios
+
+    spec = scenarios.STOCK_TARGET if target == "stock" else scenarios.FIXED_TARGET
+    prepared = scenarios.get(scenario).build(scenarios.load_target(spec), fs)
+    result = racecheck.explore(
+        prepared.fn, strategy="random", schedules=100, check_determinism=True, shrink_budget=0,
+        **prepared.explore_kwargs,
+    )
+    assert result.failure is None or result.failure.kind != "nondeterminism", result.failure

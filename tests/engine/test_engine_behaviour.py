@@ -42,7 +42,8 @@ def test_patched_names_are_restored_after_a_failing_run():
 
 def test_no_thread_leaks_after_1000_runs():
     baseline = threading.active_count()
-    result = racecheck.explore(classic_bugs.lost_update_fixed, strategy="random", schedules=1000)
+    result = racecheck.explore(classic_bugs.lost_update_fixed, strategy="random", schedules=1000,
+                               skip_duplicates=False)
     assert result.ok and result.schedules == 1000
     for _ in range(20):  # failing runs tear down too
         assert not racecheck.explore(classic_bugs.lock_order_deadlock, strategy="random", schedules=50).ok

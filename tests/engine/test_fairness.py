@@ -62,7 +62,8 @@ def test_dfs_exhausts_a_correct_spin_lock_at_bound_2():
 
 @pytest.mark.parametrize("strategy", ["random", "pct"])
 def test_random_and_pct_pass_a_correct_spin_lock(strategy):
-    result = racecheck.explore(correct_spin_lock, strategy=strategy, schedules=300, seed=3, max_steps=2000)
+    result = racecheck.explore(correct_spin_lock, strategy=strategy, schedules=300, seed=3, max_steps=2000,
+                               skip_duplicates=False)
     assert result.ok, result.failure
     assert result.schedules == 300
 

@@ -111,7 +111,8 @@ def _measure(kind: str, noise: int, depth: int) -> tuple[int, int, int]:
     record: list = []
     for seed in SEEDS:
         program = _program(kind, noise, record)
-        result = racecheck.explore(program, strategy="pct", depth=depth, schedules=PER_SEED, seed=seed)
+        result = racecheck.explore(program, strategy="pct", depth=depth, schedules=PER_SEED, seed=seed,
+                                   skip_duplicates=False)  # independent samples: the bound is per execution
         assert result.ok and result.schedules == PER_SEED
     hits = sum(hit for hit, _, _ in record)
     k = max(decisions for _, decisions, _ in record)
@@ -164,7 +165,7 @@ def _fired_fraction(monkeypatch, program) -> float:
         original(self, chooser, steps)
 
     monkeypatch.setattr(strategies.PCT, "end_execution", counting)
-    result = racecheck.explore(program, strategy="pct", depth=3, schedules=200, seed=0)
+    result = racecheck.explore(program, strategy="pct", depth=3, schedules=200, seed=0, skip_duplicates=False)
     monkeypatch.undo()
     assert result.ok, result.failure
     assert counts["drawn"] == 2 * 199  # d-1 points in every execution but the first, which measures k

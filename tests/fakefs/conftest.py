@@ -43,5 +43,5 @@ def pytest_pyfunc_call(pyfuncitem):
     if "store" in box:
         mount.install_default_store(box["store"])
     if not result.ok:
-        raise result.failure.exception
+        raise result.failure.exception or AssertionError(str(result.failure))
     return True

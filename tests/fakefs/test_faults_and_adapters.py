@@ -142,7 +142,10 @@ def test_mounted_paths_never_touch_real_disk_and_others_do(tmp_path):
     from racecheck import instrument
 
     with bound_run("posix") as run:
-        patch = instrument.apply(instrument.resolve_modules(["fsspec.implementations.local", "pathlib"]))
+        from racecheck.fakefs import pycompat
+
+        modules = ["fsspec.implementations.local", *pycompat.pathlib_modules()]  # 3.13: pathlib._local too
+        patch = instrument.apply(instrument.resolve_modules(modules))
         try:
             import pathlib
 

@@ -151,8 +151,11 @@ class Program:
         if kind in ("stat", "lstat"):
             s = getattr(os, kind)(path)
             return (stat.S_IFMT(s.st_mode), s.st_size if stat.S_ISREG(s.st_mode) else None)
-        if kind in ("exists", "isfile", "isdir", "lexists", "getsize"):
+        if kind in ("exists", "isfile", "isdir", "lexists"):
             return getattr(os.path, kind)(path)
+        if kind == "getsize":  # a directory's size is the filesystem's business (tmpfs 40+, ext4 4096)
+            size = os.path.getsize(path)
+            return size if os.path.isfile(path) else "directory"
         if kind == "rmtree":
             return shutil.rmtree(path)
         if kind == "walk":

@@ -7,6 +7,7 @@ depend on the interpreter run on each of them (tox envs py310..py313), the other
 from __future__ import annotations
 
 import builtins
+import glob
 import os
 import pathlib
 import shutil
@@ -39,12 +40,14 @@ def test_pathlib_io_stays_in_the_store_on_this_python():
         seen["listing"] = sorted(x.name for x in p.parent.iterdir())
         p.rename(p.with_name("q.txt"))
         (p.parent / "t").touch()
+        seen["glob"] = sorted(x.name for x in p.parent.glob("*.txt"))
+        seen["glob.glob"] = sorted(glob.glob(fakefs.root() + "/deep/*"))
         seen["files"] = [f[0] for f in fakefs.current_store().files()]
 
     result = racecheck.explore(program, fs="posix", schedules=1)
     assert result.ok, result.failure
-    assert seen == {"read": "hello", "exists": True, "listing": ["p.txt"],
-                    "files": [f"{R}/deep/q.txt", f"{R}/deep/t"]}
+    assert seen == {"read": "hello", "exists": True, "listing": ["p.txt"], "glob": ["q.txt"],
+                    "glob.glob": [f"{R}/deep/q.txt", f"{R}/deep/t"], "files": [f"{R}/deep/q.txt", f"{R}/deep/t"]}
     assert _real_disk_untouched()
 
 
@@ -112,9 +115,9 @@ def test_delete_on_close_false_deletes_at_exit(monkeypatch):
 
 def test_pathlib_modules_by_version(monkeypatch):
     monkeypatch.setattr(pycompat, "python_version", lambda: (3, 13))
-    assert pycompat.pathlib_modules() == ("pathlib", "pathlib._local")
+    assert pycompat.pathlib_modules() == ("pathlib", "pathlib._local", "glob")
     monkeypatch.setattr(pycompat, "python_version", lambda: (3, 10))
-    assert pycompat.pathlib_modules() == ("pathlib",)
+    assert pycompat.pathlib_modules() == ("pathlib", "glob")
 
 
 def test_rmtree_stand_in_passes_only_given_keywords_to_the_real_one(tmp_path):

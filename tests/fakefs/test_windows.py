@@ -271,3 +271,14 @@ def test_windows_semantics_hide_posix_only_open_flags():
     racecheck.explore(probe, schedules=1, fs="posix")
     assert seen["has_o_directory"] is True
     assert hasattr(os_facade, "O_DIRECTORY")  # outside a run: the real module's answer
+
+
+def test_trailing_separator_after_a_file_name_is_an_invalid_name(windows_run):
+    _make(f"{R}/a")
+    with pytest.raises(OSError) as info:
+        fos.stat(f"{R}/a/")
+    _check(info.value, OSError, errno.EINVAL, 123,
+           f"[WinError 123] The filename, directory name, or volume label syntax is incorrect: '{R}/a/'")
+    with pytest.raises(OSError) as info:
+        fopen(f"{R}/a/", "rb")
+    assert info.value.errno == errno.EINVAL and not hasattr(info.value, "winerror")

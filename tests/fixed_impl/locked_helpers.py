@@ -36,7 +36,8 @@ class GatedIO(TorchCheckpointIO):
 
     def __init__(self) -> None:
         super().__init__()
-        self.calls: list[tuple[str, str, Any]] = []
+        self.calls: list[tuple[str, str, Any]] = []  # file names as the caller spelled them (see _name)
+        self.paths: list[str] = []  # the paths this IO was actually handed
         self.gates: dict[str, Gate] = {}
         self.fail: dict[str, BaseException] = {}
         self.overlap = False
@@ -58,7 +59,8 @@ class GatedIO(TorchCheckpointIO):
             self._active -= 1
 
     def save_checkpoint(self, checkpoint: dict, path: Any, storage_options: Any = None) -> None:
-        name = os.path.basename(os.fspath(path))
+        self.paths.append(os.fspath(path))
+        name = _name(path)
         self._enter()
         try:
             self.calls.append(("save", name, checkpoint.get("v")))
@@ -79,6 +81,15 @@ class GatedIO(TorchCheckpointIO):
             super().remove_checkpoint(path)
         finally:
             self._leave()
+
+
+def _name(path: Any) -> str:
+    """The file name the caller asked for: the default ``durability="atomic"`` hands the inner IO the hidden temp
+    ``.<name>.tmp`` next to the target, which is renamed to ``<name>`` once durable."""
+    name = os.path.basename(os.fspath(path))
+    if name.startswith(".") and name.endswith(".tmp"):
+        return name[1:-4]
+    return name
 
 
 def _fail_here(error: BaseException) -> None:

@@ -120,22 +120,30 @@ BOUNDS = [0, pytest.param(2, marks=pytest.mark.slow)]
 
 @pytest.mark.parametrize("bound", BOUNDS)
 def test_atomic_durability_survives_every_crash_dfs_exhausted(bound):
-    """durability="atomic": a crash at any point leaves only complete checkpoints under final names, and never
-    zero once one was committed (measured: bound 2 = 7,808 schedules, 3,626 of them crashed)."""
+    """The default, durability="atomic": a crash at any point leaves only complete checkpoints under final names,
+    and never zero once one was committed (measured: bound 2 = 7,808 schedules, 3,626 of them crashed)."""
+    assert LockedAsyncCheckpointIO().durability == "atomic"
     result = _explore("atomic", check_every_survivor_loads, bound)
     result.raise_on_failure()
     assert result.exhausted and result.crashes > 0
 
 
 @pytest.mark.parametrize("bound", BOUNDS)
-def test_default_fsync_durability_never_leaves_zero_checkpoints_dfs_exhausted(bound):
-    """The default delegates the write unchanged, then fsyncs file and directory before a later remove may run:
-    the evicted checkpoint stays until its replacement is durable, across every crash point (bound 2 = 7,233
-    schedules). It does not make the wrapped IO's own write crash-atomic: under the strong oracle the search
-    finds a torn new file (documented in docs/fixed_impl.md; use durability="atomic")."""
+def test_fsync_durability_never_leaves_zero_checkpoints_dfs_exhausted(bound):
+    """durability="fsync" hands the wrapped IO the caller's path, then fsyncs file and directory before a later
+    remove may run: the evicted checkpoint stays until its replacement is durable, across every crash point
+    (bound 2 = 7,233 schedules). It does not make the wrapped IO's own write crash-atomic: under the strong
+    oracle the search finds a torn new file (see the next test; documented in docs/fixed_impl.md)."""
     result = _explore("fsync", check_a_complete_checkpoint_survives, bound)
     result.raise_on_failure()
     assert result.exhausted and result.crashes > 0
+
+
+def test_fsync_mode_with_the_stock_inner_write_is_not_crash_atomic():
+    """The trade-off of ``"fsync"``, shown: stock TorchCheckpointIO renames its temp file before any fsync, so a
+    crash can leave the new name with no data, and torch.load of the survivor fails."""
+    result = _explore("fsync", check_every_survivor_loads, 0)
+    assert not result.ok and result.failure.kind == "exception"
 
 
 def test_rename_before_fsync_is_caught_by_the_crash_search():
@@ -187,3 +195,28 @@ def test_fixed_io_trace_is_identical_in_another_process_with_another_hash_seed()
     out = subprocess.run([sys.executable, "-c", code, token], env=env, capture_output=True, text=True, cwd=here)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout == trace
+
+
+def _atomic_on_windows() -> None:
+    d = _ckpts()
+    io = LockedAsyncCheckpointIO(TorchCheckpointIO(), durability="atomic")
+    a, b, last = (os.path.join(d, n) for n in ("a.ckpt", "b.ckpt", "last.ckpt"))
+    io.save_checkpoint({"v": 1}, a)
+    io.save_checkpoint({"v": 2}, last)
+    io.save_checkpoint({"v": 3}, b)
+    io.remove_checkpoint(a)
+    io.save_checkpoint({"v": 4}, last)
+    loaded = io.load_checkpoint(last)["v"]
+    io.teardown()
+    assert loaded == 4
+    assert sorted(os.listdir(d)) == ["b.ckpt", "last.ckpt"]  # no temp left, no leaked a.ckpt
+
+
+@pytest.mark.parametrize("bound", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_atomic_mode_under_windows_semantics_dfs_exhausted(bound):
+    """The rename over an existing ``last.ckpt`` and the remove of an evicted file never meet an open handle
+    (WinError 32 / 5) in any schedule within the bound."""
+    result = racecheck.explore(_atomic_on_windows, strategy="dfs", preemption_bound=bound, schedules=100_000,
+                               fs="windows", instrument=INSTRUMENT)
+    result.raise_on_failure()
+    assert result.exhausted

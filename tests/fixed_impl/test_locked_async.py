@@ -82,9 +82,12 @@ def test_remove_during_pending_save_stock_leaks_fixed_does_not(tmp_path, inner, 
 # ---------------------------------------------------------------- drop-in: the inner IO sees the sync calls
 
 
-def test_inner_io_sees_exactly_the_calls_of_the_synchronous_io(tmp_path):
-    """The same call sequence on a plain TorchCheckpointIO used synchronously and wrapped by the fixed IO:
-    identical calls (method, path, checkpoint content) reach it, in call order, and the same files result."""
+@pytest.mark.parametrize("durability", ["atomic", "fsync", "none"])
+def test_inner_io_sees_exactly_the_calls_of_the_synchronous_io(tmp_path, durability):
+    """The same call sequence on a plain TorchCheckpointIO used synchronously and wrapped by the fixed IO: the
+    same calls (method, checkpoint content, path) reach it, in call order, and the same files result. The one
+    difference, with the default ``durability="atomic"``, is that a save's path is the hidden temp name next to
+    the target (``.a.ckpt.tmp`` for ``a.ckpt``), renamed into place once durable."""
     from unittest.mock import Mock
 
     def workload(io, d):
@@ -113,7 +116,10 @@ def test_inner_io_sees_exactly_the_calls_of_the_synchronous_io(tmp_path):
     sync_inner, wrapped_inner = TorchCheckpointIO(), TorchCheckpointIO()
     sync_seen, fixed_seen = record(sync_inner, tmp_path / "sync"), record(wrapped_inner, tmp_path / "fixed")
     workload(sync_inner, tmp_path / "sync")
-    workload(LockedAsyncCheckpointIO(wrapped_inner, max_pending=1), tmp_path / "fixed")
+    workload(LockedAsyncCheckpointIO(wrapped_inner, max_pending=1, durability=durability), tmp_path / "fixed")
+    if durability == "atomic":
+        assert all(c[1].startswith(".") and c[1].endswith(".ckpt.tmp") for c in fixed_seen if c[0] == "save")
+        fixed_seen = [(c[0], c[1][1:-4], *c[2:]) if c[0] == "save" else c for c in fixed_seen]
     assert fixed_seen == sync_seen and len(sync_seen) == 7
     assert on_disk(tmp_path / "fixed") == on_disk(tmp_path / "sync") == ["a.ckpt", "last.ckpt"]
     assert read_v(tmp_path / "fixed" / "last.ckpt") == 4
@@ -326,14 +332,15 @@ def test_7_atomic_write_goes_through_the_inner_io_and_temp_is_hidden(tmp_path):
 
 
 def test_7_atomic_mode_hands_the_temp_path_to_the_inner_io(tmp_path, inner):
-    io = LockedAsyncCheckpointIO(inner, durability="atomic")
-    gate = inner.gate(".a.ckpt.tmp")
+    io = LockedAsyncCheckpointIO(inner)
+    assert io.durability == "atomic"  # the default
+    gate = inner.gate("a.ckpt")
     io.save_checkpoint(ck(1), str(tmp_path / "a.ckpt"))
     gate.wait_entered()
     assert os.listdir(tmp_path) == []  # TorchCheckpointIO writes only when the gate opens
     gate.release()
     io.teardown()
-    assert inner.calls == [("save", ".a.ckpt.tmp", 1)]  # deterministic name: no pid, no counter
+    assert inner.paths == [str(tmp_path / ".a.ckpt.tmp")]  # deterministic name: no pid, no counter
     assert os.listdir(tmp_path) == ["a.ckpt"] and read_v(tmp_path / "a.ckpt") == 1
 
 

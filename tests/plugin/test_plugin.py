@@ -9,6 +9,7 @@ import re
 import textwrap
 
 import pytest
+from plugin_helpers import section, token_of
 
 pytest_plugins = ("pytester",)
 
@@ -45,19 +46,6 @@ RACY = textwrap.dedent(
         assert _two_threads() == 2
     """
 )
-
-
-def section(output: str, title: str = "racecheck: failing schedule") -> str:
-    """The text of one report section (between its ---- title ---- line and the next section header)."""
-    match = re.search(rf"-+ {re.escape(title)} -+\n(.*?)\n(?:[=_-]{{5,}} |\Z)", output, re.S)
-    assert match, output
-    return match.group(1)
-
-
-def token_of(output: str) -> str:
-    match = re.search(r"^token: (rc1\.\S+)$", output, re.M)
-    assert match, output
-    return match.group(1)
 
 
 def test_marked_test_fails_with_trace_token_command_and_only_the_failing_schedules_output(pytester):
@@ -280,6 +268,7 @@ def test_bad_options_are_one_line_usage_errors(pytester, args, ini, message):
         ("schedules=0", "schedules must be an integer >= 1, got 0"),
         ("strategy='bfs'", "strategy must be one of random, pct, dfs, got 'bfs'"),
         ("fs='ntfs'", "fs: *"),
+        ("max_steps=0", "max_steps must be >= 1, not 0"),
     ],
 )
 def test_bad_marker_arguments_fail_the_test_with_one_line(pytester, marker, message):
@@ -318,3 +307,26 @@ def test_deadlock_is_reported_with_who_waits_on_what(pytester):
     report = section(result.stdout.str())
     assert ": deadlock in T" in report.splitlines()[0]
     result.stdout.fnmatch_lines(["E   racecheck.errors.Deadlock: *T1 waits: acquire Lock#*"])
+
+
+def test_a_failure_that_depends_on_state_shared_through_a_fixture_is_flagged(pytester):
+    pytester.makepyfile(
+        test_shared="""
+        import pytest
+
+        @pytest.fixture
+        def calls():
+            return []
+
+        @pytest.mark.racecheck(schedules=10)
+        def test_third_call_fails(calls):
+            calls.append(1)
+            assert len(calls) != 3
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    report = section(result.stdout.str())
+    note = next(line for line in report.splitlines() if line.startswith("note: "))
+    assert note.startswith("note: replaying the token in this process") and "state shared across schedules" in note
+    assert "failing schedule #2, after 3 schedules" in report
