@@ -34,6 +34,6 @@ class NotAnIO:
 NOT_CALLABLE = 3
 
 
-def locked_atomic():
-    """The fixed IO with its crash-safe write protocol (temp file, fsync, rename, directory fsync)."""
-    return LockedAsyncCheckpointIO(durability="atomic")
+def locked_fsync():
+    """The fixed IO fsyncing after the wrapped IO's own write (not crash-safe with a temp-file-and-move writer)."""
+    return LockedAsyncCheckpointIO(durability="fsync")
