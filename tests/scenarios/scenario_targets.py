@@ -32,3 +32,8 @@ class NotAnIO:
 
 
 NOT_CALLABLE = 3
+
+
+def locked_fsync():
+    """The fixed IO fsyncing after the wrapped IO's own write (not crash-safe with a temp-file-and-move writer)."""
+    return LockedAsyncCheckpointIO(durability="fsync")

@@ -20,6 +20,24 @@ FAST = {"trainer-fit": 1}  # a schedule of trainer-fit is 4 fits + 4 resumes (~3
 CALL_SEQUENCE = [n for n in scenarios.CATALOGUE if not n.startswith("trainer-fit")]
 
 
+# Strict xfails for scenarios that find a real bug in the fixed IO, with the reason. Empty now: after the fixed IO
+# began delegating writes to the wrapped IO, durability="fsync" (then the default) failed crash-consistency,
+# resume-last and windows-replace-open (windows); the default is now durability="atomic", which passes them
+# (test_fixed_io_fsync_durability_is_caught_by_the_crash_scenarios keeps the scenarios' teeth on record).
+KNOWN: dict[tuple[str, str], str] = {}
+FAST_PASSES = {("crash-consistency", "windows")}  # its 24 fast schedules do not reach the failure
+
+
+def _params(names, fs_list=("posix", "windows"), fast=True):
+    out = []
+    for name in names:
+        for fs in fs_list:
+            known = (name, fs) in KNOWN and not (fast and (name, fs) in FAST_PASSES)
+            marks = [pytest.mark.xfail(strict=True, reason=KNOWN[(name, fs)])] if known else []
+            out.append(pytest.param(name, fs, marks=marks, id=f"{name}-{fs}"))
+    return out
+
+
 def _check(name, fs, strategy, schedules, seed=0, **kwargs):
     result = scenarios.run(name, target=scenarios.FIXED_TARGET, fs=fs, strategy=strategy, schedules=schedules,
                            seed=seed, **kwargs)
@@ -28,8 +46,7 @@ def _check(name, fs, strategy, schedules, seed=0, **kwargs):
     return result
 
 
-@pytest.mark.parametrize("fs", ["posix", "windows"])
-@pytest.mark.parametrize("name", CALL_SEQUENCE)
+@pytest.mark.parametrize(("name", "fs"), _params(CALL_SEQUENCE))
 def test_fixed_io_passes(name, fs):
     for strategy in ("pct", "random"):
         result = _check(name, fs, strategy, FAST.get(name, 12))
@@ -50,6 +67,17 @@ def test_trainer_fit_on_the_real_disk():
     _check("trainer-fit-top2-epochs", "real", "random", 1)
 
 
+@pytest.mark.parametrize(("name", "fs", "strategy"), [("crash-consistency", "posix", "random"),
+                                                      ("resume-last", "windows", "random"),
+                                                      ("windows-replace-open", "windows", "pct")])
+def test_fixed_io_fsync_durability_is_caught_by_the_crash_scenarios(name, fs, strategy):
+    """durability="fsync" fsyncs after the wrapped IO's temp-file move: a crash right after the move leaves a torn
+    final file; on Windows the move copies over an open target. The scenarios catch both."""
+    result = scenarios.run(name, target="scenario_targets:locked_fsync", fs=fs, strategy=strategy, schedules=20,
+                           seed=0, shrink_budget=0)
+    assert not result.ok and result.failure.message.startswith("Incomplete: ")
+
+
 def test_fixed_io_passes_on_the_real_disk():
     for name in ("delete-while-queued", "delete-while-writing", "teardown-flush", "error-propagation"):
         _check(name, "real", "random", 10)
@@ -64,8 +92,7 @@ SLOW_FIT_SCHEDULES = int(os.environ.get("RACECHECK_SLOW_FIT_SCHEDULES", "200"))
 @pytest.mark.slow
 @pytest.mark.timeout(4 * 3600)  # 5,000 schedules of one strategy take minutes to tens of minutes on two cores
 @pytest.mark.parametrize("strategy", ["random", "pct"])
-@pytest.mark.parametrize("fs", ["posix", "windows"])
-@pytest.mark.parametrize("name", [n for n in scenarios.CATALOGUE if n != "trainer-fit"])
+@pytest.mark.parametrize(("name", "fs"), _params([n for n in scenarios.CATALOGUE if n != "trainer-fit"], fast=False))
 def test_fixed_io_long_exploration(name, fs, strategy):
     """Half the budget per strategy: random + pct together make >= 10,000 schedules per scenario and semantics."""
     budget = (SLOW_FIT_SCHEDULES if name.startswith("trainer-fit") else SLOW_SCHEDULES) // 2
@@ -76,8 +103,7 @@ def test_fixed_io_long_exploration(name, fs, strategy):
 
 @pytest.mark.slow
 @pytest.mark.timeout(4 * 3600)
-@pytest.mark.parametrize("fs", ["posix", "windows"])
-@pytest.mark.parametrize("name", [n for n, s in scenarios.CATALOGUE.items() if s.small])
+@pytest.mark.parametrize(("name", "fs"), _params([n for n, s in scenarios.CATALOGUE.items() if s.small], fast=False))
 def test_fixed_io_dfs_exhausts_the_small_scenarios(name, fs):
     result = _check(name, fs, "dfs", 10**6, preemption_bound=2)
     assert result.exhausted, f"dfs did not exhaust {name} within 10^6 schedules"
