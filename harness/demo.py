@@ -3,7 +3,9 @@
 1. Reproduce the upstream race on stock Lightning ``AsyncCheckpointIO``: ``delete-while-queued`` and ``trainer-fit``
    under POSIX semantics must each fail, with a token.
 2. Replay each token the way ``racecheck replay`` does and check the trace is identical, byte for byte.
-3. Verify the fixed IO (``racecheck.fixed_impl:LockedAsyncCheckpointIO``): the same scenarios stay clean under POSIX
+3. Reproduce the seed report's exact error: a model of Lightning 1.8's writer (``open(final, "wb")`` held open
+   while it writes) under Windows semantics fails ``delete-while-writing`` with ``PermissionError [WinError 32]``.
+4. Verify the fixed IO (``racecheck.fixed_impl:LockedAsyncCheckpointIO``): the same scenarios stay clean under POSIX
    and Windows semantics with pct and random.
 
 Returns the exit status: 0 when every step held, 1 otherwise.
@@ -18,6 +20,7 @@ from racecheck import parallel
 __racecheck_engine__ = True
 
 STOCK_SCENARIOS = (("delete-while-queued", 200), ("trainer-fit", 20))
+LEGACY_SCENARIO = ("delete-while-writing", "windows", "random", 50)  # random: pct meets the 1.8 writer's leak first
 FIXED_SCENARIOS = (("delete-while-queued", 1.0), ("trainer-fit", 0.05))  # share of --schedules (trainer-fit is slow)
 
 
@@ -46,6 +49,20 @@ def run_demo(schedules: int, seed: int, echo: Callable[[str], None]) -> int:
         same = again is not None and trace == cell.failure.trace
         echo(f"replay of the token in this process: {'identical trace' if same else 'DIFFERENT trace'}")
         ok = ok and same
+    legacy_target = getattr(catalogue, "LEGACY_TARGET", None)
+    if legacy_target is not None and LEGACY_SCENARIO[0] in catalogue.CATALOGUE:
+        name, fs, strategy, budget = LEGACY_SCENARIO
+        (cell,), _ = parallel.explore_cells([parallel.Cell(name, legacy_target, fs, strategy, seed, budget, (),
+                                                           catalogue_name)])
+        echo(f"legacy: {_cell_line(cell)}")
+        message = cell.failure.message if cell.failure is not None else ""
+        if message.startswith("PermissionError: [WinError 32]"):
+            echo(f"the seed report's error, reproduced: {message}")
+            echo(f"replay it with: racecheck replay {cell.failure.token}")
+        else:
+            got = message or "no failure"
+            echo(f"demo: expected PermissionError [WinError 32] from the Lightning 1.8 writer, got: {got}")
+            ok = False
     fixed_cells = [
         parallel.Cell(name, catalogue.FIXED_TARGET, fs, strategy, seed, max(1, int(schedules * share)), (),
                       catalogue_name)
@@ -60,6 +77,7 @@ def run_demo(schedules: int, seed: int, echo: Callable[[str], None]) -> int:
         if cell.failure is not None:
             echo(failure_block(cell))
             ok = False
-    echo("demo: OK (race reproduced on stock Lightning, token replayed identically, fixed IO verified)"
+    echo("demo: OK (race reproduced on stock Lightning, token replayed identically, WinError 32 reproduced on the 1.8 "
+         "writer, fixed IO verified)"
          if ok else "demo: FAILED")
     return 0 if ok else 1
