@@ -1,10 +1,10 @@
 """A schedule that does not replay is a reported failure that says where, never a silent pass: ReplayDivergence for a
 token, kind "nondeterminism" for explore(check_determinism=True); and our own targets are deterministic."""
 
-import os
 import threading
 
 import classic_bugs
+import determinism_targets
 import pytest
 import racecheck
 
@@ -111,31 +111,15 @@ def test_classic_bugs_are_deterministic(name):
     assert proved.ok and proved.exhausted, proved.failure
 
 
-def save_vs_delete_on_fake_fs():
-    """Stock-style save racing a delete on the fake filesystem (windows: sharing violations)."""
-    path = racecheck.fakefs.root() + "/ckpt/a.ckpt"
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-
-    def save():
-        with open(path, "wb") as f:
-            f.write(b"x" * 10)
-
-    saver = threading.Thread(target=save)
-    saver.start()
-    if os.path.exists(path):
-        os.remove(path)
-    saver.join()
-
-
 def test_fake_fs_scenario_is_deterministic():
     import racecheck.fakefs  # noqa: F401 - root() above
 
-    result = racecheck.explore(
-        save_vs_delete_on_fake_fs, strategy="random", schedules=200, seed=1, fs="windows", check_determinism=True
-    )
+    save_vs_delete = determinism_targets.fake_fs_save_vs_delete
+    result = racecheck.explore(save_vs_delete, strategy="random", schedules=200, seed=1, fs="windows",
+                               check_determinism=True)
     assert result.failure is not None and result.failure.kind == "exception", result.failure
     assert isinstance(result.failure.exception, PermissionError)
-    again = racecheck.replay(save_vs_delete_on_fake_fs, result.failure.token, fs="windows", check_determinism=True)
+    again = racecheck.replay(save_vs_delete, result.failure.token, fs="windows", check_determinism=True)
     assert again.trace == result.failure.trace
 
 
