@@ -18,27 +18,39 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
-from racecheck.race import MEMORY, access_of, steps_of
+from racecheck.race import MEMORY, access_of
 from racecheck.strategies import Chooser
 from racecheck.trace import TraceEvent
 
 __racecheck_engine__ = True
 
 
+@lru_cache(maxsize=1 << 16)
+def _named_access(op: str) -> tuple[tuple[str, ...], bool]:
+    """The named resources of an operation (plain memory left out, sorted) and whether it only reads them."""
+    access = access_of(op)
+    return tuple(sorted(access.resources - {MEMORY})), access.read_only
+
+
 def interleaving_key(events: Sequence[TraceEvent]) -> str:
     """A digest of the per-resource access order of a trace (the interleaving's identity)."""
     history: dict[str, list[Any]] = {}
-    for event, _nth in steps_of(events):
-        access = access_of(event.op)
+    for event in events:
+        if event.switch == "info":
+            continue
+        resources, read_only = _named_access(event.op)
+        if not resources:
+            continue
         me = (event.tid, event.op)
-        for resource in access.resources - {MEMORY}:
+        for resource in resources:
             line = history.setdefault(resource, [])
-            if access.read_only and line and isinstance(line[-1], frozenset):
+            if read_only and line and isinstance(line[-1], frozenset):
                 line[-1] = line[-1] | {me}
             else:
-                line.append(frozenset({me}) if access.read_only else me)
+                line.append(frozenset({me}) if read_only else me)
     canon = repr(sorted((r, [sorted(x) if isinstance(x, frozenset) else x for x in line])
                         for r, line in history.items()))
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:16]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from racecheck import runtime
@@ -40,8 +41,11 @@ class Access:
     read_only: bool
 
 
+@lru_cache(maxsize=1 << 16)
 def access_of(op: str) -> Access:
-    """The resources an operation touches, from its trace text; empty when it names none ("sleep 0", "begin")."""
+    """(Memoised: a pure function of the text, and every run repeats the same few operations.)
+
+    The resources an operation touches, from its trace text; empty when it names none ("sleep 0", "begin")."""
     if op.startswith("fs."):
         words = op[3:].split()
         verb = words[0] if words else ""
