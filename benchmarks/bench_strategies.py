@@ -20,6 +20,7 @@ import threading
 import time
 
 import racecheck
+from racecheck import lines as racecheck_lines
 from rich.console import Console
 from rich.table import Table
 
@@ -113,21 +114,31 @@ def main() -> None:
         table.add_row(name, *cells)
     console.print(table)
 
-    lines = Table(title="line-level preemption: cost and what it finds")
-    for column in ("program", "preempt", "schedules", "seconds", "schedules/s", "ratio", "result"):
-        lines.add_column(column, justify="right" if column not in ("program", "result") else "left")
+    backend = "sys.monitoring" if racecheck_lines.uses_monitoring() else "sys.settrace"
+    lines = Table(title=f"line-level preemption: cost and what it finds (Python {sys.version.split()[0]})")
+    for column in ("program", "preempt", "backend", "schedules", "seconds", "schedules/s", "ratio", "result"):
+        lines.add_column(column, justify="right" if column not in ("program", "result", "backend") else "left")
     base_rate = None
-    for fn, preempt in ((locked_counter, None), (locked_counter, "lines"), (racy_counter, None),
-                        (racy_counter, "lines")):
+    runs = [(locked_counter, None, "-"), (locked_counter, "lines", backend), (racy_counter, None, "-"),
+            (racy_counter, "lines", backend)]
+    if racecheck_lines.uses_monitoring():  # the same programs through the 3.10/3.11 backend, for comparison
+        runs += [(locked_counter, "lines", "sys.settrace"), (racy_counter, "lines", "sys.settrace")]
+    real_choice = racecheck_lines.uses_monitoring
+    for fn, preempt, used in runs:
+        if used == "sys.settrace":
+            racecheck_lines.uses_monitoring = lambda: False
         started = time.perf_counter()
-        result = racecheck.explore(fn, strategy="random", schedules=args.lines_schedules, seed=0, preempt=preempt,
-                                   skip_duplicates=False, shrink_budget=0, race_budget=0)
+        try:
+            result = racecheck.explore(fn, strategy="random", schedules=args.lines_schedules, seed=0,
+                                       preempt=preempt, skip_duplicates=False, shrink_budget=0, race_budget=0)
+        finally:
+            racecheck_lines.uses_monitoring = real_choice
         seconds = time.perf_counter() - started
         rate = result.schedules / seconds
         if base_rate is None:
             base_rate = rate
         outcome = "ok" if result.ok else f"found at schedule {result.failure.schedule_index + 1}"
-        lines.add_row(fn.__name__, str(preempt), str(result.schedules), f"{seconds:.2f}", f"{rate:.0f}",
+        lines.add_row(fn.__name__, str(preempt), used, str(result.schedules), f"{seconds:.2f}", f"{rate:.0f}",
                       f"{rate / base_rate:.2f}", outcome)
     console.print(lines)
 

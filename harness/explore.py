@@ -18,6 +18,7 @@ from racecheck import external as _external
 from racecheck import instrument as _instrument
 from racecheck import lines as _lines
 from racecheck import runtime, sync  # noqa: F401 - sync registers the controlled stand-ins
+from racecheck import tempdirs as _tempdirs
 from racecheck.config import Config, resolve
 from racecheck.coverage import ChoiceTree, Steering, interleaving_key
 from racecheck.database import FailureDatabase
@@ -166,6 +167,7 @@ class _Session:
                     stack.enter_context(_lines.tracing(_lines.files_of(self._line_modules(modules))))
                 stack.enter_context(controlled_thread_class())
                 stack.enter_context(_external.waiting_outside())
+                stack.enter_context(_tempdirs.tracked())
                 yield
         finally:
             _exploring.release()

@@ -36,7 +36,7 @@ from __future__ import annotations
 import _thread
 import importlib
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 __racecheck_engine__ = True
@@ -61,6 +61,19 @@ def bind(run: Any | None, thread: Any | None) -> None:
     """Attach the calling OS thread to a run (engine use only)."""
     _local.run = run
     _local.thread = thread
+
+
+def add_cleanup(description: str, action: Callable[[], bool]) -> None:
+    """For the calling controlled thread's run: something to undo if the run cannot be unwound.
+
+    A thread stuck in uncontrolled code never reaches its own ``finally``/``with`` exits, so what it created (a
+    temporary directory on the real disk) would stay behind. The scheduler runs ``action`` after such a run
+    (``action`` returns whether there was anything left to undo) and the failure message lists ``description``.
+    When every thread unwound, the program's own cleanup ran and the registrations are dropped unused. No-op for a
+    thread that is not controlled."""
+    run = current_run()
+    if run is not None and current_thread_record() is not None:
+        run.add_cleanup(description, action)
 
 
 def point(name: str) -> None:

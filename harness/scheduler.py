@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck import runtime
-from racecheck.errors import Crashed, Deadlock, StepLimitExceeded, UncontrolledBlocking, _Abort
+from racecheck.errors import Crashed, Deadlock, RacecheckError, StepLimitExceeded, UncontrolledBlocking, _Abort
 from racecheck.strategies import Chooser
 from racecheck.trace import TraceEvent, display_path, frame_path
 
@@ -174,6 +174,9 @@ class Run:
         self._lonely_yielder: ThreadRecord | None = None  # yielded at the previous step with no one else to run
         self._max_steps = self.config.max_steps
         self.outside = 0  # threads inside a call that waits on another process (racecheck.external): not stuck
+        self.cleanups: list[tuple[str, Callable[[], bool]]] = []  # undone if the run cannot be unwound
+        self.cleaned: list[str] = []  # what was undone after threads that could not be unwound
+        self._leaks_reported = False
 
     # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
 
@@ -219,6 +222,10 @@ class Run:
         me.timed_out = False
         me.yielding = False
         return not timed_out
+
+    def add_cleanup(self, description: str, action: Callable[[], bool]) -> None:
+        """See ``runtime.add_cleanup``."""
+        self.cleanups.append((description, action))
 
     def sleep(self, seconds: float) -> None:
         seconds = max(float(seconds), 0.0)
@@ -593,6 +600,31 @@ class Run:
         for rec in self.threads:
             if rec is not stuck and rec.exited.is_set() and rec.thread.is_alive():
                 rec.thread.join(timeout=1.0)
+        self._clean_up_after_leaks()
+
+    def _clean_up_after_leaks(self) -> None:
+        """Threads that could not be unwound never run their own cleanup: undo what the run registered for that
+        case, and say so in the failure. When every thread unwound, the registrations are dropped unused."""
+        pending, self.cleanups = self.cleanups, []
+        if not self.leaked or (self._leaks_reported and not pending):
+            return  # all unwound, or a second teardown of the same run with nothing new
+        self._leaks_reported = True
+        done: list[str] = []
+        for description, action in pending:
+            try:
+                if action():
+                    done.append(description)
+            except Exception as exc:  # noqa: BLE001 - one failed cleanup must not stop the others
+                done.append(f"{description} failed ({type(exc).__name__}: {exc})")
+        self.cleaned.extend(done)
+        who = ", ".join(dict.fromkeys(self.leaked))
+        what = "; ".join(done) if done else "nothing it created was left to clean up"
+        report = f"[{who} could not be unwound (stuck in uncontrolled code); cleaned up after it: {what}]"
+        exc = self.failure.exception if self.failure is not None else None
+        if isinstance(exc, RacecheckError) and report not in str(exc):
+            exc.args = (f"{exc.args[0] if exc.args else ''} {report}".strip(), *exc.args[1:])
+        elif exc is not None and hasattr(exc, "add_note"):
+            exc.add_note(report)
 
     def reset_for_phase(self) -> None:
         """Prepare a second phase (recovery after a crash) on the same run: same choice stream and clock."""

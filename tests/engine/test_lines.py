@@ -5,10 +5,13 @@ counter "correct"; with it, the lost update is found, shrunk to one preemption, 
 racing pair names the two stores. The locked counter passes the same exhaustive search.
 """
 
+import re
+import sys
 import threading
 
 import pytest
 import racecheck
+from racecheck import lines
 
 
 class Counter:
@@ -120,3 +123,102 @@ def test_per_module_preemption_and_bad_values():
     assert not racecheck.explore(racy_counter, strategy="dfs", schedules=2000, preempt=[here]).ok
     with pytest.raises(ValueError, match="preempt"):
         racecheck.explore(racy_counter, preempt="words")
+
+
+def spin_until_set():
+    box = [False]
+
+    def setter():
+        box[0] = True
+
+    t = threading.Thread(target=setter)
+    t.start()
+    while not box[0]: pass  # noqa: E701 - a one-line loop: its backward jump is the only line point
+    t.join()
+
+
+def _summary(fn, **kwargs):
+    result = racecheck.explore(fn, preempt="lines", **kwargs)
+    failure = result.failure
+    if failure is None:
+        return (result.ok, result.schedules, result.exhausted)
+    text = [re.sub(r"0x[0-9a-f]+", "0x?", t) for t in (failure.message, failure.trace)]  # pytest shows addresses
+    return (result.ok, result.schedules, failure.kind, *text, failure.token)
+
+
+def _settrace_sees_stores() -> bool:
+    """Whether ``f_trace_opcodes`` works under ``threading.settrace`` here (it does not on 3.12: no opcode events,
+    so the settrace backend would miss store points there; the monitoring backend is what 3.12 uses)."""
+    seen = []
+
+    def local(frame, event, arg):
+        seen.append(event)
+        return local
+
+    def first(frame, event, arg):
+        if frame.f_code is Counter.increment.__code__:
+            frame.f_trace = local
+            frame.f_trace_opcodes = True
+            return local
+        return None
+
+    threading.settrace(first)
+    try:
+        t = threading.Thread(target=Counter().increment)
+        t.start()
+        t.join()
+    finally:
+        threading.settrace(None)
+    return "opcode" in seen
+
+
+DIFFERENTIAL = [
+    (racy_counter, {"strategy": "dfs", "schedules": 2000}),
+    (racy_counter, {"strategy": "random", "schedules": 200, "seed": 3}),
+    (check_then_act_dict, {"strategy": "pct", "schedules": 2000, "seed": 0}),
+    (locked_counter, {"strategy": "dfs", "preemption_bound": 2, "schedules": 20_000}),
+    (spin_until_set, {"strategy": "random", "schedules": 30, "seed": 1, "max_steps": 300}),
+]
+
+
+@pytest.mark.skipif(not lines.uses_monitoring(), reason="sys.monitoring needs Python 3.12+")
+@pytest.mark.parametrize(("fn", "kwargs"), DIFFERENTIAL, ids=lambda p: getattr(p, "__name__", "-"))
+def test_monitoring_and_settrace_make_the_same_points(fn, kwargs, monkeypatch):
+    """Differential: on 3.12+ the sys.monitoring backend and the sys.settrace one (what 3.10/3.11 use) explore
+    the same schedules, with byte-identical traces and tokens."""
+    if fn is racy_counter and not _settrace_sees_stores():
+        pytest.skip("sys.settrace gives no opcode events on this version, so it is no reference for store points")
+    with_monitoring = _summary(fn, **kwargs)
+    monkeypatch.setattr(racecheck.lines, "uses_monitoring", lambda: False)
+    assert _summary(fn, **kwargs) == with_monitoring
+
+
+@pytest.mark.skipif(not lines.uses_monitoring(), reason="sys.monitoring needs Python 3.12+")
+def test_monitoring_tool_id_released_pass_or_fail():
+    free_before = [tool for tool in range(6) if sys.monitoring.get_tool(tool) is None]
+    racecheck.explore(locked_counter, strategy="random", schedules=3, preempt="lines")
+    assert not racecheck.explore(racy_counter, strategy="dfs", schedules=2000, preempt="lines").ok
+    assert [tool for tool in range(6) if sys.monitoring.get_tool(tool) is None] == free_before
+    assert threading.gettrace() is None and sys.gettrace() is None
+
+
+@pytest.mark.skipif(not lines.uses_monitoring(), reason="sys.monitoring needs Python 3.12+")
+def test_monitoring_leaves_other_tools_alone():
+    """A tool already registered (a coverage tool, a debugger) keeps its id; racecheck takes another one."""
+    taken = [tool for tool in (3, 4) if sys.monitoring.get_tool(tool) is None]
+    for tool in taken:
+        sys.monitoring.use_tool_id(tool, "someone else")
+    try:
+        assert not racecheck.explore(racy_counter, strategy="dfs", schedules=2000, preempt="lines").ok
+        assert all(sys.monitoring.get_tool(tool) == "someone else" for tool in taken)
+    finally:
+        for tool in taken:
+            sys.monitoring.free_tool_id(tool)
+
+
+def test_one_line_loop_is_a_line_point():
+    """``while not box[0]: pass`` makes points (it spins until the step limit under a scheduler that never
+    preempts it, instead of blocking the run uncontrolled), and a schedule that lets the setter run passes."""
+    result = racecheck.explore(spin_until_set, strategy="dfs", schedules=1, max_steps=300, preempt="lines")
+    assert result.failure.kind == "step-limit"
+    assert result.failure.trace.count(" line ") > 100
