@@ -251,36 +251,6 @@ class BoundedDFS(Strategy):
         self.exhausted = True  # known as soon as the last branch is run, not only when asked for another
 
 
-# --- replay -------------------------------------------------------------------------------------------------------
-
-
-class ReplayChooser(Chooser):
-    """Feeds recorded choices back; past their end every choice is 0 (keep the current thread, no fault)."""
-
-    def __init__(self, choices: Sequence[int]) -> None:
-        self.choices = list(choices)
-        self.position = 0
-        self.diverged: str | None = None
-
-    def _next(self, n: int, what: str) -> int:
-        if self.position < len(self.choices):
-            value = self.choices[self.position]
-            self.position += 1
-            if value >= n:
-                if self.diverged is None:
-                    self.diverged = f"recorded choice {value} at decision {self.position} but only {n} {what} existed"
-                return 0
-            return value
-        self.position += 1
-        return 0
-
-    def pick_thread(self, enabled, current_enabled, yielding, current=None):
-        return self._next(len(enabled), "runnable threads")
-
-    def pick_value(self, n, label):
-        return self._next(n, f"values for {label}")
-
-
 def make_strategy(name: str, seed: int, depth: int, preemption_bound: int | None) -> Strategy:
     if name == "random":
         return RandomWalk(seed)
