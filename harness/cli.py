@@ -156,54 +156,100 @@ def failure_block(cell: CellResult) -> str:
     ) + (f"\n  {f.race_text}" if f.race_text else "")
 
 
+def _coverage(cell: CellResult) -> str:
+    return f"{cell.schedules} schedules, {cell.interleavings} interleavings"
+
+
 def _cell_line(cell: CellResult) -> str:
     how = f"({cell.strategy}, seed {cell.seed})"
     if cell.failure is not None:
-        return f"{cell.label}: RACE FOUND at schedule #{cell.failure.schedule_index} {how}"
-    note = " (search space exhausted)" if cell.exhausted else ""
+        return f"{cell.label}: RACE FOUND at schedule #{cell.failure.schedule_index} {how} after {_coverage(cell)}"
+    note = f", {cell.exhausted_note}" if cell.exhausted else ""
     if cell.budget_stopped:
         note = f" (time budget: {cell.schedules} of {cell.requested})"
     rate = cell.schedules_per_second
-    return f"{cell.label}: clean, {cell.schedules} schedules {how}{note}, {rate:.{1 if rate < 10 else 0}f} schedules/s"
+    return f"{cell.label}: clean, {_coverage(cell)} {how}{note}, {rate:.{1 if rate < 10 else 0}f} schedules/s"
 
 
-class _Progress:
-    """A rich progress bar (schedules/s, failures so far) on an interactive stderr; silent otherwise."""
+class Progress:
+    """Live coverage while ``racecheck run`` explores: schedules, distinct interleavings and races so far, as a
+    rich progress bar on an interactive stderr (silent otherwise, and with ``--quiet``).
 
-    def __init__(self, total: int, enabled: bool) -> None:
+    The counts come from the engine's ``progress=`` snapshots (every schedule, when units run in this process)
+    and from each finished unit (the authority, and the only source when units run in other processes).
+    Interleavings are counted per cell as the union of the keys its chunks saw."""
+
+    REFRESH_S = 0.1  # redraw at most this often (display only: nothing explored depends on it)
+
+    def __init__(self, total: int, enabled: bool, console: Any = None) -> None:
         self.bar = None
         self.failed_cells: set[int] = set()
-        self.done = 0
+        self.live: dict[tuple[int, int], int] = {}  # (cell, chunk) -> schedules run so far
+        self.keys: dict[int, set[str]] = {}  # cell -> interleaving keys seen
         self.started = time.monotonic()
+        self.drawn = 0.0
         if not enabled:
             return
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as Bar
 
-        console = Console(stderr=True)
+        console = console or Console(stderr=True)
         if not console.is_terminal:
             return
-        self.bar = Progress(
+        self.bar = Bar(
             TextColumn("exploring"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("schedules, {task.fields[rate]:.0f}/s, {task.fields[failures]} race(s)"),
+            TextColumn("schedules, {task.fields[interleavings]} interleavings, {task.fields[rate]:.0f}/s, "
+                       "{task.fields[failures]} race(s)"),
             TimeElapsedColumn(),
             console=console,
-            auto_refresh=False,  # refreshed after each unit: no extra thread beside controlled runs
+            auto_refresh=False,  # redrawn from the exploring thread: no extra thread beside controlled runs
             transient=True,
         )
-        self.task = self.bar.add_task("explore", total=total, rate=0.0, failures=0)
+        self.task = self.bar.add_task("explore", total=total, rate=0.0, failures=0, interleavings=0)
         self.bar.start()
 
+    @property
+    def done(self) -> int:
+        return sum(self.live.values())
+
+    @property
+    def interleavings(self) -> int:
+        return sum(len(keys) for keys in self.keys.values())
+
+    @property
+    def failures(self) -> int:
+        return len(self.failed_cells)
+
+    def schedule(self, unit: dict, snapshot: Any) -> None:
+        """After every schedule of a unit run in this process (an engine ``Progress`` snapshot)."""
+        self.live[(unit["cell"], unit["chunk"])] = snapshot.schedules
+        self.keys.setdefault(unit["cell"], set()).add(snapshot.interleaving)
+        if snapshot.failed:
+            self.failed_cells.add(unit["cell"])
+        self._draw(force=False)
+
     def update(self, unit: dict, result: dict) -> None:
-        self.done += result["schedules"]
+        """After a whole unit, wherever it ran."""
+        self.live[(unit["cell"], unit["chunk"])] = result["schedules"]
+        self.keys.setdefault(unit["cell"], set()).update(result.get("interleaving_keys", ()))
         if result["failure"] is not None:
             self.failed_cells.add(unit["cell"])  # a race per cell, however many of its chunks failed
-        if self.bar is not None:
-            rate = self.done / max(time.monotonic() - self.started, 1e-9)
-            self.bar.update(self.task, completed=self.done, rate=rate, failures=len(self.failed_cells))
-            self.bar.refresh()
+        self._draw(force=True)
+
+    def _draw(self, force: bool) -> None:
+        if self.bar is None:
+            return
+        now = time.monotonic()
+        if not force and now - self.drawn < self.REFRESH_S:
+            return
+        self.drawn = now
+        rate = self.done / max(now - self.started, 1e-9)
+        self.bar.update(self.task, completed=self.done, rate=rate, failures=self.failures,
+                        interleavings=self.interleavings)
+        self.bar.refresh()
 
     def close(self) -> None:
         if self.bar is not None:
@@ -211,9 +257,10 @@ class _Progress:
 
 
 def _explore(cells: list[parallel.Cell], jobs: int, tx: Sequence[str], budget: float | None, quiet: bool):
-    progress = _Progress(sum(c.schedules for c in cells), enabled=not quiet)
+    progress = Progress(sum(c.schedules for c in cells), enabled=not quiet)
     try:
-        return parallel.explore_cells(cells, jobs=jobs, tx=tx, time_budget=budget, progress=progress.update)
+        return parallel.explore_cells(cells, jobs=jobs, tx=tx, time_budget=budget, progress=progress.update,
+                                      on_schedule=progress.schedule)
     finally:
         progress.close()
 
@@ -313,7 +360,11 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
         click.echo(f"time budget of {time_budget:g}s reached: explored {explored} of {requested} schedules "
                    "(always the same leading schedules of this exploration)")
     races = sum(1 for c in results if c.failure is not None)
-    click.echo(f"{len(results)} cell(s), {explored} schedules, {races} race(s) found")
+    interleavings = sum(c.interleavings for c in results)
+    exhausted = sum(1 for c in results if c.exhausted)
+    done = f", {exhausted} exhausted" if exhausted else ""
+    click.echo(f"{len(results)} cell(s), {explored} schedules, {interleavings} interleavings, {races} race(s) found"
+               f"{done}")
     run_info = {"jobs": jobs, "tx": list(tx), "time_budget_s": time_budget, "budget_reached": budget_hit,
                 "chunk": parallel.CHUNK, "explore_wall_s": round(explore_wall, 3)}
     _write_reports(report_dir, results, run_info)

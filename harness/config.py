@@ -7,6 +7,11 @@ names it, so a typo never silently runs a default exploration.
 ``preemption_bound`` has one meaning everywhere: an int >= 0 is the bound, ``None`` (or ``math.inf``) means no bound.
 The default is 2 (SCTBench: most bugs need 1-3 preemptions). Only the dfs strategy and the shrinker's exhaustive
 pass use it.
+
+``skip_duplicates`` is on by default: random, pct and pos never run the same schedule twice and stop with
+``result.exhausted`` when a small space has been run to its end (``False`` spends the whole budget on independent
+samples, repeats included). ``progress`` receives a ``racecheck.coverage.Progress`` after every schedule, so a
+front end can show schedules, interleavings and failures live without the engine knowing how.
 """
 
 from __future__ import annotations
@@ -42,9 +47,10 @@ class Config:
     check_determinism: bool = False  # run every schedule twice and report the first divergence as a failure
     max_failures: int = 1  # keep exploring until this many distinct failures (result.failures) are found
     race_budget: int = 40  # replays spent naming the racing pair of each failure (failure.race); 0 skips it
-    skip_duplicates: bool = False  # random/pct/pos never run a schedule twice and stop when the space is done
+    skip_duplicates: bool = True  # random/pct/pos never run a schedule twice and stop when the space is done
     preempt: Any = None  # "lines": every line of the instrumented modules is a point; or the modules to do it in
     database: Any = None  # a folder (".racecheck") keeping failing tokens per test, replayed first; None: off
+    progress: Callable[[Any], Any] | None = None  # called with a coverage.Progress snapshot after every schedule
 
     def __post_init__(self) -> None:
         instrument = self.instrument
@@ -84,6 +90,8 @@ class Config:
             object.__setattr__(self, "preempt", tuple(preempt))
         elif preempt is not None and preempt != "lines" and not isinstance(preempt, (tuple, types.ModuleType)):
             raise ValueError(f"preempt must be None, 'lines' or a list of modules, not {preempt!r}")
+        if self.progress is not None and not callable(self.progress):
+            raise TypeError(f"progress must be callable or None, not {type(self.progress).__name__}")
         if self.database is not None and not isinstance(self.database, (str, os.PathLike)):
             raise TypeError(f"database must be a folder path or None, not {type(self.database).__name__}")
 

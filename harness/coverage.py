@@ -12,12 +12,20 @@ remembers every executed choice sequence as a path in a tree (each node knows ho
 a subtree whose every option has been run to the end is complete. ``Steering`` wraps a strategy's chooser and,
 when the strategy's pick leads into a complete subtree, takes the first option that does not, so no schedule is
 run twice while any new one is left; when the root is complete the whole space has been run: ``exhausted``.
+This is the default for random, pct and pos (``skip_duplicates=True``); it never lowers the chance of reaching a
+schedule not yet run, because only picks that lead into subtrees already run to the end are redirected (so PCT's
+per-schedule bound still holds).
+
+``Progress`` is what an exploration tells a ``progress=`` callback after every schedule: the engine reports plain
+numbers and the CLI or pytest plugin decides how to show them (the engine knows nothing of rich).
 """
 
 from __future__ import annotations
 
 import hashlib
+from array import array
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -56,21 +64,90 @@ def interleaving_key(events: Sequence[TraceEvent]) -> str:
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot handed to ``Config.progress`` after every schedule of an exploration (never during a run).
+
+    Everything is a function of the seed and the program, never of time: the same exploration calls the callback
+    with the same sequence of snapshots in any process."""
+
+    schedules: int  # schedules run so far (failure-database replays included)
+    requested: int  # the budget (``Config.schedules``)
+    interleavings: int  # distinct interleavings so far
+    distinct: int  # distinct schedules (choice sequences) so far
+    failures: int  # distinct failures found so far
+    exhausted: bool  # every schedule of the space has now been run (the exploration stops)
+    index: int  # this schedule's index (-1 for one replayed from the failure database)
+    interleaving: str  # this schedule's interleaving key (``interleaving_key``), to merge counts across processes
+    schedule: str  # a digest of this schedule's choices (``schedule_digest``): equal digests, the same schedule
+    failed: bool  # this schedule failed
+
+
+def exhausted_note(distinct: int, strategy: str, bound: int | None) -> str:
+    """How reports say that a small space was run to its end (``exhausted: all 12 distinct schedules explored``).
+    dfs with a preemption bound finished only the schedules within that bound."""
+    plural = "" if distinct == 1 else "s"
+    if strategy == "dfs" and bound is not None:
+        return f"exhausted: all {distinct} distinct schedule{plural} with at most {bound} preemption(s) explored"
+    return f"exhausted: all {distinct} distinct schedule{plural} explored"
+
+
+def schedule_digest(choices: Sequence[int]) -> str:
+    """A short digest of a choice sequence: the identity of a schedule (same digest in every process)."""
+    return hashlib.sha256(",".join(map(str, choices)).encode("ascii")).hexdigest()[:16]
+
+
 class _Node:
-    __slots__ = ("arity", "children", "complete")
+    """One decision point reached by some run, or the end of a run.
+
+    A path that no other run shares is kept unexpanded as ``tail``: the run's choice and arity arrays plus the
+    offset of this node in them (``tail[0][offset]`` is the option taken here). It is expanded into nodes only when
+    a later run follows it, so a thousand long random runs that part ways early cost a few compact arrays, not a
+    node per decision."""
+
+    __slots__ = ("arity", "children", "complete", "tail")
 
     def __init__(self) -> None:
-        self.arity = 0  # 0 until a decision was taken here; a run that ended here leaves it a leaf
+        self.arity = 0  # options at this decision; 0 for a node where a run ended (a leaf) or a tail's head
         self.children: dict[int, _Node] = {}
-        self.complete = False
+        self.complete = False  # every option below has been run to its end
+        self.tail: tuple[Sequence[int], Sequence[int], int] | None = None
+
+    def expand(self) -> None:
+        """Turn the head of an unexpanded tail into a real decision with one child (which keeps the rest)."""
+        tail = self.tail
+        if tail is None:
+            return
+        choices, arities, offset = tail
+        self.tail = None
+        if offset >= len(choices):  # the run ended here
+            self.complete = True
+            return
+        self.arity = arities[offset]
+        child = _Node()
+        child.tail = (choices, arities, offset + 1)
+        child.complete = offset + 1 >= len(choices)
+        self.children[choices[offset]] = child
+
+
+def _compact(values: Sequence[int]) -> Sequence[int]:
+    """The smallest array that holds ``values`` (choice indices are small): a quarter of a list of ints."""
+    try:
+        return array("H", values)
+    except OverflowError:
+        return tuple(values)
 
 
 class ChoiceTree:
-    """Every choice sequence run so far; ``complete`` once every option of every decision has been run."""
+    """Every choice sequence run so far; ``complete`` once every option of every decision has been run.
+
+    ``distinct`` counts the different schedules recorded (a schedule is its whole choice sequence); ``runs`` every
+    recorded run, ``duplicates`` the runs that repeated an earlier schedule exactly."""
 
     def __init__(self) -> None:
         self.root = _Node()
         self.runs = 0
+        self.distinct = 0
         self.duplicates = 0
 
     @property
@@ -80,28 +157,46 @@ class ChoiceTree:
     def add(self, choices: Sequence[int], arities: Sequence[int]) -> bool:
         """Record one executed run; False when exactly this schedule had been run before."""
         self.runs += 1
+        length = min(len(choices), len(arities))
         node = self.root
         path = [node]
-        new = False
-        for choice, arity in zip(choices, arities, strict=False):
-            node.arity = arity
-            child = node.children.get(choice)
-            if child is None:
-                child = node.children[choice] = _Node()
-                new = True
+        for depth in range(length):
+            if node.tail is not None:
+                node.expand()
+            if not node.children and node.complete:
+                node.complete = False  # a schedule seen ending here now goes on (the program is not deterministic)
+            node.arity = arities[depth]
+            child = node.children.get(choices[depth])
+            if child is None:  # a new path from here on: keep the rest as one compact tail
+                child = node.children[choices[depth]] = _Node()
+                child.tail = (_compact(choices[depth + 1:length]), _compact(arities[depth + 1:length]), 0)
+                child.complete = depth + 1 >= length
+                path.append(child)
+                self.distinct += 1
+                self._settle(path)
+                return True
             node = child
             path.append(node)
-        if not new and node.complete:
+        if node.tail is not None and node.tail[2] < len(node.tail[0]):
+            node.expand()  # this run ends where an earlier one went on: it is new (and the tree is odd)
+        new = not node.complete
+        if new:
+            self.distinct += 1
+        else:
             self.duplicates += 1
-        if not node.children:  # a run ended here: this schedule is done
-            node.complete = True
+        node.complete = not node.children or node.complete
+        self._settle(path)
+        return new
+
+    @staticmethod
+    def _settle(path: list[_Node]) -> None:
+        """Mark complete every node on ``path`` (deepest first) whose options have all been run to the end."""
         for parent in reversed(path[:-1]):
             if parent.complete:
                 break
             if len(parent.children) < parent.arity or not all(c.complete for c in parent.children.values()):
                 break
             parent.complete = True
-        return new
 
 
 class Steering(Chooser):
@@ -116,6 +211,8 @@ class Steering(Chooser):
         node = self.node
         if node is None:
             return pick
+        if node.tail is not None:
+            node.expand()
         child = node.children.get(pick)
         if child is not None and child.complete:
             for option in range(n):

@@ -20,7 +20,7 @@ from racecheck import lines as _lines
 from racecheck import runtime, sync  # noqa: F401 - sync registers the controlled stand-ins
 from racecheck import tempdirs as _tempdirs
 from racecheck.config import Config, resolve
-from racecheck.coverage import ChoiceTree, Steering, interleaving_key
+from racecheck.coverage import ChoiceTree, Progress, Steering, exhausted_note, interleaving_key, schedule_digest
 from racecheck.database import FailureDatabase
 from racecheck.divergence import LIKELY_CAUSE, Recorder, Replayer, compare_runs
 from racecheck.errors import ReplayDivergence, TokenError
@@ -92,15 +92,24 @@ class Result:
     config: Config | None = None
     failures: list[Failure] = field(default_factory=list)  # every distinct failure found, first one first
     interleavings: int = 0  # distinct interleavings explored (by the order of conflicting operations)
+    distinct: int = 0  # distinct schedules (exact choice sequences) explored; with ``exhausted``: the whole space
     replayed: int = 0  # schedules replayed first from the failure database (counted in ``schedules`` too)
 
     def raise_on_failure(self) -> None:
         if self.failure is not None:
             raise AssertionError(str(self.failure)) from self.failure.exception
 
+    @property
+    def exhausted_note(self) -> str:
+        """``exhausted: all N distinct schedules explored`` when the space was run to its end, else ''."""
+        if not self.exhausted:
+            return ""
+        bound = self.config.bound if self.config is not None else None
+        return exhausted_note(self.distinct, self.strategy, bound)
+
     def summary(self) -> str:
         if self.failure is None:
-            done = " (search space exhausted)" if self.exhausted else ""
+            done = f"; {self.exhausted_note}" if self.exhausted else ""
             return (
                 f"ok: {self.schedules} schedules, {self.interleavings} interleavings ({self.strategy}, seed "
                 f"{self.seed}){done}"
@@ -354,7 +363,9 @@ def _collect(
     return len(result.failures) >= cfg.max_failures
 
 
-def _replay_database(session: _Session, database: FailureDatabase, key: str, result: Result) -> bool:
+def _replay_database(
+    session: _Session, database: FailureDatabase, key: str, result: Result, coverage: _Coverage
+) -> bool:
     """Run the schedules that failed before, first; a kept token that no longer fails (or no longer fits the
     test) is dropped. True when they alone found ``max_failures`` distinct failures."""
     for text in database.fetch(key):
@@ -367,15 +378,59 @@ def _replay_database(session: _Session, database: FailureDatabase, key: str, res
             continue  # another test or configuration sharing the key digest: leave it alone
         replayer = Replayer(parsed.choices, parsed.picked, parsed.steps)
         run = session.run_once(replayer)
-        result.schedules += 1
         result.replayed += 1
         result.leaked_threads.extend(run.leaked)
         if run.failure is None or replayer.divergence is not None:
             database.delete(key, text)
+            coverage.count(run, -1, result)
             continue
-        if _collect(session, run, replayer, parsed.index, result, (parsed.strategy, parsed.seed)):
+        stop = _collect(session, run, replayer, parsed.index, result, (parsed.strategy, parsed.seed))
+        coverage.count(run, -1, result)
+        if stop:
             return True
     return False
+
+
+class _Coverage:
+    """What an exploration has covered so far: distinct schedules (a ``ChoiceTree``), distinct interleavings,
+    and the ``progress`` callback that is told after every schedule."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        # dfs never repeats itself and knows when it is done; the sampling strategies learn it from the tree
+        self.tree = ChoiceTree() if config.strategy != "dfs" else None
+        self.steering = self.tree is not None and config.skip_duplicates
+        self.keys: set[str] = set()
+
+    def chooser(self, inner: Chooser) -> Chooser:
+        return Steering(inner, self.tree) if self.steering and self.tree is not None else inner
+
+    @property
+    def exhausted(self) -> bool:
+        """Every schedule of the space has run (only claimed when duplicates are skipped: with independent
+        samples the budget is spent as asked)."""
+        return self.steering and self.tree is not None and self.tree.complete
+
+    def count(self, run: Run, index: int, result: Result, done: bool = False) -> None:
+        """Account for one finished schedule in ``result`` and tell the progress callback (``done``: the strategy
+        itself knows the space is finished, as dfs does)."""
+        key = interleaving_key(run.trace)
+        self.keys.add(key)
+        if self.tree is not None:
+            self.tree.add(run.choices, run.arities)
+            result.distinct = self.tree.distinct
+        else:
+            result.distinct += 1
+        result.interleavings = len(self.keys)
+        result.schedules += 1
+        result.max_steps_seen = max(result.max_steps_seen, run.steps)
+        result.crashes += int(run.crashed)
+        if self.config.progress is not None:
+            self.config.progress(Progress(
+                schedules=result.schedules, requested=self.config.schedules, interleavings=result.interleavings,
+                distinct=result.distinct, failures=len(result.failures), exhausted=done or self.exhausted, index=index,
+                interleaving=key, schedule=schedule_digest(run.choices), failed=run.failure is not None,
+            ))
 
 
 # ----- public API -----------------------------------------------------------------------------------------------------
@@ -397,31 +452,22 @@ def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: An
     session = _Session(fn, cfg)
     strat = make_strategy(cfg.strategy, cfg.seed, cfg.depth, cfg.bound)
     result = Result(ok=True, schedules=0, strategy=cfg.strategy, seed=cfg.seed, config=cfg)
-    # dfs never repeats itself and knows when it is done; the sampling strategies learn it from a tree of runs
-    tree = ChoiceTree() if cfg.strategy != "dfs" and cfg.skip_duplicates else None
-    seen: set[str] = set()
+    coverage = _Coverage(cfg)
     database = FailureDatabase(cfg.database) if cfg.database is not None else None
     db_key = f"{session.target}|{session.config_key}"
     with session.controlled():
-        stop = database is not None and _replay_database(session, database, db_key, result)
+        stop = database is not None and _replay_database(session, database, db_key, result, coverage)
         for index in range(cfg.schedules if not stop else 0):
-            if tree is not None and tree.complete:
-                result.exhausted = True
+            if coverage.exhausted:
                 break
             chooser = strat.new_execution(index)
             if chooser is None:
                 break
-            recorder = Recorder(chooser if tree is None else Steering(chooser, tree))
+            recorder = Recorder(coverage.chooser(chooser))
             run = session.run_once(recorder)
             strat.end_execution(chooser, run.steps)
-            if tree is not None:
-                tree.add(run.choices, run.arities)
-            seen.add(interleaving_key(run.trace))
-            result.interleavings = len(seen)
-            result.schedules += 1
-            result.max_steps_seen = max(result.max_steps_seen, run.steps)
-            result.crashes += int(run.crashed)
             result.leaked_threads.extend(run.leaked)
+            stop = False
             if cfg.check_determinism:
                 divergence = session.check_determinism(run, recorder)
                 if divergence is not None:
@@ -429,10 +475,13 @@ def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: An
                     info = FailureInfo("nondeterminism", ReplayDivergence(divergence), None)
                     result.failure = _failure(run, token, index, run, 0, info)
                     result.failures.append(result.failure)
-                    break
-            if run.failure is not None and _collect(session, run, recorder, index, result):
+                    stop = True
+            if not stop and run.failure is not None:
+                stop = _collect(session, run, recorder, index, result)
+            coverage.count(run, index, result, strat.exhausted)
+            if stop:
                 break
-        result.exhausted = result.exhausted or strat.exhausted or (tree is not None and tree.complete)
+        result.exhausted = strat.exhausted or coverage.exhausted
     if database is not None:
         for failure in result.failures:
             database.save(db_key, failure.token)

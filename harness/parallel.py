@@ -140,13 +140,26 @@ def _race(failure: Any) -> tuple[list[list[Any]] | None, str]:
         return None, str(race)
 
 
-def execute_unit(unit: dict) -> dict:
-    """Explore one unit; the answer is JSON-safe (it may cross a process or a network)."""
+def execute_unit(unit: dict, on_schedule: Callable[[dict, Any], None] | None = None) -> dict:
+    """Explore one unit; the answer is JSON-safe (it may cross a process or a network). ``on_schedule(unit,
+    snapshot)`` is told after every schedule (in-process runs only: the CLI's live progress).
+
+    The answer carries the interleaving key and schedule digest of every schedule run, so a cell explored in
+    several chunks (and processes) counts its distinct interleavings and schedules over all of them."""
     from racecheck.explore import explore
+
+    keys: list[str] = []
+    schedules: list[str] = []
+
+    def progress(snapshot: Any) -> None:
+        keys.append(snapshot.interleaving)
+        schedules.append(snapshot.schedule)
+        if on_schedule is not None:
+            on_schedule(unit, snapshot)
 
     try:
         prepared, kwargs = prepare(unit["catalogue"], unit["scenario"], unit["target"], unit["fs"], unit["instrument"])
-        kwargs = {**kwargs, **unit.get("options", {})}
+        kwargs = {**kwargs, **unit.get("options", {}), "progress": progress}
         started = time.perf_counter()
         result = explore(
             prepared.fn, strategy=unit["strategy"], schedules=unit["schedules"], seed=unit["seed"], **kwargs
@@ -161,6 +174,9 @@ def execute_unit(unit: dict) -> dict:
         "executions": result.schedules + (getattr(failure, "shrink_probes", 0) if failure else 0),
         "elapsed": elapsed,
         "exhausted": bool(result.exhausted),
+        "exhausted_note": result.exhausted_note,
+        "interleaving_keys": sorted(set(keys)),
+        "schedule_digests": sorted(set(schedules)),
         "failure": None,
     }
     if failure is not None:
@@ -267,7 +283,7 @@ class _Dispatcher:
     def __init__(self, units: list[dict], time_budget: float | None) -> None:
         self.units = deque(units)
         self.lock = threading.Lock()
-        self.failed_at: dict[int, int] = {}
+        self.failed_at: dict[int, int] = {}  # cell -> first chunk that failed or exhausted the whole space
         self.time_budget = time_budget
         self.started = time.monotonic()
         self.budget_hit = False
@@ -287,7 +303,7 @@ class _Dispatcher:
             return None
 
     def record(self, unit: dict, result: dict) -> None:
-        if result.get("failure") is not None:
+        if result.get("failure") is not None or result.get("exhausted"):  # later chunks would add nothing
             with self.lock:
                 cell = unit["cell"]
                 self.failed_at[cell] = min(self.failed_at.get(cell, unit["chunk"]), unit["chunk"])
@@ -302,8 +318,11 @@ def explore_cells(
     tx: Sequence[str] = (),
     time_budget: float | None = None,
     progress: ProgressFn | None = None,
+    on_schedule: Callable[[dict, Any], None] | None = None,
 ) -> tuple[list[CellResult], bool]:
-    """Explore every cell; returns the per-cell results and whether the time budget stopped the exploration."""
+    """Explore every cell; returns the per-cell results and whether the time budget stopped the exploration.
+    ``progress(unit, result)`` after every unit; ``on_schedule(unit, snapshot)`` after every schedule, only when
+    units run in this process (``jobs=1``, no ``tx``): other processes report per unit."""
     units = plan(cells)
     dispatcher = _Dispatcher(units, time_budget)
     results: dict[tuple[int, int], dict] = {}
@@ -318,7 +337,7 @@ def explore_cells(
     specs = expand_tx(tx)
     if jobs <= 1 and not specs:
         while (unit := dispatcher.next_unit()) is not None:
-            result = execute_unit(unit)
+            result = execute_unit(unit, on_schedule)
             dispatcher.record(unit, result)
             finish(unit, result)
     else:
@@ -414,12 +433,18 @@ def _assemble(index: int, cell: Cell, results: dict[tuple[int, int], dict]) -> C
         oracle=cell.oracle,
     )
     chunk = 0
+    keys: set[str] = set()
+    digests: set[str] = set()
     while (index, chunk) in results:
         part = results[(index, chunk)]
         out.schedules += part["schedules"]
         out.executions += part["executions"]
         out.elapsed += part["elapsed"]
-        out.exhausted = out.exhausted or part["exhausted"]
+        keys.update(part.get("interleaving_keys", ()))
+        digests.update(part.get("schedule_digests", ()))
+        out.interleavings, out.distinct = len(keys), len(digests)
+        if part["exhausted"]:  # the whole space, in this one unit: later chunks (run or not) add nothing
+            out.exhausted, out.exhausted_note = True, part.get("exhausted_note", "")
         if part["failure"] is not None:
             failure = FailureRecord.from_dict(part["failure"])
             failure.token = CliToken(
@@ -427,6 +452,8 @@ def _assemble(index: int, cell: Cell, results: dict[tuple[int, int], dict]) -> C
                 cell.instrument, cell.catalogue,
             ).encode()
             out.failure = failure
+            break
+        if out.exhausted:
             break
         chunk += 1
     out.budget_stopped = out.failure is None and not out.exhausted and out.schedules < out.requested

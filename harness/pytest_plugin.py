@@ -333,8 +333,9 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     result = racecheck.explore(body, strategy=settings.strategy, schedules=settings.schedules, seed=settings.seed,
                                **settings.shared)
     props.append(("racecheck_schedules", result.schedules))
+    props.append(("racecheck_interleavings", result.interleavings))
     if result.exhausted:
-        props.append(("racecheck_exhausted", True))
+        props.append(("racecheck_exhausted", result.exhausted_note))  # "exhausted: all N distinct schedules ..."
     if result.failure is None:
         return True
     failure = result.failure
@@ -458,11 +459,12 @@ class _Summary:
         if replayed:
             detail = "replay"
         else:
-            detail = (f"{props['racecheck_schedules']} schedules ({props.get('racecheck_strategy')}, "
-                      f"seed {props.get('racecheck_seed')}")
+            detail = (f"{props['racecheck_schedules']} schedules, {props.get('racecheck_interleavings', 0)} "
+                      f"interleavings ({props.get('racecheck_strategy')}, seed {props.get('racecheck_seed')}")
             if "racecheck_repetition" in props:
                 detail += f", repetition {props['racecheck_repetition']}"
-            detail += ", search space exhausted)" if props.get("racecheck_exhausted") else ")"
+            exhausted = props.get("racecheck_exhausted")
+            detail += f"; {exhausted})" if exhausted else ")"
         token = props.get("racecheck_token")
         outcome = "FAILED" if report.failed else report.outcome
         state.lines.append(f"{report.nodeid}: {detail} {outcome}" + (f" token {token}" if token else ""))
@@ -472,9 +474,8 @@ class _Summary:
         if state.tests == 0 or hasattr(config, "workerinput"):
             return  # nothing marked ran, or an xdist worker (the controller prints the summary)
         terminalreporter.section("racecheck")
-        if config.getoption("verbose") > 0 or state.failures:
-            for line in sorted(state.lines):
-                terminalreporter.write_line(line)
+        for line in sorted(state.lines):  # per test: schedules, interleavings, exhaustion, outcome, token
+            terminalreporter.write_line(line)
         terminalreporter.write_line(
             f"racecheck: {state.tests} marked test{'s' if state.tests != 1 else ''}, "
             f"{state.total_schedules} schedule{'s' if state.total_schedules != 1 else ''}, {state.failures} failing"

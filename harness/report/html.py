@@ -141,7 +141,7 @@ def render(
             result = f'<td class="race"><a href="#failure-{failing}">race found</a></td>'
             sections.append(_failure_section(failing, cell))
         else:
-            extra = " (exhausted)" if cell.exhausted else " (time budget)" if cell.budget_stopped else ""
+            extra = f" ({cell.exhausted_note})" if cell.exhausted else " (time budget)" if cell.budget_stopped else ""
             result = f'<td class="clean">clean{extra}</td>'
         gate = ""
         if verdicts:
@@ -150,7 +150,8 @@ def render(
             gate = f'<td class="{css}">{escape(verdict)}</td>'
         rows.append(
             f"<tr><td>{escape(cell.scenario)}</td><td>{escape(cell.fs)}</td><td><code>{escape(cell.target)}</code>"
-            f"</td><td>{escape(cell.strategy)} (seed {cell.seed})</td><td>{cell.schedules}</td>"
+            f"</td><td>{escape(cell.strategy)} (seed {cell.seed})</td>"
+            f"<td>{cell.schedules} ({cell.interleavings} interleavings)</td>"
             f"<td>{cell.schedules_per_second:.1f}</td>{result}{gate}</tr>"
         )
     return f"""<!DOCTYPE html>

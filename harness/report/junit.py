@@ -54,6 +54,8 @@ def render(
             ("seed", str(cell.seed)),
             ("schedules", str(cell.schedules)),
             ("schedules_per_s", f"{cell.schedules_per_second:.2f}"),
+            ("interleavings", str(cell.interleavings)),
+            *((("exhausted", cell.exhausted_note),) if cell.exhausted else ()),
         ):
             ET.SubElement(props, "property", name=key, value=value)
         reason = extra.get(cell.key)

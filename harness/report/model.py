@@ -50,7 +50,10 @@ class CellResult:
     schedules: int = 0  # schedules explored (a prefix of the requested ones)
     executions: int = 0  # schedules plus shrinking replays: the work actually done
     elapsed: float = 0.0  # seconds of exploration, summed over workers (wall-clock, for throughput only)
-    exhausted: bool = False  # dfs finished its space
+    exhausted: bool = False  # every schedule of the space was run (dfs: within its preemption bound)
+    exhausted_note: str = ""  # "exhausted: all N distinct schedules explored" when exhausted
+    interleavings: int = 0  # distinct interleavings explored (over every chunk of the cell)
+    distinct: int = 0  # distinct schedules explored (over every chunk of the cell)
     budget_stopped: bool = False  # --time-budget ran out before all requested schedules
     failure: FailureRecord | None = None
     oracle: str = ""

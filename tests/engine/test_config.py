@@ -23,7 +23,7 @@ def test_every_documented_keyword_is_a_field():
     assert names == {
         "strategy", "schedules", "seed", "instrument", "preemption_bound", "depth", "fs", "on_crash", "max_steps",
         "watchdog", "shrink_budget", "check_determinism",
-        "max_failures", "race_budget", "database", "skip_duplicates", "preempt",  # issue 10
+        "max_failures", "race_budget", "database", "skip_duplicates", "preempt", "progress",  # issue 10
     }
 
 

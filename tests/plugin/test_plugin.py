@@ -222,24 +222,79 @@ def test_dfs_runs_out():
 """
 
 
+SMALL_SPACE = """
+import threading
+import pytest
+
+def two_workers():
+    lock = threading.Lock()
+    order = []
+
+    def work(n):
+        with lock:
+            order.append(n)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(order) == [0, 1]
+
+@pytest.mark.racecheck(strategy="random", schedules=500)
+def test_sampled():
+    two_workers()
+
+@pytest.mark.racecheck(strategy="dfs", preemption_bound=None, schedules=500)
+def test_enumerated():
+    two_workers()
+"""
+
+
+def test_summary_shows_interleavings_per_test_and_a_small_space_as_exhausted(pytester):
+    """Without -v: each marked test's line says its schedules and distinct interleavings; random sampling stops
+    once it has run every distinct schedule (as many as unbounded dfs enumerates) and says so, also in JUnit."""
+    import xml.etree.ElementTree as ET
+
+    pytester.makepyfile(test_small=SMALL_SPACE)
+    result = pytester.runpytest("-p", "no:randomly", "--junitxml=out.xml")
+    result.assert_outcomes(passed=2)
+    lines = {m.group(1): m.group(0) for m in re.finditer(r"test_small\.py::(\w+): .*", result.stdout.str())}
+    enumerated = re.search(r"(\d+) schedules, (\d+) interleavings \(dfs, seed 0; exhausted: all (\d+) distinct",
+                           lines["test_enumerated"])
+    assert enumerated, lines
+    schedules, interleavings, distinct = map(int, enumerated.groups())
+    assert schedules == distinct > interleavings == 2  # two lock orders; more schedules that reach them
+    assert lines["test_sampled"] == (
+        f"test_small.py::test_sampled: {schedules} schedules, 2 interleavings (random, seed 0; exhausted: all "
+        f"{schedules} distinct schedules explored) passed"
+    )
+    case = next(c for c in ET.parse(pytester.path / "out.xml").getroot().iter("testcase")
+                if c.get("name") == "test_sampled")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["racecheck_interleavings"] == "2" and props["racecheck_schedules"] == str(schedules)
+    assert props["racecheck_exhausted"] == f"exhausted: all {schedules} distinct schedules explored"
+
+
 def test_precedence_marker_over_command_line_over_ini_over_defaults(pytester):
     pytester.makepyfile(test_layers=LAYERS)
     defaults = pytester.runpytest("-p", "no:randomly", "-v", "-k", "plain")
-    defaults.stdout.fnmatch_lines(["test_layers.py::test_plain: 1000 schedules (pct, seed 0) passed"])
+    defaults.stdout.fnmatch_lines(["test_layers.py::test_plain: 1000 schedules, 1 interleavings (pct, seed 0) passed"])
     pytester.makeini("[pytest]\nracecheck_schedules = 9\nracecheck_strategy = random\nracecheck_seed = 4\n")
     ini = pytester.runpytest("-p", "no:randomly", "-v")
     ini.assert_outcomes(passed=3)
     ini.stdout.fnmatch_lines_random([
-        "test_layers.py::test_plain: 9 schedules (random, seed 4) passed",
-        "test_layers.py::test_marker_wins: 5 schedules (random, seed 11) passed",
-        "test_layers.py::test_dfs_runs_out: 1 schedules (dfs, seed 4, search space exhausted) passed",
+        "test_layers.py::test_plain: 9 schedules, 1 interleavings (random, seed 4) passed",
+        "test_layers.py::test_marker_wins: 5 schedules, 1 interleavings (random, seed 11) passed",
+        "test_layers.py::test_dfs_runs_out: 1 schedules, 1 interleavings (dfs, seed 4; exhausted: all 1 distinct "
+        "schedule with at most 0 preemption(s) explored) passed",
         "racecheck: 3 marked tests, 15 schedules, 0 failing",
     ])
     cli = pytester.runpytest("-p", "no:randomly", "-v", "--racecheck-schedules", "7", "--racecheck-seed", "3",
                              "--racecheck-strategy", "pct")
     cli.stdout.fnmatch_lines_random([
-        "test_layers.py::test_plain: 7 schedules (pct, seed 3) passed",
-        "test_layers.py::test_marker_wins: 5 schedules (pct, seed 11) passed",
+        "test_layers.py::test_plain: 7 schedules, 1 interleavings (pct, seed 3) passed",
+        "test_layers.py::test_marker_wins: 5 schedules, 1 interleavings (pct, seed 11) passed",
     ])
 
 
