@@ -181,11 +181,14 @@ class Progress:
 
     REFRESH_S = 0.1  # redraw at most this often (display only: nothing explored depends on it)
 
-    def __init__(self, total: int, enabled: bool, console: Any = None) -> None:
+    def __init__(self, requested: Sequence[int], enabled: bool, console: Any = None) -> None:
         self.bar = None
+        self.requested = list(requested)  # schedules asked for, per cell
+        self.total = sum(self.requested)
         self.failed_cells: set[int] = set()
         self.live: dict[tuple[int, int], int] = {}  # (cell, chunk) -> schedules run so far
         self.keys: dict[int, set[str]] = {}  # cell -> interleaving keys seen
+        self.exhausted_at: dict[int, int] = {}  # cell -> the chunk that ran its whole space
         self.started = time.monotonic()
         self.drawn = 0.0
         if not enabled:
@@ -208,7 +211,7 @@ class Progress:
             auto_refresh=False,  # redrawn from the exploring thread: no extra thread beside controlled runs
             transient=True,
         )
-        self.task = self.bar.add_task("explore", total=total, rate=0.0, failures=0, interleavings=0)
+        self.task = self.bar.add_task("explore", total=self.total, rate=0.0, failures=0, interleavings=0)
         self.bar.start()
 
     @property
@@ -225,6 +228,8 @@ class Progress:
 
     def schedule(self, unit: dict, snapshot: Any) -> None:
         """After every schedule of a unit run in this process (an engine ``Progress`` snapshot)."""
+        if self._beyond(unit):
+            return
         self.live[(unit["cell"], unit["chunk"])] = snapshot.schedules
         self.keys.setdefault(unit["cell"], set()).add(snapshot.interleaving)
         if snapshot.failed:
@@ -233,11 +238,25 @@ class Progress:
 
     def update(self, unit: dict, result: dict) -> None:
         """After a whole unit, wherever it ran."""
+        if self._beyond(unit):
+            return
         self.live[(unit["cell"], unit["chunk"])] = result["schedules"]
         self.keys.setdefault(unit["cell"], set()).update(result.get("interleaving_keys", ()))
         if result["failure"] is not None:
             self.failed_cells.add(unit["cell"])  # a race per cell, however many of its chunks failed
+        if result.get("exhausted"):  # the cell's space is done: what it did not need leaves the total
+            cell, chunk = unit["cell"], unit["chunk"]
+            self.exhausted_at[cell] = chunk
+            for key in [k for k in self.live if k[0] == cell and k[1] > chunk]:
+                del self.live[key]  # ran beside it in another process: not part of the answer
+            ran = sum(n for (c, _), n in self.live.items() if c == cell)
+            self.total -= self.requested[cell] - ran
+            self.requested[cell] = ran
         self._draw(force=True)
+
+    def _beyond(self, unit: dict) -> bool:
+        """A chunk after the one that exhausted its cell (run concurrently elsewhere): adds nothing."""
+        return unit["chunk"] > self.exhausted_at.get(unit["cell"], unit["chunk"])
 
     def _draw(self, force: bool) -> None:
         if self.bar is None:
@@ -247,7 +266,7 @@ class Progress:
             return
         self.drawn = now
         rate = self.done / max(now - self.started, 1e-9)
-        self.bar.update(self.task, completed=self.done, rate=rate, failures=self.failures,
+        self.bar.update(self.task, total=self.total, completed=self.done, rate=rate, failures=self.failures,
                         interleavings=self.interleavings)
         self.bar.refresh()
 
@@ -257,7 +276,7 @@ class Progress:
 
 
 def _explore(cells: list[parallel.Cell], jobs: int, tx: Sequence[str], budget: float | None, quiet: bool):
-    progress = Progress(sum(c.schedules for c in cells), enabled=not quiet)
+    progress = Progress([c.schedules for c in cells], enabled=not quiet)
     try:
         return parallel.explore_cells(cells, jobs=jobs, tx=tx, time_budget=budget, progress=progress.update,
                                       on_schedule=progress.schedule)

@@ -38,7 +38,9 @@ def test_fixed_target_is_clean_and_dfs_exhausts(stub):
     assert "clean, 60 schedules" in clean.stdout and "0 race(s) found" in clean.stdout
     dfs = invoke("run", "lost-update", "--target", "cli_stub_catalogue:LockedCounter", "--strategy", "dfs")
     assert dfs.exit_code == 0, dfs.output
-    assert "search space exhausted" in dfs.stdout
+    done = re.search(r"clean, (\d+) schedules, \d+ interleavings \(dfs, seed 0\), exhausted: all (\d+) distinct "
+                     r"schedules with at most 2 preemption\(s\) explored", dfs.stdout)
+    assert done and done.group(1) == done.group(2), dfs.stdout
 
 
 def test_no_scenario_means_all_and_both_means_each_default_semantics(stub):
