@@ -1,17 +1,24 @@
-"""Coverage: distinct interleavings by the order of conflicting operations; random and pct never rerun a schedule
-and know when a small space is done (``skip_duplicates=True``).
+"""Coverage: distinct interleavings by the order of conflicting operations; random, pct and pos never rerun a
+schedule and know when a small space is done (by default; ``skip_duplicates=False`` opts out), and an exploration
+tells a ``progress=`` callback what it covered after every schedule, the same sequence in any process.
 
 The differential check: on small programs, unbounded exhaustive search (dfs) enumerates every schedule exactly
 once, so a random or pct exploration that says it exhausted the space must have run exactly as many schedules,
 and must have seen exactly the interleavings dfs saw.
 """
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
 import racecheck
 from classic_bugs import lost_update_fixed
-from racecheck.coverage import ChoiceTree, interleaving_key
+from racecheck.coverage import ChoiceTree, Progress, Steering, interleaving_key, schedule_digest
+from racecheck.strategies import Chooser
 from racecheck.trace import TraceEvent
 
 
@@ -82,14 +89,25 @@ def independent():
 
 
 @pytest.mark.parametrize("fn", [three_workers, lost_update_fixed, independent])
-@pytest.mark.parametrize("strategy", ["random", "pct"])
-def test_small_space_is_exhausted_without_a_duplicate(fn, strategy):
+@pytest.mark.parametrize("strategy", ["random", "pct", "pos"])
+def test_small_space_is_exhausted_without_a_duplicate_by_default(fn, strategy):
     full = racecheck.explore(fn, strategy="dfs", preemption_bound=None, schedules=100_000)
     assert full.ok and full.exhausted
-    result = racecheck.explore(fn, strategy=strategy, schedules=100_000, seed=1, skip_duplicates=True)
+    result = racecheck.explore(fn, strategy=strategy, schedules=100_000, seed=1)  # the defaults
     assert result.ok and result.exhausted
-    assert result.schedules == full.schedules  # every schedule once: no duplicate, none missed
+    assert result.schedules == result.distinct == full.schedules  # every schedule once: no duplicate, none missed
     assert result.interleavings == full.interleavings
+    note = f"exhausted: all {full.schedules} distinct schedules explored"
+    assert result.exhausted_note == note and result.summary().endswith(f"; {note}")
+    assert full.exhausted_note == note  # unbounded dfs: the same sentence
+
+
+def test_bounded_dfs_says_its_bound_when_exhausted():
+    result = racecheck.explore(three_workers, strategy="dfs", preemption_bound=1, schedules=100_000)
+    assert result.exhausted
+    assert result.exhausted_note == (
+        f"exhausted: all {result.schedules} distinct schedules with at most 1 preemption(s) explored"
+    )
 
 
 def test_interleavings_count_lock_orders_not_schedules():
@@ -106,6 +124,109 @@ def test_budget_smaller_than_the_space_is_not_exhausted():
 
 
 def test_without_skip_duplicates_the_budget_is_spent_as_before():
-    result = racecheck.explore(independent, strategy="random", schedules=20, seed=0)
-    assert result.ok and result.schedules == 20 and not result.exhausted
-    assert result.interleavings == 1
+    """The opt-out: independent samples, repeats included, the whole budget spent, never called exhausted."""
+    full = racecheck.explore(independent, strategy="dfs", preemption_bound=None, schedules=100_000)
+    result = racecheck.explore(independent, strategy="random", schedules=full.schedules * 3, seed=0,
+                               skip_duplicates=False)
+    assert result.ok and result.schedules == full.schedules * 3 and not result.exhausted
+    assert result.distinct <= full.schedules < result.schedules  # it ran some schedules more than once
+    assert result.interleavings == 1 and result.exhausted_note == ""
+    default = racecheck.explore(independent, strategy="random", schedules=full.schedules * 3, seed=0)
+    assert default.exhausted and default.schedules == full.schedules
+
+
+def test_choice_tree_keeps_unshared_paths_compact_and_splits_them_when_followed():
+    tree = ChoiceTree()
+    long = [0] * 500
+    assert tree.add(long, [2] * 500)
+    (first,) = tree.root.children.values()
+    assert first.tail is not None and not first.children  # one run: a compact tail, not a node per decision
+    assert tree.add([0] * 3 + [1] + [0] * 10, [2] * 14)  # shares three decisions, then parts ways
+    node, depth = tree.root, 0
+    while node.children:
+        assert len(node.children) <= 2
+        node = node.children[0]
+        depth += 1
+    assert depth == 4 and node.tail is not None  # expanded only where the two runs share a path
+    assert not tree.add(long, [2] * 500) and tree.duplicates == 1 and tree.distinct == 2
+
+
+def test_steering_takes_the_first_option_not_run_to_its_end():
+    class Always(Chooser):
+        def pick_thread(self, enabled, current_enabled, yielding, current=None):
+            return 0
+
+        def pick_value(self, n, label):
+            return 0
+
+    tree = ChoiceTree()
+    tree.add([0, 0], [2, 2])
+    steering = Steering(Always(), tree)
+    assert steering.pick_value(2, "x") == 0  # not complete below 0 yet: the strategy's pick stands
+    assert steering.pick_value(2, "x") == 1  # [0, 0] was run to its end: redirected
+    tree.add([0, 1], [2, 2])
+    assert Steering(Always(), tree).pick_value(2, "x") == 1  # the whole 0 subtree is done
+
+
+def test_progress_snapshots_after_every_schedule():
+    seen: list[Progress] = []
+    result = racecheck.explore(lost_update_fixed, strategy="random", schedules=1000, seed=3, progress=seen.append)
+    assert result.exhausted and len(seen) == result.schedules
+    assert [s.schedules for s in seen] == list(range(1, result.schedules + 1))
+    assert [s.index for s in seen] == list(range(result.schedules))
+    assert all(s.requested == 1000 and s.failures == 0 and not s.failed for s in seen)
+    assert [s.distinct for s in seen] == [s.schedules for s in seen]  # never a duplicate
+    assert len({s.schedule for s in seen}) == len(seen)
+    counts = [s.interleavings for s in seen]
+    assert counts == sorted(counts) and counts[-1] == result.interleavings == len({s.interleaving for s in seen})
+    assert [s.exhausted for s in seen] == [False] * (len(seen) - 1) + [True]
+
+
+def test_progress_counts_failures_and_dfs_says_exhausted_on_its_last_schedule():
+    from classic_bugs import lost_update
+
+    seen: list[Progress] = []
+    result = racecheck.explore(lost_update, strategy="pct", schedules=200, seed=0, progress=seen.append,
+                               race_budget=0, shrink_budget=0)
+    assert not result.ok and seen[-1].failed and seen[-1].failures == 1
+    assert seen[-1].index == result.failure.schedule_index
+    assert all(not s.failed and s.failures == 0 for s in seen[:-1])
+    dfs: list[Progress] = []
+    full = racecheck.explore(independent, strategy="dfs", preemption_bound=None, progress=dfs.append)
+    assert full.exhausted and dfs[-1].exhausted and not any(s.exhausted for s in dfs[:-1])
+
+
+def test_a_progress_that_is_not_callable_is_refused():
+    with pytest.raises(TypeError, match="progress must be callable"):
+        racecheck.explore(independent, progress=3)
+
+
+def sequence_of_schedules() -> list[list]:
+    """What schedules a seeded exploration ran, in order: index, choice digest, interleaving, counts."""
+    out: list[list] = []
+
+    def record(s: Progress) -> None:
+        out.append([s.index, s.schedule, s.interleaving, s.distinct, s.interleavings, s.exhausted])
+
+    for strategy in ("random", "pct", "pos"):
+        racecheck.explore(lost_update_fixed, strategy=strategy, schedules=1000, seed=7, progress=record)
+    return out
+
+
+def test_same_seed_same_sequence_of_schedules_in_another_process():
+    here = sequence_of_schedules()
+    assert here == sequence_of_schedules()
+    script = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+        import test_coverage
+        print(json.dumps(test_coverage.sequence_of_schedules()))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONHASHSEED="977"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == here
+    ends = [i for i, row in enumerate(here) if row[-1]]  # each strategy ran the whole space, once per schedule
+    size = len(here) // 3
+    assert ends == [size - 1, 2 * size - 1, 3 * size - 1] and len({row[1] for row in here}) == size
+    assert schedule_digest([0, 1]) != schedule_digest([1, 0]) and len(schedule_digest([])) == 16
