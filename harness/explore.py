@@ -59,6 +59,9 @@ class Failure:
     race: Race | None = None  # the two conflicting operations whose order decides this failure, when found
     occurrences: int = 1  # failing schedules explored that were this same failure (with max_failures > 1)
     signature: tuple = ()  # what groups failures: kind, exception type, where raised
+    # what racecheck removed after threads it could not unwind: {"kind", "path", "outcome"} each (the message
+    # only counts them by kind, so that it reads the same in every replay)
+    cleanup: list[dict] = field(default_factory=list)
 
     @property
     def message(self) -> str:
@@ -253,6 +256,7 @@ def _failure(run: Run, token: str, index: int, original: Run, probes: int, info:
         original_preemptions=original.preemptions,
         original_steps=original.steps,
         shrink_probes=probes,
+        cleanup=[item.to_dict() for item in run.cleaned],
     )
 
 

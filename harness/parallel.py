@@ -193,6 +193,7 @@ def execute_unit(unit: dict, on_schedule: Callable[[dict, Any], None] | None = N
             events=[_event(e) for e in failure.events],
             race=race,
             race_text=race_text,
+            cleanup=list(getattr(failure, "cleanup", [])),
         ).to_dict()
     return out
 

@@ -23,7 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from racecheck import cleanup as _cleanup
 from racecheck import runtime
+from racecheck.cleanup import Cleaned
 from racecheck.errors import Crashed, Deadlock, RacecheckError, StepLimitExceeded, UncontrolledBlocking, _Abort
 from racecheck.strategies import Chooser
 from racecheck.trace import TraceEvent, display_path, frame_path
@@ -175,7 +177,7 @@ class Run:
         self._max_steps = self.config.max_steps
         self.outside = 0  # threads inside a call that waits on another process (racecheck.external): not stuck
         self.cleanups: list[tuple[str, Callable[[], bool]]] = []  # undone if the run cannot be unwound
-        self.cleaned: list[str] = []  # what was undone after threads that could not be unwound
+        self.cleaned: list[Cleaned] = []  # what was undone after threads that could not be unwound (cleanup.py)
         self._leaks_reported = False
 
     # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
@@ -609,16 +611,10 @@ class Run:
         if not self.leaked or (self._leaks_reported and not pending):
             return  # all unwound, or a second teardown of the same run with nothing new
         self._leaks_reported = True
-        done: list[str] = []
-        for description, action in pending:
-            try:
-                if action():
-                    done.append(description)
-            except Exception as exc:  # noqa: BLE001 - one failed cleanup must not stop the others
-                done.append(f"{description} failed ({type(exc).__name__}: {exc})")
+        done = _cleanup.undo(pending)
         self.cleaned.extend(done)
         who = ", ".join(dict.fromkeys(self.leaked))
-        what = "; ".join(done) if done else "nothing it created was left to clean up"
+        what = _cleanup.describe(done)
         report = f"[{who} could not be unwound (stuck in uncontrolled code); cleaned up after it: {what}]"
         exc = self.failure.exception if self.failure is not None else None
         if isinstance(exc, RacecheckError) and report not in str(exc):
@@ -634,8 +630,9 @@ class Run:
 
 
 def outside_limit(watchdog: float) -> float:
-    """How long a wait on another process (racecheck.external) may last before it is called a hang."""
-    return max(watchdog * 15, 30.0)
+    """How long a wait on another process (racecheck.external) may last before it is called a hang: 15 watchdogs
+    (30 s by default), so a small watchdog makes a child that never answers a short failure too."""
+    return watchdog * 15
 
 
 def _never() -> bool:

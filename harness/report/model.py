@@ -30,6 +30,7 @@ class FailureRecord:
     events: list[list[Any]] = field(default_factory=list)
     race: list[list[Any]] | None = None  # the racing pair of events, when the engine names it
     race_text: str = ""  # the engine's one-line description of that pair
+    cleanup: list[dict] = field(default_factory=list)  # left behind by threads that could not be unwound, removed
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -52,6 +52,7 @@ def cell_dict(cell: CellResult) -> dict:
                 "events": f.events,
                 "race": f.race,
                 "race_text": f.race_text,
+                "cleanup": f.cleanup,
             }
         )
     return {
