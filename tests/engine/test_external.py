@@ -7,6 +7,7 @@ restored afterwards.
 """
 
 import multiprocessing
+import os
 import subprocess
 import sys
 import threading
@@ -105,6 +106,9 @@ def test_a_wait_on_another_process_is_still_bounded(monkeypatch):
     assert "waited on another process for over 0.4s" in failure.message
 
 
+fit_roots: list[str] = []
+
+
 def fit_with_dataloader_workers():
     """A real Trainer.fit whose DataLoader has two worker processes, then a deliberate failure so the run has a
     token and a trace to compare."""
@@ -129,7 +133,8 @@ def fit_with_dataloader_workers():
             data = TensorDataset(torch.arange(32.0).reshape(-1, 4))
             return DataLoader(data, batch_size=2, num_workers=2, multiprocessing_context="fork")
 
-    with tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory(prefix="racecheck-fit-") as root:
+        fit_roots.append(root)
         trainer = pl.Trainer(default_root_dir=root, max_epochs=1, logger=False, enable_progress_bar=False,
                              enable_model_summary=False, enable_checkpointing=False)
         trainer.fit(Tiny())
@@ -144,9 +149,14 @@ def test_trainer_fit_with_dataloader_workers_is_explored_and_replays():
     import lightning.pytorch  # noqa: F401 - imported before the run: a first import is long and makes no point
     import torch.utils.data  # noqa: F401
 
-    failure = racecheck.explore(fit_with_dataloader_workers, strategy="random", schedules=1, shrink_budget=0,
-                                race_budget=0).failure
+    fit_roots.clear()
+    result = racecheck.explore(fit_with_dataloader_workers, strategy="random", schedules=1, shrink_budget=0,
+                               race_budget=0)
+    failure = result.failure
     assert failure.kind == "exception" and failure.message == "RuntimeError: fit finished", failure.message
     assert "external multiprocessing queue get" in failure.trace
     again = racecheck.replay(fit_with_dataloader_workers, failure.token)
     assert again.failure.trace == failure.trace
+    # every thread unwound (the workers' results arrived), so the fit's own cleanup ran: nothing left behind
+    assert result.leaked_threads == [] and again.leaked_threads == []
+    assert len(fit_roots) == 2 and not any(os.path.exists(root) for root in fit_roots)
