@@ -500,9 +500,10 @@ def gate(baseline: str, report_dir: str | None, jobs: int, update: bool) -> None
         base = verdict.expectation.relative_throughput
         base_text = "-" if base is None else f"{base:.3f}"
         found = "race" if cell.failure is not None else "clean"
+        done = f" ({cell.exhausted_note})" if cell.exhausted else ""
         click.echo(f"{'ok  ' if verdict.ok else 'FAIL'} {cell.label}: expected {verdict.expectation.expect}, "
-                   f"got {found} in {cell.schedules} schedules; throughput {ratio} x reference "
-                   f"(baseline {base_text})")
+                   f"got {found} in {cell.schedules} schedules, {cell.interleavings} interleavings{done}; "
+                   f"throughput {ratio} x reference (baseline {base_text})")
         for problem in verdict.problems:
             click.echo(f"     {problem}")
     failed = [v for v in verdicts if not v.ok]

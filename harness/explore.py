@@ -521,7 +521,8 @@ def replay(fn: Callable[[], Any], token: str, config: Config | None = None, **sh
             divergence = session.check_determinism(run, replayer)
     if divergence is not None:
         raise ReplayDivergence(divergence)
-    result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed, config=cfg)
+    result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed, config=cfg,
+                    interleavings=1, distinct=1)
     result.max_steps_seen = run.steps
     result.crashes = int(run.crashed)
     result.leaked_threads = list(run.leaked)

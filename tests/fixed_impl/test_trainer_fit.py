@@ -128,7 +128,8 @@ def _explore_fixed(k, every, schedules):
         fs="posix", instrument=LockedAsyncCheckpointIO.__racecheck_instrument__,
     )
     result.raise_on_failure()
-    assert result.schedules == schedules
+    # the whole budget, unless the space is smaller: then every distinct schedule ran once (skip_duplicates)
+    assert result.schedules == schedules or (result.exhausted and result.schedules == result.distinct < schedules)
 
 
 @pytest.mark.parametrize(("k", "every"), CONFIGS)

@@ -128,7 +128,8 @@ def test_upstream_body_under_racecheck(fs, strategy):
 def test_upstream_body_under_racecheck_500_schedules(fs, strategy):
     result = _explore(upstream_on_fake_fs, fs, strategy, 500)
     result.raise_on_failure()
-    assert result.schedules == 500
+    # the whole budget, unless the space is smaller: then every distinct schedule ran once (skip_duplicates)
+    assert result.schedules == 500 or (result.exhausted and result.schedules == result.distinct < 500)
 
 
 @pytest.mark.slow

@@ -97,7 +97,8 @@ def test_fixed_io_long_exploration(name, fs, strategy):
     """Half the budget per strategy: random + pct together make >= 10,000 schedules per scenario and semantics."""
     budget = (SLOW_FIT_SCHEDULES if name.startswith("trainer-fit") else SLOW_SCHEDULES) // 2
     result = _check(name, fs, strategy, budget, seed=1)
-    assert result.schedules == budget
+    # the whole budget, unless the space is smaller: then every distinct schedule ran once (skip_duplicates)
+    assert result.schedules == budget or (result.exhausted and result.schedules == result.distinct < budget)
     print(f"{name} [{fs}] fixed IO: {strategy} {result.schedules} schedules, no failure")
 
 
