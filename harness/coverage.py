@@ -26,7 +26,6 @@ import hashlib
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from racecheck.race import MEMORY, access_of
@@ -36,32 +35,68 @@ from racecheck.trace import TraceEvent
 __racecheck_engine__ = True
 
 
-@lru_cache(maxsize=1 << 16)
+_ACCESS: dict[str, tuple[tuple[str, ...], bool]] = {}  # op text -> its named resources (sorted), read-only?
+_ACCESS_LIMIT = 1 << 16
+
+
 def _named_access(op: str) -> tuple[tuple[str, ...], bool]:
     """The named resources of an operation (plain memory left out, sorted) and whether it only reads them."""
-    access = access_of(op)
-    return tuple(sorted(access.resources - {MEMORY})), access.read_only
+    found = _ACCESS.get(op)
+    if found is None:
+        access = access_of(op)
+        found = (tuple(sorted(access.resources - {MEMORY})), access.read_only)
+        if len(_ACCESS) >= _ACCESS_LIMIT:
+            _ACCESS.clear()
+        _ACCESS[op] = found
+    return found
 
 
 def interleaving_key(events: Sequence[TraceEvent]) -> str:
-    """A digest of the per-resource access order of a trace (the interleaving's identity)."""
+    """A digest of the per-resource access order of a trace (the interleaving's identity).
+
+    Runs once per schedule over the whole trace, so it is written for speed: accesses are collected per resource
+    as (thread, op) pairs, then encoded by their rank among the distinct pairs (a canonical order that does not
+    depend on which resource saw a pair first), and hashed resource by resource."""
     history: dict[str, list[Any]] = {}
+    access = _ACCESS
     for event in events:
-        if event.switch == "info":
+        if event[4] == "info":
             continue
-        resources, read_only = _named_access(event.op)
+        op = event[2]
+        found = access.get(op)
+        if found is None:
+            found = _named_access(op)
+        resources, read_only = found
         if not resources:
             continue
-        me = (event.tid, event.op)
+        me = (event[1], op)
         for resource in resources:
-            line = history.setdefault(resource, [])
-            if read_only and line and isinstance(line[-1], frozenset):
+            line = history.get(resource)
+            if line is None:
+                history[resource] = [frozenset((me,))] if read_only else [me]
+            elif not read_only:
+                line.append(me)
+            elif type(line[-1]) is frozenset:
                 line[-1] = line[-1] | {me}
             else:
-                line.append(frozenset({me}) if read_only else me)
-    canon = repr(sorted((r, [sorted(x) if isinstance(x, frozenset) else x for x in line])
-                        for r, line in history.items()))
-    return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:16]
+                line.append(frozenset((me,)))
+    distinct: set[Any] = set()
+    for line in history.values():
+        for entry in line:
+            if type(entry) is frozenset:
+                distinct.update(entry)
+            else:
+                distinct.add(entry)
+    ordered = sorted(distinct)
+    rank = {entry: str(i) for i, entry in enumerate(ordered)}
+    digest = hashlib.sha256(repr(ordered).encode("utf-8"))
+    for resource in sorted(history):
+        parts = [
+            "{" + " ".join(sorted(rank[e] for e in entry)) + "}" if type(entry) is frozenset else rank[entry]
+            for entry in history[resource]
+        ]
+        digest.update(f"\n{resource}\t{','.join(parts)}".encode())
+    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,20 @@ callers must behave exactly like the real thing, so instrumented code stays usab
 
 The Run protocol (implemented in ``racecheck.scheduler``)::
 
-    run.schedule(op, *, enabled=None, timeout=None, yielding=False) -> bool
+    run.schedule(op, *, enabled=None, timeout=None, yielding=False, skip=0) -> bool
         A scheduling point. ``op`` is a short, deterministic text for the trace ("fs.open /a.ckpt wb").
         ``enabled`` is a zero-argument predicate: the thread stays blocked until it holds (evaluated only by the
         scheduler, with every other controlled thread parked, so it may read shared state freely).
         ``timeout`` (virtual seconds) bounds the wait; returns False iff it timed out, True otherwise.
         ``yielding``: the thread waits for someone else (sleep(0), a failed try-acquire in a retry loop);
         switching away from it is not a preemption.
+        ``skip``: how many frames between the caller and the code under test certainly belong to the engine (a
+        primitive's method calling a shared helper that calls ``schedule`` passes 2); only makes finding the
+        trace's source line cheaper, never changes it.
     run.choose(n, label) -> int
         A value in range(n) from the run's single choice stream (0 is the simplest: "no fault", "first").
         Recorded in the schedule token, replayed exactly.
-    run.note(op)                  a traced effect that is not a scheduling point
+    run.note(op, skip=0)          a traced effect that is not a scheduling point
     run.now() -> float            virtual clock (seconds); advances only when every thread waits on time
     run.sleep(seconds)            scheduling point that lets virtual time pass for this thread
     run.crash(reason) -> NoReturn stop the whole run here (power loss); see ``racecheck.Crashed``
@@ -80,7 +83,7 @@ def point(name: str) -> None:
     """An explicit scheduling point, e.g. a delay hook in code under test; a no-op outside a controlled run."""
     run = current_run()
     if run is not None:
-        run.schedule(f"point {name}")
+        run.schedule(f"point {name}", skip=1)
 
 
 # ----- extensions ----------------------------------------------------------------------------------------------------

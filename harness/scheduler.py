@@ -56,7 +56,13 @@ def caller_location(depth: int = 2) -> str:
 
     Called at every scheduling point, so both questions asked of a frame are memoised: whether its code is to be
     skipped, and the display text of a (code, line) pair. The text is exactly what the uncached walk produced, so
-    traces stay byte-identical."""
+    traces stay byte-identical.
+
+    ``depth`` is where the walk starts. Every frame the walk passes through has to become a frame object (CPython
+    3.11+ creates them lazily), which made this walk the largest cost of a baton handoff; so callers that know how
+    many engine frames sit between them and the user's code say so (``schedule(..., skip=n)``), and
+    ``sys._getframe`` jumps over those without creating them. The walk still goes on past any other engine frame,
+    so a hint only ever names frames that are certainly the engine's."""
     frame = sys._getframe(depth)
     skip_code = _SKIP_CODE
     while frame is not None:
@@ -197,6 +203,7 @@ class Run:
         enabled: Callable[[], bool] | None = None,
         timeout: float | None = None,
         yielding: bool = False,
+        skip: int = 0,
     ) -> bool:
         me = _current_record()
         if me is None or me.run is not self:
@@ -205,10 +212,10 @@ class Run:
             raise _Abort()
         if timeout is not None and timeout <= 0 and enabled is not None:
             # A non-blocking attempt: a plain point, then look once.
-            self.schedule(op, yielding=yielding)
+            self.schedule(op, yielding=yielding, skip=skip + 1)
             return bool(enabled())
         me.op = op
-        me.loc = caller_location()
+        me.loc = caller_location(2 + skip)
         me.enabled = enabled
         if timeout is not None:
             me.deadline = self.clock + timeout
@@ -245,11 +252,11 @@ class Run:
         self.note(f"choose {label} -> {value}")
         return value
 
-    def note(self, op: str) -> None:
+    def note(self, op: str, skip: int = 0) -> None:
         """A traced effect that is not a scheduling point (a release, a notify)."""
         me = _current_record()
         if me is not None and me.run is self:
-            self.trace.append(TraceEvent(self.steps, me.tid, op, caller_location(), "info"))
+            self.trace.append(TraceEvent(self.steps, me.tid, op, caller_location(2 + skip), "info"))
 
     def crash(self, reason: str) -> None:
         me = self._me()

@@ -161,10 +161,11 @@ class Store:
         return None
 
     def _enter(self, kind: str, text: str) -> Any | None:
-        """The scheduling point of an operation, then the faults drawn for it; both before any effect."""
+        """The scheduling point of an operation, then the faults drawn for it; both before any effect. Called only
+        from this store's own operations, so two engine frames lie between ``schedule`` and the caller's code."""
         run = self._run()
         if run is not None:
-            run.schedule("fs." + text)
+            run.schedule("fs." + text, skip=2)
             if self.faults.active:
                 self.faults.before(run, kind, text, self._used() if self.spec.enospc else 0)
         return run

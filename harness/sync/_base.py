@@ -23,10 +23,12 @@ def wait_timeout(timeout: float | None) -> float | None:
 
 
 def attempt(run: Any, op: str, enabled: Callable[[], bool], timeout: float | None) -> bool:
-    """A possibly blocking attempt; ``timeout`` 0 polls, and a poll that will fail is a yielding point."""
+    """A possibly blocking attempt; ``timeout`` 0 polls, and a poll that will fail is a yielding point.
+
+    Only ever called from a primitive's method, so this frame and that one are the engine's (``skip=2``)."""
     if timeout is not None and timeout <= 0:
-        return run.schedule(op, enabled=enabled, timeout=0, yielding=not enabled())
-    return run.schedule(op, enabled=enabled, timeout=timeout)
+        return run.schedule(op, enabled=enabled, timeout=0, yielding=not enabled(), skip=2)
+    return run.schedule(op, enabled=enabled, timeout=timeout, skip=2)
 
 
 class Primitive:

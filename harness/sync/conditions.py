@@ -81,7 +81,7 @@ class ControlledCondition(Primitive):
         while self._waiters and woken < n:
             self._waiters.popleft().notified = True
             woken += 1
-        self._run.note(f"notify {self._name} ({woken} woken)")
+        self._run.note(f"notify {self._name} ({woken} woken)", skip=1)
 
     def notify_all(self) -> None:
         self.notify(len(self._waiters))

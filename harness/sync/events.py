@@ -35,18 +35,18 @@ class ControlledEvent(Primitive):
         self._sets = 0  # how many times set() woke waiters: a waiter woken by a set returns True
 
     def is_set(self) -> bool:
-        self._run.schedule(f"is_set {self._name}")
+        self._run.schedule(f"is_set {self._name}", skip=1)
         return self._flag
 
     isSet = is_set  # noqa: N815
 
     def set(self) -> None:
-        self._run.schedule(f"set {self._name}")
+        self._run.schedule(f"set {self._name}", skip=1)
         self._flag = True
         self._sets += 1
 
     def clear(self) -> None:
-        self._run.schedule(f"clear {self._name}")
+        self._run.schedule(f"clear {self._name}", skip=1)
         self._flag = False
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -84,7 +84,7 @@ class ControlledSemaphore(Primitive):
         if self._bound is not None and self._value + n > self._bound:
             raise ValueError("Semaphore released too many times")
         self._value += n
-        self._run.note(f"release {self._name}")
+        self._run.note(f"release {self._name}", skip=1)
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
@@ -115,7 +115,8 @@ class ControlledBarrier(Primitive):
         if timeout is None:
             timeout = self._timeout
         # Entering: blocks while the previous cycle drains or a reset completes (the stdlib's _enter).
-        self._run.schedule(f"arrive {self._name}", enabled=lambda: self._state not in (_DRAINING, _RESETTING))
+        entering = lambda: self._state not in (_DRAINING, _RESETTING)  # noqa: E731
+        self._run.schedule(f"arrive {self._name}", enabled=entering, skip=1)
         if self._state < 0:
             raise BrokenBarrierError
         index = self._count
@@ -135,7 +136,7 @@ class ControlledBarrier(Primitive):
             if self._action is not None:
                 self._action()
             self._state = _DRAINING
-            self._run.note(f"release {self._name}")
+            self._run.note(f"release {self._name}", skip=1)
         except BaseException:
             self._break()
             raise
@@ -156,7 +157,7 @@ class ControlledBarrier(Primitive):
         self._state = _BROKEN
 
     def reset(self) -> None:
-        self._run.schedule(f"reset {self._name}")
+        self._run.schedule(f"reset {self._name}", skip=1)
         if self._count > 0:
             if self._state == _FILLING:
                 self._state = _RESETTING
@@ -166,7 +167,7 @@ class ControlledBarrier(Primitive):
             self._state = _FILLING
 
     def abort(self) -> None:
-        self._run.schedule(f"abort {self._name}")
+        self._run.schedule(f"abort {self._name}", skip=1)
         self._break()
 
     @property

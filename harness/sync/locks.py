@@ -55,7 +55,7 @@ class ControlledLock(Primitive):
         self._run._me()
         self._held = False
         self._owner = None
-        self._run.note(f"release {self._name}")
+        self._run.note(f"release {self._name}", skip=1)
 
     def locked(self) -> bool:
         return self._held
@@ -100,7 +100,7 @@ class ControlledRLock(Primitive):
         self._count -= 1
         if self._count == 0:
             self._owner = None
-        self._run.note(f"release {self._name}")
+        self._run.note(f"release {self._name}", skip=1)
 
     __enter__ = acquire
 
@@ -116,12 +116,12 @@ class ControlledRLock(Primitive):
         state = (self._count, self._owner)
         self._count = 0
         self._owner = None
-        self._run.note(f"release {self._name}")
+        self._run.note(f"release {self._name}", skip=1)
         return state
 
     def _acquire_restore(self, state: Any) -> None:
         count, owner = state
-        self._run.schedule(f"acquire {self._name}", enabled=lambda: self._owner is None)
+        self._run.schedule(f"acquire {self._name}", enabled=lambda: self._owner is None, skip=1)
         self._owner = owner
         self._count = count
 

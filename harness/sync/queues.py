@@ -52,11 +52,11 @@ class _QueueCore(Primitive):
         return self.get(block=False)
 
     def qsize(self) -> int:
-        self._run.schedule(f"qsize {self._name}")
+        self._run.schedule(f"qsize {self._name}", skip=1)
         return len(self._items)
 
     def empty(self) -> bool:
-        self._run.schedule(f"empty {self._name}")
+        self._run.schedule(f"empty {self._name}", skip=1)
         return not self._items
 
 
@@ -64,7 +64,7 @@ class ControlledSimpleQueue(_QueueCore):
     _kind = "SimpleQueue"
 
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
-        self._run.schedule(f"put {self._name}")
+        self._run.schedule(f"put {self._name}", skip=1)
         self._qput(item)
 
     def put_nowait(self, item: Any) -> None:
@@ -103,16 +103,16 @@ class ControlledQueue(_QueueCore):
         self.put(item, block=False)
 
     def task_done(self) -> None:
-        self._run.schedule(f"task_done {self._name}")
+        self._run.schedule(f"task_done {self._name}", skip=1)
         if self.unfinished_tasks <= 0:
             raise ValueError("task_done() called too many times")
         self.unfinished_tasks -= 1
 
     def join(self) -> None:
-        self._run.schedule(f"join {self._name}", enabled=lambda: self.unfinished_tasks == 0)
+        self._run.schedule(f"join {self._name}", enabled=lambda: self.unfinished_tasks == 0, skip=1)
 
     def full(self) -> bool:
-        self._run.schedule(f"full {self._name}")
+        self._run.schedule(f"full {self._name}", skip=1)
         return 0 < self.maxsize <= len(self._items)
 
 

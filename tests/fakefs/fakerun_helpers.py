@@ -24,7 +24,7 @@ class FakeRun:
         self.clock = 0.0
         self.crash_reason: str | None = None
 
-    def schedule(self, op: str, *, enabled: Any = None, timeout: Any = None) -> bool:
+    def schedule(self, op: str, *, enabled: Any = None, timeout: Any = None, skip: int = 0) -> bool:
         self.points.append(op)
         return True
 

@@ -148,6 +148,41 @@ def test_upstream_body_fails_with_the_stock_plugin():
     assert again.failure is not None and again.failure.trace == result.failure.trace
 
 
+# Measured (idle core): bound 1 is 39 schedules on posix and 36 on windows (about 3 s each); bound 2 is 1,227 and
+# 1,023 schedules (about 70 s each). Without fairness to yielding threads and the scheduler's fast paths this used to
+# be out of reach, which is why the IO-level version below exists too.
+FULL_BODY_DFS = {("posix", 1): 39, ("windows", 1): 36, ("posix", 2): 1227, ("windows", 2): 1023}
+
+
+@pytest.mark.parametrize("bound", [1, pytest.param(2, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("fs", SEMANTICS)
+def test_upstream_body_dfs_exhausted(fs, bound):
+    """Upstream's whole test body (validate, then a 3-epoch fit with top-2 eviction), every schedule within the
+    preemption bound, exhausted: the fixed IO passes all of them. The schedule count is pinned so a change that
+    silently shrinks the search (fewer scheduling points, a DFS that stops early) shows up here."""
+    result = _explore(upstream_on_fake_fs, fs, "dfs", 100_000, preemption_bound=bound)
+    result.raise_on_failure()
+    assert result.exhausted
+    assert result.schedules == FULL_BODY_DFS[(fs, bound)]
+
+
+@pytest.mark.parametrize("fs", ["posix", pytest.param("windows", marks=pytest.mark.slow)])
+def test_upstream_body_dfs_catches_the_stock_plugin(fs):
+    """Not vacuous: the same bounded search over the same body with Lightning's own AsyncCheckpointIO fails at
+    preemption bound 2 (measured: after 140 schedules on posix, the remove racing fsspec's commit)."""
+    from lightning.pytorch.plugins.io.async_plugin import AsyncCheckpointIO
+
+    def stock_on_fake_fs():
+        upstream_body(os.path.join(racecheck.fakefs.root(), "upstream"), AsyncCheckpointIO)
+
+    result = racecheck.explore(
+        stock_on_fake_fs, strategy="dfs", schedules=100_000, preemption_bound=2, seed=0, fs=fs,
+        instrument=["lightning.pytorch.plugins.io.async_plugin"], shrink_budget=50,
+    )
+    assert not result.ok
+    assert result.failure.preemptions <= 2
+
+
 @pytest.mark.parametrize("bound", [1, pytest.param(2, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("fs", SEMANTICS)
 def test_upstream_io_calls_dfs_exhausted(fs, bound):
