@@ -151,12 +151,14 @@ def test_nothing_to_clean_is_reported_too():
 
 def test_cleanup_words_count_by_kind_and_keep_plain_descriptions():
     done = [cleanup.Cleaned("temporary file", "/tmp/a", "removed"),
+            cleanup.Cleaned("child process", "pid 7", "stopped"),
             cleanup.Cleaned("temporary directory", "/tmp/b", "removed"),
             cleanup.Cleaned("temporary file", "/tmp/c", "removed"),
             cleanup.Cleaned("temporary file", "/tmp/d", "failed: PermissionError: busy"),
             cleanup.Cleaned("closed the server socket", "", "removed")]
-    assert cleanup.describe(done) == ("removed 1 temporary directory, 2 temporary files; could not remove "
-                                      "1 temporary file (see failure.cleanup); closed the server socket")
+    assert cleanup.describe(done) == ("removed 1 temporary directory, 2 temporary files; stopped 1 child process; "
+                                      "could not clean up 1 temporary file (see failure.cleanup); "
+                                      "closed the server socket")
     assert cleanup.describe([]) == "nothing it created was left to clean up"
 
 
@@ -185,30 +187,33 @@ def waits_on_a_child_that_never_answers():
 
 def test_a_child_that_never_answers_is_uncontrolled_blocking_and_everything_is_cleaned_up():
     """The external wait is one traced step; past its bound (15 watchdogs: 3 s here) it is reported as a hang
-    that says why, the waiting thread is left behind, its temp dir and file are removed, and once the child is gone
-    the left-behind thread ends: nothing leaks into the next test."""
+    that says why, the waiting thread is left behind by teardown, its temp dir and file are removed and the child it
+    started is stopped; with the child gone its wait returns and the left-behind thread ends by itself: nothing
+    leaks into the next test. The replay says the same words."""
     made.clear()
     children.clear()
     before = set(threading.enumerate())
-    try:
-        result = racecheck.explore(waits_on_a_child_that_never_answers, strategy="random", schedules=1, seed=0,
-                                   watchdog=0.2, shrink_budget=0, race_budget=0)
-    finally:
-        for child in children:
-            child.kill()
-            child.wait()
+    result = racecheck.explore(waits_on_a_child_that_never_answers, strategy="random", schedules=1, seed=0,
+                               watchdog=0.2, shrink_budget=0, race_budget=0)
     failure = result.failure
     assert failure is not None and failure.kind == "uncontrolled-blocking", result.summary()
     assert "T1 waited on another process for over 3s in 'external subprocess wait'" in failure.message
     assert ("[T1 could not be unwound (stuck in uncontrolled code); cleaned up after it: removed 1 temporary "
-            "directory, 1 temporary file]") in failure.message
+            "directory, 1 temporary file; stopped 1 child process]") in failure.message
     assert "external subprocess wait" in failure.trace
     assert len(made) == 2 and not any(os.path.exists(p) for p in made)
-    assert {c["path"] for c in failure.cleanup} == {os.path.abspath(p) for p in made}
+    assert len(children) == 1 and children[0].poll() is not None  # killed by racecheck, not by this test
+    assert sorted((c["kind"], c["path"], c["outcome"]) for c in failure.cleanup) == sorted(
+        [("temporary directory", os.path.abspath(made[0]), "removed"),
+         ("temporary file", os.path.abspath(made[1]), "removed"),
+         ("child process", f"pid {children[0].pid}", "stopped")]
+    )
     assert result.leaked_threads == ["T1"]
     for thread in set(threading.enumerate()) - before:
-        thread.join(timeout=10)  # the child is gone, so its wait returns and the unwound thread ends
+        thread.join(timeout=10)  # its child is gone, so its wait returns and the abandoned thread ends
         assert not thread.is_alive(), f"{thread.name} leaked into the next test"
+    again = racecheck.replay(waits_on_a_child_that_never_answers, failure.token, watchdog=0.2).failure
+    assert again.trace == failure.trace and children[1].poll() is not None
 
 
 @pytest.fixture(autouse=True)
