@@ -25,6 +25,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.errors import Crashed, Deadlock, RacecheckError, StepLimitExceeded, UncontrolledBlocking, _Abort
+from racecheck.latch import Latch
 from racecheck.strategies import Chooser
 from racecheck.trace import TraceEvent, display_path, frame_path
 
@@ -32,7 +33,6 @@ __racecheck_engine__ = True
 
 _current_record = runtime.current_thread_record
 
-_real_Event = threading.Event
 _real_Thread = threading.Thread
 _real_thread_start = threading.Thread.start
 _real_monotonic = __import__("time").monotonic
@@ -44,9 +44,20 @@ for _mod_name in ("threading", "queue", "concurrent.futures._base", "concurrent.
         _SKIP_FILES.add(_mod.__file__)
 
 
-_SKIP_CODE: dict[Any, bool] = {}  # code object -> belongs to the engine or to stdlib sync (never the user's line)
+_USER, _ENGINE, _BOTTOM = 0, 1, 2  # what a frame's code is to the walk: the answer, skipped, or nothing beyond
+_SKIP_CODE: dict[Any, int] = {}  # code object -> _USER / _ENGINE (the engine or stdlib sync) / _BOTTOM
+_BOTTOM_CODES: set[Any] = set()  # engine functions at the bottom of a thread: no code under test above them
 _LOCATIONS: dict[tuple[Any, int], str] = {}  # (code object, line) -> "path.py:line", the text traces show
 _CACHE_LIMIT = 50_000  # code created at run time (exec, lambdas in generated code) must not grow these forever
+
+
+def thread_bottom(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark an engine function that a thread starts in (a controlled thread's body, an executor worker's loop):
+    a location walk that reaches it stops there, as nothing above it belongs to the code under test. Without
+    this, every point of an executor worker walked (and turned into frame objects) its whole stack."""
+    _BOTTOM_CODES.add(fn.__code__)
+    _SKIP_CODE.pop(fn.__code__, None)
+    return fn
 
 
 def caller_location(depth: int = 2) -> str:
@@ -60,18 +71,23 @@ def caller_location(depth: int = 2) -> str:
     3.11+ creates them lazily), which made this walk the largest cost of a baton handoff; so callers that know how
     many engine frames sit between them and the user's code say so (``schedule(..., skip=n)``), and
     ``sys._getframe`` jumps over those without creating them. The walk still goes on past any other engine frame,
-    so a hint only ever names frames that are certainly the engine's."""
+    so a hint only ever names frames that are certainly the engine's; it stops at a thread's bottom."""
     frame = sys._getframe(depth)
     skip_code = _SKIP_CODE
     while frame is not None:
         code = frame.f_code
-        skip = skip_code.get(code)
-        if skip is None:
-            skip = bool(frame.f_globals.get("__racecheck_engine__")) or code.co_filename in _SKIP_FILES
+        kind = skip_code.get(code)
+        if kind is None:
+            if code in _BOTTOM_CODES:
+                kind = _BOTTOM
+            elif frame.f_globals.get("__racecheck_engine__") or code.co_filename in _SKIP_FILES:
+                kind = _ENGINE
+            else:
+                kind = _USER
             if len(skip_code) >= _CACHE_LIMIT:
                 skip_code.clear()
-            skip_code[code] = skip
-        if not skip:
+            skip_code[code] = kind
+        if kind == _USER:
             key = (code, frame.f_lineno)
             location = _LOCATIONS.get(key)
             if location is None:
@@ -80,6 +96,8 @@ def caller_location(depth: int = 2) -> str:
                     _LOCATIONS.clear()
                 _LOCATIONS[key] = location
             return location
+        if kind == _BOTTOM:
+            break
         frame = frame.f_back
     return ""  # an engine-internal thread (an executor worker's own loop): the op text says enough
 
@@ -97,7 +115,7 @@ class ThreadRecord:
 
     __slots__ = (
         "tid", "run", "thread", "baton", "started", "finished", "op", "loc", "enabled", "deadline",
-        "timed_out", "yielding", "background", "exited", "launched", "yield_to",
+        "timed_out", "yielding", "background", "exited", "launched", "yield_to", "body", "carried",
     )
 
     def __init__(self, tid: int, run: Run, thread: Any) -> None:
@@ -115,9 +133,11 @@ class ThreadRecord:
         self.timed_out = False
         self.yielding = False
         self.background = False  # daemon threads and idle executor workers may be left blocked at the end
-        self.exited = _real_Event()
+        self.exited = Latch()
         self.launched = False  # its OS thread exists (a reserved record waits for the "start" point first)
         self.yield_to: set[int] | None = None  # after a yield: the threads that must run before this one again
+        self.body: Callable[[], None] | None = None  # what its OS thread runs: the controlled body
+        self.carried = False  # runs on a carrier that outlives the run (never joined by teardown)
 
     @property
     def name(self) -> str:
@@ -170,7 +190,7 @@ class Run:
         self.aborting = False
         self.crashed = False
         self.crash_reason = ""
-        self.done = _real_Event()
+        self.done = Latch()
         self.resources: dict[str, Any] = {}
         self.leaked: list[str] = []
         self._counters: dict[str, int] = {}
@@ -267,13 +287,21 @@ class Run:
 
     # ----- threads ----------------------------------------------------------------------------------------------
 
-    def start_root(self, fn: Callable[[], Any], name: str = "racecheck-T0") -> ThreadRecord:
-        """Start ``fn`` as the first controlled thread of a phase (the test function, or crash recovery)."""
-        thread = _real_Thread(target=fn, name=name, daemon=True)
-        rec = self._register(thread)
+    def start_root(self, fn: Callable[[], Any], name: str = "racecheck-T0", carrier: Any = None) -> ThreadRecord:
+        """Start ``fn`` as the first controlled thread of a phase (the test function, or crash recovery), on a
+        fresh thread or on ``carrier`` (a ``racecheck.carrier.Carrier`` reused across schedules)."""
+        if carrier is None:
+            thread = _real_Thread(target=fn, name=name, daemon=True)
+            rec = self._register(thread)
+        else:
+            rec = self._register(carrier.thread, fn)
+            rec.carried = True
         self._root = rec
         rec.launched = True
-        _real_thread_start(thread)
+        if carrier is None:
+            _real_thread_start(thread)
+        else:
+            carrier.submit(rec.body)
         self.current = rec
         self.trace.append(TraceEvent(self.steps, rec.tid, "begin", rec.loc, "switch"))
         rec.baton.release()
@@ -288,11 +316,13 @@ class Run:
         rec.launched = True
         real_start(thread)
 
-    def _register(self, thread: Any) -> ThreadRecord:
+    def _register(self, thread: Any, target: Callable[[], Any] | None = None) -> ThreadRecord:
+        """A record for ``thread`` in this run. Its controlled body runs ``target``, or the thread's own ``run``;
+        it becomes the thread's ``run`` unless the thread is a carrier (already running, handed the body)."""
         rec = ThreadRecord(len(self.threads), self, thread)
         self.threads.append(rec)
         thread._racecheck_record = rec
-        target_run = thread.run
+        target_run = target if target is not None else thread.run
         run = self
 
         def controlled_body() -> None:
@@ -315,8 +345,12 @@ class Run:
                     runtime.bind(None, None)
                     rec.exited.set()
 
-        thread.run = controlled_body
-        rec.loc = _code_location(getattr(thread, "_target", None) or target_run)
+        if controlled_body.__code__ not in _BOTTOM_CODES:
+            thread_bottom(controlled_body)
+        rec.body = controlled_body
+        if target is None:
+            thread.run = controlled_body
+        rec.loc = _code_location(target or getattr(thread, "_target", None) or target_run)
         return rec
 
     def _exit(self, rec: ThreadRecord) -> None:
@@ -605,7 +639,7 @@ class Run:
             if not rec.exited.wait(timeout=max(self.config.watchdog or 2.0, 2.0)):
                 self.leaked.append(f"T{rec.tid}")
         for rec in self.threads:
-            if rec is not stuck and rec.exited.is_set() and rec.thread.is_alive():
+            if rec is not stuck and rec.exited.is_set() and not rec.carried and rec.thread.is_alive():
                 rec.thread.join(timeout=1.0)
         self._clean_up_after_leaks()
 
@@ -637,7 +671,7 @@ class Run:
         """Prepare a second phase (recovery after a crash) on the same run: same choice stream and clock."""
         self.aborting = False
         self._recovering = True
-        self.done = _real_Event()
+        self.done = Latch()
 
 
 def outside_limit(watchdog: float) -> float:
