@@ -54,49 +54,45 @@ def _named_access(op: str) -> tuple[tuple[str, ...], bool]:
 def interleaving_key(events: Sequence[TraceEvent]) -> str:
     """A digest of the per-resource access order of a trace (the interleaving's identity).
 
-    Runs once per schedule over the whole trace, so it is written for speed: accesses are collected per resource
-    as (thread, op) pairs, then encoded by their rank among the distinct pairs (a canonical order that does not
-    depend on which resource saw a pair first), and hashed resource by resource."""
+    Runs once per schedule over the whole trace, so it is written for speed: each access is the text
+    "<thread> <op>", collected per resource (a run of reads as a set), and the lines of all resources, in sorted
+    order, are hashed as one text. Separators are control characters no op text or path contains (NUL-free)."""
     history: dict[str, list[Any]] = {}
     access = _ACCESS
+    labels: dict[tuple[int, str], str] = {}
     for event in events:
         if event[4] == "info":
             continue
         op = event[2]
-        found = access.get(op)
-        if found is None:
-            found = _named_access(op)
-        resources, read_only = found
+        resources, read_only = access.get(op) or _named_access(op)
         if not resources:
             continue
-        me = (event[1], op)
+        who = (event[1], op)
+        me = labels.get(who)
+        if me is None:
+            me = labels[who] = f"{event[1]} {op}"
+        if len(resources) == 1 and not read_only:  # the common case: one resource, written
+            line = history.get(resources[0])
+            if line is None:
+                history[resources[0]] = [me]
+            else:
+                line.append(me)
+            continue
         for resource in resources:
             line = history.get(resource)
             if line is None:
-                history[resource] = [frozenset((me,))] if read_only else [me]
+                history[resource] = [{me}] if read_only else [me]
             elif not read_only:
                 line.append(me)
-            elif type(line[-1]) is frozenset:
-                line[-1] = line[-1] | {me}
+            elif type(line[-1]) is set:
+                line[-1].add(me)
             else:
-                line.append(frozenset((me,)))
-    distinct: set[Any] = set()
-    for line in history.values():
-        for entry in line:
-            if type(entry) is frozenset:
-                distinct.update(entry)
-            else:
-                distinct.add(entry)
-    ordered = sorted(distinct)
-    rank = {entry: str(i) for i, entry in enumerate(ordered)}
-    digest = hashlib.sha256(repr(ordered).encode("utf-8"))
-    for resource in sorted(history):
-        parts = [
-            "{" + " ".join(sorted(rank[e] for e in entry)) + "}" if type(entry) is frozenset else rank[entry]
-            for entry in history[resource]
-        ]
-        digest.update(f"\n{resource}\t{','.join(parts)}".encode())
-    return digest.hexdigest()[:16]
+                line.append({me})
+    text = "\x03".join(
+        resource + "\x02" + "\x00".join("\x01".join(sorted(e)) if type(e) is set else e for e in history[resource])
+        for resource in sorted(history)
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

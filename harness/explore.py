@@ -19,6 +19,7 @@ from racecheck import instrument as _instrument
 from racecheck import lines as _lines
 from racecheck import runtime, sync  # noqa: F401 - sync registers the controlled stand-ins
 from racecheck import tempdirs as _tempdirs
+from racecheck.carrier import Carrier
 from racecheck.config import Config, resolve
 from racecheck.coverage import ChoiceTree, Progress, Steering, exhausted_note, interleaving_key, schedule_digest
 from racecheck.database import FailureDatabase
@@ -139,6 +140,7 @@ class _Session:
         self.fn = fn
         self.config = config
         self.run_config = RunConfig(max_steps=config.max_steps, watchdog=config.watchdog)
+        self.carrier: Carrier | None = None  # the thread every schedule's test function runs on, while usable
         self.extensions = runtime.extensions_for(config)
         self.target = _target_name(fn)
         keys = [ext.config_key(config) for ext in self.extensions]
@@ -180,6 +182,7 @@ class _Session:
                 stack.enter_context(controlled_thread_class())
                 stack.enter_context(_external.waiting_outside())
                 stack.enter_context(_tempdirs.tracked())
+                stack.callback(self._close_carrier)
                 yield
         finally:
             _exploring.release()
@@ -187,12 +190,15 @@ class _Session:
     def run_once(self, chooser: Chooser) -> Run:
         """One schedule: extensions' begin hooks, the test function, end hooks, crash recovery; always torn down."""
         run = Run(chooser, self.run_config)
+        root = None
         if isinstance(chooser, (Recorder, Replayer)):
             chooser.run = run
         try:
             for ext in self.extensions:
                 ext.begin_run(run, self.config)
-            run.start_root(self.fn)
+            if self.carrier is None or not self.carrier.usable:
+                self.carrier = Carrier()
+            root = run.start_root(self.fn, carrier=self.carrier)
             run.supervise()
             for ext in self.extensions:
                 ext.end_run(run, run.crashed)
@@ -202,9 +208,17 @@ class _Session:
                 run.supervise()
         finally:
             run.teardown()
+            if root is not None and not root.exited.is_set() and self.carrier is not None:
+                self.carrier.abandon()  # still stuck in the test function: a fresh one serves the next run
+                self.carrier = None
         if isinstance(chooser, Replayer):
             chooser.finish()
         return run
+
+    def _close_carrier(self) -> None:
+        carrier, self.carrier = self.carrier, None
+        if carrier is not None:
+            carrier.close()
 
     def check_determinism(self, first: Run, tracking: Any) -> str | None:
         """Run the decisions of ``first`` again; None if it did exactly the same, else where it went elsewhere."""

@@ -27,14 +27,15 @@ from racecheck import cleanup as _cleanup
 from racecheck import runtime
 from racecheck.cleanup import Cleaned
 from racecheck.errors import Crashed, Deadlock, RacecheckError, StepLimitExceeded, UncontrolledBlocking, _Abort
+from racecheck.latch import Latch
 from racecheck.strategies import Chooser
 from racecheck.trace import TraceEvent, display_path, frame_path
 
 __racecheck_engine__ = True
 
 _current_record = runtime.current_thread_record
+_event = tuple.__new__  # _event(TraceEvent, fields): a TraceEvent without the Python-level __new__ (twice as fast)
 
-_real_Event = threading.Event
 _real_Thread = threading.Thread
 _real_thread_start = threading.Thread.start
 _real_monotonic = __import__("time").monotonic
@@ -46,42 +47,60 @@ for _mod_name in ("threading", "queue", "concurrent.futures._base", "concurrent.
         _SKIP_FILES.add(_mod.__file__)
 
 
-_SKIP_CODE: dict[Any, bool] = {}  # code object -> belongs to the engine or to stdlib sync (never the user's line)
-_LOCATIONS: dict[tuple[Any, int], str] = {}  # (code object, line) -> "path.py:line", the text traces show
+_USER, _ENGINE, _BOTTOM = 0, 1, 2  # what a frame's code is to the walk: the answer, skipped, or nothing beyond
+_SKIP_CODE: dict[Any, int] = {}  # code object -> _USER / _ENGINE (the engine or stdlib sync) / _BOTTOM
+_BOTTOM_CODES: set[Any] = set()  # engine functions at the bottom of a thread: no code under test above them
+_LOCATIONS: dict[tuple[Any, int], str] = {}  # (code object, instruction offset) -> "path.py:line" as traces show it
 _CACHE_LIMIT = 50_000  # code created at run time (exec, lambdas in generated code) must not grow these forever
+
+
+def thread_bottom(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark an engine function that a thread starts in (a controlled thread's body, an executor worker's loop):
+    a location walk that reaches it stops there, as nothing above it belongs to the code under test. Without
+    this, every point of an executor worker walked (and turned into frame objects) its whole stack."""
+    _BOTTOM_CODES.add(fn.__code__)
+    _SKIP_CODE.pop(fn.__code__, None)
+    return fn
 
 
 def caller_location(depth: int = 2) -> str:
     """file:line of the innermost frame that belongs to the code under test (not the engine, not stdlib sync).
 
     Called at every scheduling point, so both questions asked of a frame are memoised: whether its code is to be
-    skipped, and the display text of a (code, line) pair. The text is exactly what the uncached walk produced, so
-    traces stay byte-identical.
+    skipped, and the display text of a (code, instruction) pair. The text is exactly what the uncached walk
+    produced, so traces stay byte-identical.
 
     ``depth`` is where the walk starts. Every frame the walk passes through has to become a frame object (CPython
     3.11+ creates them lazily), which made this walk the largest cost of a baton handoff; so callers that know how
     many engine frames sit between them and the user's code say so (``schedule(..., skip=n)``), and
     ``sys._getframe`` jumps over those without creating them. The walk still goes on past any other engine frame,
-    so a hint only ever names frames that are certainly the engine's."""
+    so a hint only ever names frames that are certainly the engine's; it stops at a thread's bottom."""
     frame = sys._getframe(depth)
     skip_code = _SKIP_CODE
     while frame is not None:
         code = frame.f_code
-        skip = skip_code.get(code)
-        if skip is None:
-            skip = bool(frame.f_globals.get("__racecheck_engine__")) or code.co_filename in _SKIP_FILES
+        kind = skip_code.get(code)
+        if kind is None:
+            if code in _BOTTOM_CODES:
+                kind = _BOTTOM
+            elif frame.f_globals.get("__racecheck_engine__") or code.co_filename in _SKIP_FILES:
+                kind = _ENGINE
+            else:
+                kind = _USER
             if len(skip_code) >= _CACHE_LIMIT:
                 skip_code.clear()
-            skip_code[code] = skip
-        if not skip:
-            key = (code, frame.f_lineno)
+            skip_code[code] = kind
+        if kind == _USER:
+            key = (code, frame.f_lasti)  # the instruction, not the line: f_lineno scans the code's line table
             location = _LOCATIONS.get(key)
             if location is None:
-                location = f"{frame_path(frame)}:{key[1]}"
+                location = f"{frame_path(frame)}:{frame.f_lineno}"
                 if len(_LOCATIONS) >= _CACHE_LIMIT:
                     _LOCATIONS.clear()
                 _LOCATIONS[key] = location
             return location
+        if kind == _BOTTOM:
+            break
         frame = frame.f_back
     return ""  # an engine-internal thread (an executor worker's own loop): the op text says enough
 
@@ -99,7 +118,7 @@ class ThreadRecord:
 
     __slots__ = (
         "tid", "run", "thread", "baton", "started", "finished", "op", "loc", "enabled", "deadline",
-        "timed_out", "yielding", "background", "exited", "launched", "yield_to",
+        "timed_out", "yielding", "background", "exited", "launched", "yield_to", "body", "carried",
     )
 
     def __init__(self, tid: int, run: Run, thread: Any) -> None:
@@ -117,9 +136,11 @@ class ThreadRecord:
         self.timed_out = False
         self.yielding = False
         self.background = False  # daemon threads and idle executor workers may be left blocked at the end
-        self.exited = _real_Event()
+        self.exited = Latch()
         self.launched = False  # its OS thread exists (a reserved record waits for the "start" point first)
         self.yield_to: set[int] | None = None  # after a yield: the threads that must run before this one again
+        self.body: Callable[[], None] | None = None  # what its OS thread runs: the controlled body
+        self.carried = False  # runs on a carrier that outlives the run (never joined by teardown)
 
     @property
     def name(self) -> str:
@@ -172,7 +193,7 @@ class Run:
         self.aborting = False
         self.crashed = False
         self.crash_reason = ""
-        self.done = _real_Event()
+        self.done = Latch()
         self.resources: dict[str, Any] = {}
         self.leaked: list[str] = []
         self._counters: dict[str, int] = {}
@@ -256,7 +277,7 @@ class Run:
         """A traced effect that is not a scheduling point (a release, a notify)."""
         me = _current_record()
         if me is not None and me.run is self:
-            self.trace.append(TraceEvent(self.steps, me.tid, op, caller_location(2 + skip), "info"))
+            self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, caller_location(2 + skip), "info")))
 
     def crash(self, reason: str) -> None:
         me = self._me()
@@ -269,16 +290,25 @@ class Run:
 
     # ----- threads ----------------------------------------------------------------------------------------------
 
-    def start_root(self, fn: Callable[[], Any], name: str = "racecheck-T0") -> ThreadRecord:
-        """Start ``fn`` as the first controlled thread of a phase (the test function, or crash recovery)."""
-        thread = _real_Thread(target=fn, name=name, daemon=True)
-        rec = self._register(thread)
+    def start_root(self, fn: Callable[[], Any], name: str = "racecheck-T0", carrier: Any = None) -> ThreadRecord:
+        """Start ``fn`` as the first controlled thread of a phase (the test function, or crash recovery), on a
+        fresh thread or on ``carrier`` (a ``racecheck.carrier.Carrier`` reused across schedules)."""
+        if carrier is None:
+            thread = _real_Thread(target=fn, name=name, daemon=True)
+            rec = self._register(thread)
+        else:
+            rec = self._register(carrier.thread, fn)
+            rec.carried = True
         self._root = rec
         rec.launched = True
-        _real_thread_start(thread)
         self.current = rec
         self.trace.append(TraceEvent(self.steps, rec.tid, "begin", rec.loc, "switch"))
-        rec.baton.release()
+        if carrier is None:
+            _real_thread_start(thread)
+            rec.baton.release()
+        else:
+            rec.baton.release()  # its turn before it wakes: its first acquire does not block, one switch less
+            carrier.submit(rec.body)
         return rec
 
     def start_thread(self, thread: Any, real_start: Callable[[Any], None]) -> None:
@@ -290,11 +320,13 @@ class Run:
         rec.launched = True
         real_start(thread)
 
-    def _register(self, thread: Any) -> ThreadRecord:
+    def _register(self, thread: Any, target: Callable[[], Any] | None = None) -> ThreadRecord:
+        """A record for ``thread`` in this run. Its controlled body runs ``target``, or the thread's own ``run``;
+        it becomes the thread's ``run`` unless the thread is a carrier (already running, handed the body)."""
         rec = ThreadRecord(len(self.threads), self, thread)
         self.threads.append(rec)
         thread._racecheck_record = rec
-        target_run = thread.run
+        target_run = target if target is not None else thread.run
         run = self
 
         def controlled_body() -> None:
@@ -317,15 +349,19 @@ class Run:
                     runtime.bind(None, None)
                     rec.exited.set()
 
-        thread.run = controlled_body
-        rec.loc = _code_location(getattr(thread, "_target", None) or target_run)
+        if controlled_body.__code__ not in _BOTTOM_CODES:
+            thread_bottom(controlled_body)
+        rec.body = controlled_body
+        if target is None:
+            thread.run = controlled_body
+        rec.loc = _code_location(target or getattr(thread, "_target", None) or target_run)
         return rec
 
     def _exit(self, rec: ThreadRecord) -> None:
         rec.finished = True
         if self.aborting:
             return
-        self.trace.append(TraceEvent(self.steps, rec.tid, "exit", "", "info"))
+        self.trace.append(_event(TraceEvent, (self.steps, rec.tid, "exit", "", "info")))
         rec.op = "exit"
         self._step(rec, alive=False)
 
@@ -404,13 +440,13 @@ class Run:
         if self._yielders:
             self._scheduled(chosen)
         if chosen is me:
-            self.trace.append(TraceEvent(steps, me.tid, me.op, me.loc, ""))
+            self.trace.append(_event(TraceEvent, (steps, me.tid, me.op, me.loc, "")))
             return
         if current_enabled:
             self.preemptions += 1
-            self.trace.append(TraceEvent(steps, chosen.tid, chosen.op, chosen.loc, "preempt"))
+            self.trace.append(_event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, "preempt")))
         else:
-            self.trace.append(TraceEvent(steps, chosen.tid, chosen.op, chosen.loc, "switch"))
+            self.trace.append(_event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, "switch")))
         self.current = chosen
         chosen.baton.release()
         if alive:
@@ -607,7 +643,7 @@ class Run:
             if not rec.exited.wait(timeout=max(self.config.watchdog or 2.0, 2.0)):
                 self.leaked.append(f"T{rec.tid}")
         for rec in self.threads:
-            if rec is not stuck and rec.exited.is_set() and rec.thread.is_alive():
+            if rec is not stuck and rec.exited.is_set() and not rec.carried and rec.thread.is_alive():
                 rec.thread.join(timeout=1.0)
         self._clean_up_after_leaks()
 
@@ -633,7 +669,7 @@ class Run:
         """Prepare a second phase (recovery after a crash) on the same run: same choice stream and clock."""
         self.aborting = False
         self._recovering = True
-        self.done = _real_Event()
+        self.done = Latch()
 
 
 def outside_limit(watchdog: float) -> float:

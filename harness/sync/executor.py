@@ -17,6 +17,7 @@ import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
+from racecheck.scheduler import thread_bottom
 from racecheck.sync.futures import Future
 from racecheck.sync.locks import ControlledLock
 from racecheck.sync.queues import ControlledSimpleQueue
@@ -110,6 +111,7 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
             worker.start()
             self._threads.append(worker)
 
+    @thread_bottom
     def _worker(self) -> None:
         if self._initializer is not None:
             try:
