@@ -65,33 +65,23 @@ def _wrap_mkdtemp(real: Callable[..., Any]) -> Callable[..., Any]:
     return mkdtemp
 
 
-def _wrap_mkstemp_inner(real: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap_file_maker(real: Callable[..., Any]) -> Callable[..., Any]:
+    """``mkstemp`` or the private ``_mkstemp_inner`` it (and ``NamedTemporaryFile``) goes through: same result."""
+
     @functools.wraps(real)
-    def _mkstemp_inner(*args: Any, **kwargs: Any) -> Any:
+    def make(*args: Any, **kwargs: Any) -> Any:
         fd, path = real(*args, **kwargs)
         _track(FILE, path, _remove_file)
         return fd, path
 
-    _mkstemp_inner._racecheck_real = real  # type: ignore[attr-defined]
-    return _mkstemp_inner
+    make._racecheck_real = real  # type: ignore[attr-defined]
+    return make
 
 
 # (attribute of tempfile, wrapper); ``_mkstemp_inner`` is private, so a Python without it keeps plain ``mkstemp``
 def _targets() -> list[tuple[str, Callable[[Callable[..., Any]], Callable[..., Any]]]]:
     files = "_mkstemp_inner" if callable(getattr(tempfile, "_mkstemp_inner", None)) else "mkstemp"
-    wrap_files = _wrap_mkstemp_inner if files == "_mkstemp_inner" else _wrap_mkstemp
-    return [("mkdtemp", _wrap_mkdtemp), (files, wrap_files)]
-
-
-def _wrap_mkstemp(real: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(real)
-    def mkstemp(*args: Any, **kwargs: Any) -> Any:
-        fd, path = real(*args, **kwargs)
-        _track(FILE, path, _remove_file)
-        return fd, path
-
-    mkstemp._racecheck_real = real  # type: ignore[attr-defined]
-    return mkstemp
+    return [("mkdtemp", _wrap_mkdtemp), (files, _wrap_file_maker)]
 
 
 @contextmanager
