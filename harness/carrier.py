@@ -60,17 +60,18 @@ class Carrier:
         """Its body is stuck in uncontrolled code: if it ever comes back, the thread ends instead of waiting
         (the flag for a body still running, the released lock for one that came back just now)."""
         self._abandoned = True
-        self._body = None
-        try:
-            self._go.release()
-        except RuntimeError:
-            pass
+        self._wake_empty()
 
     def close(self, timeout: float = 2.0) -> None:
         """Let the thread end and wait for it (it has no body left to run)."""
+        if self._wake_empty():
+            self.thread.join(timeout)
+
+    def _wake_empty(self) -> bool:
+        """Wake the thread with nothing to run, so it ends; False when it was woken that way already."""
         self._body = None
         try:
             self._go.release()
         except RuntimeError:
-            return  # released already (abandoned): nothing to wait for
-        self.thread.join(timeout)
+            return False
+        return True
