@@ -19,6 +19,7 @@ from racecheck import instrument as _instrument
 from racecheck import lines as _lines
 from racecheck import runtime, sync  # noqa: F401 - sync registers the controlled stand-ins
 from racecheck import tempdirs as _tempdirs
+from racecheck.affinity import OneCpu
 from racecheck.carrier import Carrier
 from racecheck.config import Config, resolve
 from racecheck.coverage import ChoiceTree, Progress, Steering, exhausted_note, interleaving_key, schedule_digest
@@ -141,6 +142,7 @@ class _Session:
         self.config = config
         self.run_config = RunConfig(max_steps=config.max_steps, watchdog=config.watchdog)
         self.carrier: Carrier | None = None  # the thread every schedule's test function runs on, while usable
+        self.one_cpu = OneCpu(config.one_cpu)  # keeps the carrier, and so every controlled thread, on one CPU
         self.extensions = runtime.extensions_for(config)
         self.target = _target_name(fn)
         keys = [ext.config_key(config) for ext in self.extensions]
@@ -182,6 +184,7 @@ class _Session:
                 stack.enter_context(controlled_thread_class())
                 stack.enter_context(_external.waiting_outside())
                 stack.enter_context(_tempdirs.tracked())
+                stack.callback(self.one_cpu.restore)  # after the carrier is closed: threads it left keep no pin
                 stack.callback(self._close_carrier)
                 yield
         finally:
@@ -198,6 +201,7 @@ class _Session:
                 ext.begin_run(run, self.config)
             if self.carrier is None or not self.carrier.usable:
                 self.carrier = Carrier()
+            self.one_cpu.place(self.carrier.thread)
             root = run.start_root(self.fn, carrier=self.carrier)
             run.supervise()
             for ext in self.extensions:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from racecheck import runtime
+from racecheck import affinity, runtime
 from racecheck.cleanup import Leftover
 
 __racecheck_engine__ = True
@@ -128,7 +128,8 @@ def _register_child(pid: Any, stop: Callable[[], bool]) -> None:
 def _wrap_popen_init(real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        real(self, *args, **kwargs)
+        with affinity.spawning():
+            real(self, *args, **kwargs)
         _register_child(self.pid, functools.partial(_stop_popen, self))
 
     __init__._racecheck_real = real  # type: ignore[attr-defined]
@@ -138,7 +139,8 @@ def _wrap_popen_init(real: Callable[..., Any]) -> Callable[..., Any]:
 def _wrap_process_start(real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
     def start(self: Any) -> None:
-        real(self)
+        with affinity.spawning():
+            real(self)
         _register_child(self.pid, functools.partial(_stop_process, self))
 
     start._racecheck_real = real  # type: ignore[attr-defined]

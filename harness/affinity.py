@@ -1,0 +1,158 @@
+"""The controlled threads of an exploration share one CPU (Linux), so a baton handoff never crosses CPUs.
+
+Controlled threads run one at a time: a second CPU gives them nothing, but it costs at every handoff. When the
+thread that passes the baton and the one that takes it sit on different CPUs, waking the taker is an
+inter-processor interrupt (on a virtual machine, an exit to the hypervisor), and the taker then runs with caches
+the other CPU warmed. Measured on the 2-core reference VM (``benchmarks/bench_engine.py``): the stock micro
+workload ran about 10% faster with the schedule's threads on one CPU; the uncontrolled loop gains nothing from it.
+
+Which CPU: the one the explorer's own thread is on when it hands a schedule to the carrier (the kernel just put
+it there, so it is free enough), asked again at every schedule, so two explorations in parallel processes
+(pytest-xdist) that happened to land on the same CPU part again at their next schedule. Only the carrier is pinned;
+the threads its test function starts inherit the mask from it, which is how every controlled thread gets it
+without a system call of its own. The explorer's thread is never pinned.
+
+Nothing outlives the exploration: threads started under control that are still alive at its end (an OpenMP pool
+that torch created on first use, a leaked thread) get the process's mask back, and child processes are started
+with it (``spawning``), so a DataLoader worker never inherits one CPU. Off where the platform has no thread
+affinity (macOS, Windows), and with ``Config(one_cpu=False)``. It changes no decision and no trace: only where the
+threads run.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__racecheck_engine__ = True
+
+_TASKS = "/proc/self/task"
+
+
+def _load_getcpu() -> Callable[[], int] | None:
+    """libc's ``sched_getcpu`` (the CPU the calling thread runs on), or None where there is none."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    try:
+        import ctypes
+
+        getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
+        getcpu.restype = ctypes.c_int
+        getcpu.argtypes = []
+        return getcpu if getcpu() >= 0 else None
+    except (OSError, AttributeError, ImportError):
+        return None
+
+
+_getcpu = _load_getcpu()
+
+
+def supported() -> bool:
+    return _getcpu is not None
+
+
+class OneCpu:
+    """Keeps a carrier thread (and so the controlled threads it starts) on the explorer's current CPU."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.active = enabled and _getcpu is not None
+        self.original: frozenset[int] = frozenset()
+        self.used: set[int] = set()  # every CPU a carrier was pinned to: the masks ``restore`` looks for
+        self._placed: tuple[int, int] | None = None  # (native thread id, cpu) of the last placement
+        if self.active:
+            try:
+                self.original = frozenset(os.sched_getaffinity(0))
+            except OSError:
+                self.active = False
+            if len(self.original) < 2:
+                self.active = False  # one CPU already: nothing to gain
+
+    def place(self, thread: threading.Thread) -> None:
+        """Pin ``thread`` to the CPU the calling thread runs on now (a no-op when it is there already)."""
+        if not self.active:
+            return
+        native = thread.native_id
+        cpu = _getcpu()  # type: ignore[misc]
+        if native is None or cpu not in self.original or self._placed == (native, cpu):
+            return
+        try:
+            os.sched_setaffinity(native, (cpu,))
+        except OSError:
+            self.active = False  # a cpuset changed under us, or a thread that ended: run unpinned from now on
+            return
+        self._placed = (native, cpu)
+        self.used.add(cpu)
+        _state.pinned = frozenset((cpu,))
+        _state.original = self.original
+
+    def restore(self) -> None:
+        """Give every thread of the process still on one of our single-CPU masks the process's mask back."""
+        _state.pinned = None
+        if not self.used:
+            return
+        ours = {frozenset((cpu,)) for cpu in self.used}
+        for tid in _task_ids():
+            try:
+                if frozenset(os.sched_getaffinity(tid)) in ours:
+                    os.sched_setaffinity(tid, self.original)
+            except OSError:
+                continue  # ended meanwhile
+        self.used.clear()
+        self._placed = None
+
+
+class _State:
+    pinned: frozenset[int] | None = None  # the mask a carrier has now, while an exploration runs
+    original: frozenset[int] = frozenset()
+
+
+_state = _State()
+
+
+def _task_ids() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir(_TASKS) if name.isdigit()]
+    except OSError:
+        return []
+
+
+@contextmanager
+def spawning() -> Iterator[None]:
+    """Around the start of a child process by a pinned thread: the child inherits the process's mask, not one CPU."""
+    pinned = _state.pinned
+    if pinned is None:
+        yield
+        return
+    try:
+        current = frozenset(os.sched_getaffinity(0))
+    except OSError:
+        current = None
+    if current != pinned:
+        yield
+        return
+    try:
+        os.sched_setaffinity(0, _state.original)
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        try:
+            os.sched_setaffinity(0, pinned)
+        except OSError:
+            pass
+
+
+def mask_of(thread: Any) -> frozenset[int] | None:
+    """The CPUs ``thread`` may run on, or None where that cannot be read (for tests and diagnostics)."""
+    native = getattr(thread, "native_id", None)
+    if native is None or not hasattr(os, "sched_getaffinity"):
+        return None
+    try:
+        return frozenset(os.sched_getaffinity(native))
+    except OSError:
+        return None
