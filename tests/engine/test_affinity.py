@@ -13,7 +13,6 @@ import sys
 import threading
 
 import pytest
-
 import racecheck
 from racecheck import affinity
 
@@ -105,7 +104,8 @@ def test_a_child_process_started_under_control_gets_the_process_mask():
     def fn() -> None:
         child = subprocess.Popen(
             [sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
-            stdout=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         text, _ = child.communicate()
         out.append(text.strip())
