@@ -215,6 +215,7 @@ class _Session:
             if root is not None and not root.exited.is_set() and self.carrier is not None:
                 self.carrier.abandon()  # still stuck in the test function: a fresh one serves the next run
                 self.carrier = None
+            run.detach()
         if isinstance(chooser, Replayer):
             chooser.finish()
         return run

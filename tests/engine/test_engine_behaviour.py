@@ -127,3 +127,37 @@ def test_trace_is_a_per_thread_table_with_preemptions_marked():
     assert [c.strip() for c in lines[0].split("|")[1:]] == ["T0", "T1", "T2"]
     assert sum(1 for line in lines if line[5:7] == ">>") == failure.preemptions == 1
     assert any("point between read and write  @classic_bugs.py:" in line for line in lines)
+
+
+def test_a_finished_schedule_leaves_no_reference_cycle_behind():
+    """Each schedule's run, thread records and trace are freed by reference counting once the explorer drops
+    them: a cycle per schedule would wake the garbage collector every few schedules (issue 9's throughput)."""
+    import gc
+
+    from racecheck.scheduler import Run, ThreadRecord
+    from racecheck.trace import TraceEvent
+
+    def fn():
+        box = []
+        t = threading.Thread(target=lambda: box.append(1))
+        t.start()
+        t.join()
+        with threading.Lock():
+            pass
+
+    racecheck.explore(fn, schedules=3)  # warm: imports and caches allocate their own once
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        result = racecheck.explore(fn, schedules=20, skip_duplicates=False)
+        gc.collect()
+        engine = [o for o in gc.garbage if isinstance(o, (Run, ThreadRecord, TraceEvent))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if was:
+            gc.enable()
+    assert result.ok and result.schedules == 20
+    assert engine == []
