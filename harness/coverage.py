@@ -51,27 +51,41 @@ def _named_access(op: str) -> tuple[tuple[str, ...], bool]:
     return found
 
 
+_ACCESSES: dict[tuple[int, str], Any] = {}  # (thread, op) -> (label, resources, read_only), or None: no resource
+_MISSING = object()
+
+
+def _access_entry(who: tuple[int, str]) -> Any:
+    """What the access of thread ``who[0]`` doing ``who[1]`` adds to a trace's interleaving key (memoised)."""
+    resources, read_only = _named_access(who[1])
+    entry = (f"{who[0]} {who[1]}", resources, read_only) if resources else None
+    if len(_ACCESSES) >= _ACCESS_LIMIT:
+        _ACCESSES.clear()
+    _ACCESSES[who] = entry
+    return entry
+
+
 def interleaving_key(events: Sequence[TraceEvent]) -> str:
     """A digest of the per-resource access order of a trace (the interleaving's identity).
 
     Runs once per schedule over the whole trace, so it is written for speed: each access is the text
     "<thread> <op>", collected per resource (a run of reads as a set), and the lines of all resources, in sorted
-    order, are hashed as one text. Separators are control characters no op text or path contains (NUL-free)."""
+    order, are hashed as one text. Separators are control characters no op text or path contains (NUL-free).
+    What an access contributes (its label, resources, whether it only reads) is memoised per (thread, op) across
+    schedules: the same few operations recur in every schedule of an exploration."""
     history: dict[str, list[Any]] = {}
-    access = _ACCESS
-    labels: dict[tuple[int, str], str] = {}
+    accesses = _ACCESSES
     for event in events:
         if event[4] == "info":
             continue
-        op = event[2]
-        resources, read_only = access.get(op) or _named_access(op)
-        if not resources:
+        who = (event[1], event[2])
+        entry = accesses.get(who, _MISSING)
+        if entry is _MISSING:
+            entry = _access_entry(who)
+        if entry is None:
             continue
-        who = (event[1], op)
-        me = labels.get(who)
-        if me is None:
-            me = labels[who] = f"{event[1]} {op}"
-        if len(resources) == 1 and not read_only:  # the common case: one resource, written
+        me, resources, read_only = entry
+        if not read_only and len(resources) == 1:  # the common case: one resource, written
             line = history.get(resources[0])
             if line is None:
                 history[resources[0]] = [me]

@@ -79,4 +79,4 @@ class POS(Strategy):
     name = "pos"
 
     def new_execution(self, index):
-        return _POSChooser(random.Random(f"pos:{self.seed}:{index}"))
+        return _POSChooser(self._stream(f"pos:{self.seed}:{index}"))

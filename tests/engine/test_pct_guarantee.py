@@ -192,3 +192,25 @@ def test_change_points_fire(monkeypatch):
     ]
     assert min(fractions) >= 0.6, fractions
     assert sum(fractions) / len(fractions) >= 0.75, fractions
+
+
+@pytest.mark.parametrize(
+    ("strategy", "text"),
+    [
+        (lambda: strategies.PCT(seed=5, depth=3), "pct:5:{index}:3"),
+        (lambda: strategies.RandomWalk(seed=5), "random:5:{index}"),
+    ],
+)
+def test_an_execution_draws_the_stream_its_seed_text_names(strategy, text):
+    """The generator is re-seeded per execution (a fresh one per schedule cost cache-cold state): the stream
+    must stay exactly ``random.Random(text)``'s, whatever ran before, so schedule ``index`` is the same in any
+    order, worker or process."""
+    import random
+
+    strat = strategy()
+    for index in (0, 7, 3, 3):
+        chooser = strat.new_execution(index)
+        chooser.rng.random()  # a previous execution's draws must not leak into the next one
+        expected = random.Random(text.format(index=index))
+        expected.random()
+        assert chooser.rng.getstate() == expected.getstate()
