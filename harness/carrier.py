@@ -22,6 +22,7 @@ __racecheck_engine__ = True
 
 _real_Thread = threading.Thread
 _real_thread_start = threading.Thread.start
+_real_is_alive = threading.Thread.is_alive  # the OS thread's state, whatever Thread.is_alive is patched to
 
 
 class Carrier:
@@ -49,7 +50,7 @@ class Carrier:
 
     @property
     def usable(self) -> bool:
-        return not self._abandoned and self.thread.is_alive()
+        return not self._abandoned and _real_is_alive(self.thread)
 
     def submit(self, body: Callable[[], None]) -> None:
         """Run ``body`` on the carrier (the previous body must have returned or be about to)."""

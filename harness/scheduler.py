@@ -38,6 +38,8 @@ _event = tuple.__new__  # _event(TraceEvent, fields): a TraceEvent without the P
 
 _real_Thread = threading.Thread
 _real_thread_start = threading.Thread.start
+_real_is_alive = threading.Thread.is_alive  # teardown asks of OS threads, not of the run's logical ones
+_real_join = threading.Thread.join
 _real_monotonic = __import__("time").monotonic
 
 _SKIP_FILES: set[str] = set()
@@ -646,8 +648,8 @@ class Run:
             thread = rec.thread
             if rec is stuck or rec.carried or thread is None:
                 continue
-            if rec.exited.is_set() and thread.is_alive():
-                thread.join(timeout=1.0)
+            if rec.exited.is_set() and _real_is_alive(thread):
+                _real_join(thread, 1.0)
         self._clean_up_after_leaks()
 
     def _clean_up_after_leaks(self) -> None:
