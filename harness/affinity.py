@@ -39,7 +39,9 @@ def _load_getcpu() -> Callable[[], int] | None:
     try:
         import ctypes
 
-        getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
+        # PyDLL: called with the GIL held. A CDLL call drops the GIL, and the explorer asks this while the last
+        # schedule's threads are still exiting: one of them took the GIL each time, a cross-CPU handoff per schedule
+        getcpu = ctypes.PyDLL(None).sched_getcpu
         getcpu.restype = ctypes.c_int
         getcpu.argtypes = []
         return getcpu if getcpu() >= 0 else None
