@@ -169,7 +169,10 @@ def spawning() -> Iterator[None]:
     except OSError:
         yield
         return
-    batch = _BATCH is not None and os.sched_getscheduler(0) == _BATCH
+    try:
+        batch = _BATCH is not None and os.sched_getscheduler(0) == _BATCH
+    except OSError:
+        batch = False
     if batch:
         _set_policy(0, _NORMAL)
     try:
