@@ -83,6 +83,8 @@ def test_a_thread_alive_after_the_exploration_gets_the_process_mask_back():
     masks: dict[str, frozenset[int]] = {}
     ready = _thread.allocate_lock()
     ready.acquire()
+    finished = _thread.allocate_lock()
+    finished.acquire()
     native: list[int] = []
 
     def outlives() -> None:
@@ -93,6 +95,7 @@ def test_a_thread_alive_after_the_exploration_gets_the_process_mask_back():
         release.acquire()  # held until after the exploration
         masks["after"] = _mask()
         masks["policy after"] = _policy()
+        finished.release()
 
     def fn() -> None:
         if not native:
@@ -107,10 +110,7 @@ def test_a_thread_alive_after_the_exploration_gets_the_process_mask_back():
         assert os.sched_getscheduler(native[0]) == os.SCHED_OTHER
     finally:
         release.release()
-    for _ in range(200):
-        if "after" in masks:
-            break
-        threading.Event().wait(0.01)
+    assert finished.acquire(timeout=10)
     assert masks["after"] == process and masks["policy after"] == os.SCHED_OTHER
 
 
