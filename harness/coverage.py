@@ -102,10 +102,14 @@ def interleaving_key(events: Sequence[TraceEvent]) -> str:
                 line[-1].add(me)
             else:
                 line.append({me})
-    text = "\x03".join(
-        resource + "\x02" + "\x00".join("\x01".join(sorted(e)) if type(e) is set else e for e in history[resource])
-        for resource in sorted(history)
-    )
+    lines = []
+    for resource in sorted(history):
+        line = history[resource]
+        for i, entry in enumerate(line):
+            if type(entry) is set:
+                line[i] = "\x01".join(sorted(entry))
+        lines.append(resource + "\x02" + "\x00".join(line))
+    text = "\x03".join(lines)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 

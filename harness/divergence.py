@@ -58,7 +58,9 @@ class Recorder(_Tracking):
         self, enabled: Sequence[int], current_enabled: bool, yielding: bool, current: int | None = None
     ) -> int:
         index = self.inner.pick_thread(enabled, current_enabled, yielding, current)
-        self._log(enabled[index] + 1)
+        self.picked.append(enabled[index] + 1)  # ``_log``, inlined: this runs at every decision
+        run = self.run
+        self.steps.append(run.steps if run is not None else 0)
         return index
 
     def pick_value(self, n: int, label: str) -> int:

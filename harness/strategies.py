@@ -115,8 +115,10 @@ class _PCTChooser(Chooser):
         self.low.append(tid)
 
     def pick_thread(self, enabled, current_enabled, yielding, current=None):
+        high, low = self.high, self.low
         for tid in enabled:
-            self._know(tid)
+            if tid not in high and tid not in low:  # ``_know``, inlined: this runs at every decision
+                high.insert(self.rng.randrange(len(high) + 1), tid)
         if current is not None:
             # A decision taken while a thread is running (not while one exits): the thread at the scheduling point
             # is "the running thread" of the paper, and a change point here lowers it whether or not it can go on.
@@ -128,13 +130,12 @@ class _PCTChooser(Chooser):
             elif yielding:
                 # A yielding thread waits for someone else: below everyone, so a polling loop cannot starve them.
                 self._lower(current)
-        positions = {tid: i for i, tid in enumerate(enabled)}
-        for tid in self.high:
-            if tid in positions:
-                return positions[tid]
+        for tid in self.high:  # the highest priority first; ``enabled`` holds a few distinct ids
+            if tid in enabled:
+                return enabled.index(tid)
         for tid in self.low:
-            if tid in positions:
-                return positions[tid]
+            if tid in enabled:
+                return enabled.index(tid)
         raise AssertionError("PCT: an enabled thread has no priority")  # unreachable: every enabled tid is known
 
     def pick_value(self, n, label):
