@@ -31,7 +31,6 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 __racecheck_engine__ = True
 
@@ -184,14 +183,3 @@ def spawning() -> Iterator[None]:
             pass
         if batch:
             _set_policy(0, _BATCH)
-
-
-def mask_of(thread: Any) -> frozenset[int] | None:
-    """The CPUs ``thread`` may run on, or None where that cannot be read (for tests and diagnostics)."""
-    native = getattr(thread, "native_id", None)
-    if native is None or not hasattr(os, "sched_getaffinity"):
-        return None
-    try:
-        return frozenset(os.sched_getaffinity(native))
-    except OSError:
-        return None
