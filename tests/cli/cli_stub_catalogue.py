@@ -118,6 +118,7 @@ class Scenario:
     default_semantics: tuple[str, ...]
     body: Any
     small: bool = True
+    instrument: tuple[str, ...] = ()  # modules besides this one whose threading the body uses
 
     def build(self, target: Target, fs: str) -> Prepared:
         if fs not in self.semantics:
@@ -130,7 +131,10 @@ class Scenario:
             body(target)
 
         fn.__qualname__ = f"{self.name}[{target.spec}]"
-        return Prepared(fn, _fs_kwargs(fs))
+        kwargs = _fs_kwargs(fs)
+        if self.instrument:
+            kwargs["instrument"] = list(self.instrument)
+        return Prepared(fn, kwargs)
 
 
 CATALOGUE: dict[str, Scenario] = {
@@ -146,11 +150,16 @@ STOCK_TARGET = "cli_stub_catalogue:RacyCounter"
 FIXED_TARGET = "cli_stub_catalogue:LockedCounter"
 
 
-def get(name: str) -> Scenario:
+def lookup(catalogue: dict[str, Scenario], name: str) -> Scenario:
+    """``get`` over any catalogue of these scenarios (the tiny catalogue has one of its own)."""
     try:
-        return CATALOGUE[name]
+        return catalogue[name]
     except (KeyError, TypeError):
-        raise ScenarioError(f"unknown scenario {name!r} (known: {', '.join(CATALOGUE)})") from None
+        raise ScenarioError(f"unknown scenario {name!r} (known: {', '.join(catalogue)})") from None
+
+
+def get(name: str) -> Scenario:
+    return lookup(CATALOGUE, name)
 
 
 def load_target(spec: str) -> Target:
@@ -167,6 +176,11 @@ def load_target(spec: str) -> Target:
     return Target(spec, obj)
 
 
-def run(name: str, target: str = STOCK_TARGET, fs: str = "real", **kwargs: Any):
-    prepared = get(name).build(load_target(target), fs)
+def run_in(catalogue: dict[str, Scenario], name: str, target: str, fs: str, **kwargs: Any):
+    """``run`` over any catalogue of these scenarios."""
+    prepared = lookup(catalogue, name).build(load_target(target), fs)
     return racecheck.explore(prepared.fn, **{**prepared.explore_kwargs, **kwargs})
+
+
+def run(name: str, target: str = STOCK_TARGET, fs: str = "real", **kwargs: Any):
+    return run_in(CATALOGUE, name, target, fs, **kwargs)

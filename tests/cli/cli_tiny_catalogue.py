@@ -7,8 +7,15 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import racecheck
-from cli_stub_catalogue import Prepared, ScenarioError, Target, load_target  # noqa: F401 - the catalogue API
+from cli_stub_catalogue import (  # noqa: F401 - the catalogue API
+    Prepared,
+    Scenario,
+    ScenarioError,
+    Target,
+    load_target,
+    lookup,
+    run_in,
+)
 
 
 def _handoff(target: Target) -> None:
@@ -28,36 +35,19 @@ def _handoff(target: Target) -> None:
     assert counter.n == 2
 
 
-class Scenario:
-    name = "lock-handoff"
-    oracle = "two workers taking one lock in turn always count two."
-    semantics = ("real",)
-    default_semantics = ("real",)
-    small = True
-
-    def build(self, target: Target, fs: str) -> Prepared:
-        if fs not in self.semantics:
-            raise ScenarioError(f"scenario {self.name!r} does not run under {fs!r}")
-
-        def fn() -> None:
-            _handoff(target)
-
-        fn.__qualname__ = f"{self.name}[{target.spec}]"
-        return Prepared(fn, {"fs": None, "instrument": [__name__]})
-
-
-CATALOGUE: dict[str, Any] = {"lock-handoff": Scenario()}
+CATALOGUE: dict[str, Any] = {
+    "lock-handoff": Scenario(
+        "lock-handoff", "two workers taking one lock in turn always count two.", ("real",), ("real",), _handoff,
+        instrument=(__name__,),
+    ),
+}
 STOCK_TARGET = "cli_stub_catalogue:RacyCounter"
 FIXED_TARGET = "cli_stub_catalogue:LockedCounter"
 
 
 def get(name: str) -> Scenario:
-    try:
-        return CATALOGUE[name]
-    except (KeyError, TypeError):
-        raise ScenarioError(f"unknown scenario {name!r} (known: {', '.join(CATALOGUE)})") from None
+    return lookup(CATALOGUE, name)
 
 
 def run(name: str, target: str = STOCK_TARGET, fs: str = "real", **kwargs: Any):
-    prepared = get(name).build(load_target(target), fs)
-    return racecheck.explore(prepared.fn, **{**prepared.explore_kwargs, **kwargs})
+    return run_in(CATALOGUE, name, target, fs, **kwargs)
