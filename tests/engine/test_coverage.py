@@ -117,6 +117,17 @@ def test_interleavings_count_lock_orders_not_schedules():
     assert racecheck.explore(independent, strategy="dfs", preemption_bound=None, schedules=100_000).interleavings == 1
 
 
+def test_interleavings_counted_in_batches_equal_those_counted_one_by_one():
+    """Without a progress callback the keys are computed in batches (64 schedules at a time, and at the end):
+    the same count, over more schedules than one batch holds, as when every schedule is counted at once."""
+    keys = []
+    batched = racecheck.explore(three_workers, strategy="random", schedules=150, seed=2, skip_duplicates=False)
+    eager = racecheck.explore(three_workers, strategy="random", schedules=150, seed=2, skip_duplicates=False,
+                              progress=lambda p: keys.append(p.interleaving))
+    assert batched.schedules == eager.schedules == 150
+    assert batched.interleavings == eager.interleavings == len(set(keys)) == 6
+
+
 def test_budget_smaller_than_the_space_is_not_exhausted():
     result = racecheck.explore(three_workers, strategy="random", schedules=3, seed=0, skip_duplicates=True)
     assert result.ok and not result.exhausted and result.schedules == 3

@@ -122,7 +122,7 @@ def file_operations():
 @pytest.mark.parametrize("strategy", ["random", "pct"])
 def test_hinted_locations_equal_the_full_walk_for_every_primitive(checked_locations, strategy):
     seen, mismatches = checked_locations
-    result = racecheck.explore(every_primitive, strategy=strategy, schedules=20, seed=3)
+    result = racecheck.explore(every_primitive, strategy=strategy, schedules=20, seed=3, locations="always")
     result.raise_on_failure()
     assert mismatches == []
     assert any("test_location_hints.py" in loc for loc in seen)
@@ -132,7 +132,7 @@ def test_hinted_locations_equal_the_full_walk_for_every_primitive(checked_locati
 @pytest.mark.parametrize("fs", ["posix", "windows"])
 def test_hinted_locations_equal_the_full_walk_on_the_fake_filesystem(checked_locations, fs):
     seen, mismatches = checked_locations
-    racecheck.explore(file_operations, strategy="random", schedules=10, seed=1, fs=fs).raise_on_failure()
+    racecheck.explore(file_operations, strategy="random", schedules=10, seed=1, fs=fs, locations="always").raise_on_failure()
     assert mismatches == []
     assert any("test_location_hints.py" in loc for loc in seen)
 
@@ -141,7 +141,9 @@ def test_hinted_locations_equal_the_full_walk_on_classic_bugs(checked_locations)
     seen, mismatches = checked_locations
     for bug in (classic_bugs.lost_update, classic_bugs.lock_order_deadlock, classic_bugs.missed_wakeup,
                 classic_bugs.submit_races_shutdown, classic_bugs.futures_order_violation):
-        racecheck.explore(bug, strategy="pct", schedules=30, seed=0, instrument=[classic_bugs], shrink_budget=20)
+        racecheck.explore(
+            bug, strategy="pct", schedules=30, seed=0, instrument=[classic_bugs], shrink_budget=20, locations="always"
+        )
     assert mismatches == []
     assert seen
 
@@ -163,7 +165,7 @@ def test_hinted_locations_equal_the_full_walk_on_stock_lightning(checked_locatio
 
     racecheck.explore(
         save_and_remove, strategy="random", schedules=10, seed=0, fs="posix",
-        instrument=["lightning.pytorch.plugins.io.async_plugin"],
+        instrument=["lightning.pytorch.plugins.io.async_plugin"], locations="always",
     )
     assert mismatches == []
     assert any("async_plugin.py" in loc for loc in seen)
