@@ -132,7 +132,8 @@ def test_hinted_locations_equal_the_full_walk_for_every_primitive(checked_locati
 @pytest.mark.parametrize("fs", ["posix", "windows"])
 def test_hinted_locations_equal_the_full_walk_on_the_fake_filesystem(checked_locations, fs):
     seen, mismatches = checked_locations
-    racecheck.explore(file_operations, strategy="random", schedules=10, seed=1, fs=fs, locations="always").raise_on_failure()
+    result = racecheck.explore(file_operations, strategy="random", schedules=10, seed=1, fs=fs, locations="always")
+    result.raise_on_failure()
     assert mismatches == []
     assert any("test_location_hints.py" in loc for loc in seen)
 
