@@ -141,7 +141,7 @@ def fit_with_dataloader_workers():
     raise RuntimeError("fit finished")
 
 
-@pytest.mark.slow  # a real Trainer.fit with worker processes, run twice: seconds alone, much more on a busy machine
+@pytest.mark.slow  # a real Trainer.fit with worker processes, run three times: seconds alone, more when busy
 def test_trainer_fit_with_dataloader_workers_is_explored_and_replays():
     """Used to end as "uncontrolled blocking" after 2 s: the workers' results arrive on multiprocessing queues and
     the queue's feeder thread blocked on a real condition. Now the waits are external steps, the feeder is
@@ -159,4 +159,5 @@ def test_trainer_fit_with_dataloader_workers_is_explored_and_replays():
     assert again.failure.trace == failure.trace
     # every thread unwound (the workers' results arrived), so the fit's own cleanup ran: nothing left behind
     assert result.leaked_threads == [] and again.leaked_threads == []
-    assert len(fit_roots) == 2 and not any(os.path.exists(root) for root in fit_roots)
+    # three fits: the failing schedule, the same schedule again with source locations, the replay
+    assert len(fit_roots) == 3 and not any(os.path.exists(root) for root in fit_roots)
