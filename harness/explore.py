@@ -236,20 +236,23 @@ class _Session:
         locations however it was run (``Run.drop_locations``), so a replay of its token prints the same."""
         if run.locate or run.leaked or run.failure is None:
             return run, tracking
-        replayer = Replayer(run.choices, tracking.picked, tracking.recorded_steps())
-        again = self.run_once(replayer)
+        again, replayer = self._again(run, tracking)
         result.leaked_threads.extend(again.leaked)
-        if replayer.divergence is not None or again.failure is None or again.leaked:
-            return run, tracking
-        if again.failure.signature() != run.failure.signature():
-            return run, tracking
-        return again, replayer
+        same = (
+            replayer.divergence is None and again.failure is not None and not again.leaked
+            and again.failure.signature() == run.failure.signature()
+        )
+        return (again, replayer) if same else (run, tracking)
 
     def check_determinism(self, first: Run, tracking: Any) -> str | None:
         """Run the decisions of ``first`` again; None if it did exactly the same, else where it went elsewhere."""
-        replayer = Replayer(first.choices, tracking.picked, tracking.recorded_steps())
-        second = self.run_once(replayer)
+        second, replayer = self._again(first, tracking)
         return compare_runs(first, second, _outcome) or replayer.divergence
+
+    def _again(self, run: Run, tracking: Any) -> tuple[Run, Replayer]:
+        """``run``'s decisions run once more (with source locations), checked step by step against its record."""
+        replayer = Replayer(run.choices, tracking.picked, tracking.recorded_steps())
+        return self.run_once(replayer), replayer
 
     def token(self, run: Run, tracking: Any, strategy: str, seed: int, index: int) -> str:
         choices = tuple(normalize(run.choices))
