@@ -6,9 +6,10 @@ inter-processor interrupt (on a virtual machine, an exit to the hypervisor), and
 the other CPU warmed. Measured on the 2-core reference VM (``benchmarks/bench_engine.py``'s micro workload, an
 alternating A/B run): 66% of the uncontrolled throughput with the threads free to move, 81% on one CPU.
 
-Which CPU: the one the explorer's own thread is on when it hands a schedule to the carrier (the kernel just put
-it there, so it is free enough), asked again at every schedule, so two explorations in parallel processes
-(pytest-xdist) that happened to land on the same CPU part again at their next schedule. Only the carrier is pinned;
+Which CPU: the one the explorer's own thread is on when it hands a batch of schedules to the carrier (the kernel
+just put it there, so it is free enough), asked again at every batch (``racecheck.batch``: at most 32 schedules),
+so two explorations in parallel processes (pytest-xdist) that happened to land on the same CPU part again at
+their next batch. Only the carrier is pinned;
 the threads its test function starts inherit the mask from it, which is how every controlled thread gets it
 without a system call of its own. The explorer's thread is never pinned.
 

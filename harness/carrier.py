@@ -3,11 +3,12 @@
 Every schedule's test function needs a thread of its own (the explorer's thread supervises it and must stay free
 to report a thread stuck in uncontrolled code). Creating, starting and joining a fresh thread for it costs about
 150 µs on the 2-core reference machine, measured: over half of the fixed cost of a schedule, and a large share
-of a short workload's. A carrier is started once per exploration and handed each schedule's root body in turn;
-it plays the part the main thread plays in a plain loop that runs the same code over and over.
+of a short workload's. A carrier is started once per exploration and handed batches of schedules in turn
+(``racecheck.batch``): it plays the part the main thread plays in a plain loop that runs the same code over and
+over, test function and bookkeeping alike.
 
 A carrier whose body never came back (the test function stuck in uncontrolled code, left behind by teardown) is
-abandoned and a fresh one serves the next schedule. ``close`` stops the current one when the exploration ends,
+abandoned and a fresh one serves the next batch. ``close`` stops the current one when the exploration ends,
 so no carrier outlives it.
 """
 

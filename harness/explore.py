@@ -20,6 +20,7 @@ from racecheck import lines as _lines
 from racecheck import runtime, sync  # noqa: F401 - sync registers the controlled stand-ins
 from racecheck import tempdirs as _tempdirs
 from racecheck.affinity import OneCpu
+from racecheck.batch import Batch
 from racecheck.carrier import Carrier
 from racecheck.config import Config, resolve
 from racecheck.coverage import ChoiceTree, Progress, Steering, exhausted_note, interleaving_key, schedule_digest
@@ -193,36 +194,79 @@ class _Session:
     def run_once(self, chooser: Chooser, locate: bool = True) -> Run:
         """One schedule: extensions' begin hooks, the test function, end hooks, crash recovery; always torn down.
         ``locate``: give every trace event its source location (see ``Run.locate``)."""
+        pending = [chooser]
+        run = self.run_batch(lambda: pending.pop() if pending else None, lambda run: False, locate)
+        assert run is not None
+        return run
+
+    def run_batch(
+        self, next_chooser: Callable[[], Chooser | None], after: Callable[[Run], bool], locate: bool
+    ) -> Run | None:
+        """Schedules back to back on the carrier (``racecheck.batch``), while this thread supervises: each gets its
+        chooser from ``next_chooser`` (None: no more), and ``after`` (on the carrier) accounts for each run that
+        ended normally and says whether to go on. Returns the run the batch ended with: the one ``after`` declined,
+        the one the supervisor took over (stuck in uncontrolled code; ``after`` never saw it), or the last one
+        ``after`` accepted when the batch ran out of choosers or reached its size; None if none was run."""
+        if self.carrier is None or not self.carrier.usable:
+            self.carrier = Carrier()
+        carrier = self.carrier
+        self.one_cpu.place(carrier.thread)
+        batch = Batch(
+            carrier,
+            lambda run, claim: self._play(run, carrier, claim),
+            next_chooser,
+            lambda chooser: self._prepare(chooser, locate),
+            self._finish,
+            after,
+            self.config.watchdog,
+        )
+        carrier.submit(batch.drive)
+        try:
+            return batch.supervise()
+        finally:
+            if batch.abandoned and self.carrier is carrier:
+                self.carrier = None
+
+    def _prepare(self, chooser: Chooser, locate: bool) -> Run:
         run = Run(chooser, self.run_config)
         run.locate = locate
-        root = None
         if isinstance(chooser, (Recorder, Replayer)):
             chooser.run = run
-        try:
-            for ext in self.extensions:
-                ext.begin_run(run, self.config)
-            if self.carrier is None or not self.carrier.usable:
-                self.carrier = Carrier()
-            self.one_cpu.place(self.carrier.thread)
-            root = run.start_root(self.fn, carrier=self.carrier)
-            run.supervise()
+        for ext in self.extensions:
+            ext.begin_run(run, self.config)
+        return run
+
+    def _play(self, run: Run, carrier: Carrier, claim: Callable[[Any], bool]) -> bool:
+        """On the carrier: the test function as the root thread, end hooks, then crash recovery if it crashed.
+        False when the supervisor took a phase over (it finishes the run then)."""
+        run.play_root(self.fn, carrier.thread)
+        run.done.wait()
+        if not claim(run.done):
+            return False
+        run.teardown()
+        for ext in self.extensions:
+            ext.end_run(run, run.crashed)
+        if run.crashed and self.config.on_crash is not None and run.failure is None:
+            run.reset_for_phase()
+            run.play_root(self.config.on_crash, carrier.thread)
+            run.done.wait()
+            if not claim(run.done):
+                return False
+            run.teardown()
+        return True
+
+    def _finish(self, run: Run, chooser: Chooser, taken_over: bool) -> None:
+        """The end of every run, normal (on the carrier) or taken over by the supervisor (on this thread, after it
+        unwound what it could; the end hooks of the first phase have not run then)."""
+        if taken_over and not run.recovering:
             for ext in self.extensions:
                 ext.end_run(run, run.crashed)
-            if run.crashed and self.config.on_crash is not None and run.failure is None:
-                run.reset_for_phase()
-                run.start_root(self.config.on_crash, name="racecheck-recovery")
-                run.supervise()
-        finally:
-            run.teardown()
-            if root is not None and not root.exited.is_set() and self.carrier is not None:
-                self.carrier.abandon()  # still stuck in the test function: a fresh one serves the next run
-                self.carrier = None
-            run.detach()
+        run.teardown()
+        run.detach()
         if run.leaked and run.locate:
             run.drop_locations()
         if isinstance(chooser, Replayer):
             chooser.finish()
-        return run
 
     def _close_carrier(self) -> None:
         carrier, self.carrier = self.carrier, None
@@ -504,6 +548,78 @@ class _Coverage:
         result.interleavings = len(keys)
 
 
+class _Schedules:
+    """explore's main loop: schedule after schedule of the strategy, until the budget, the space or a stop.
+
+    Runs in batches on the carrier (``_Session.run_batch``): ``next_chooser`` and ``after`` run there, and a run
+    that passed is accounted for there too, without waking this thread. A failing run, or every run under
+    ``check_determinism``, needs more runs (shrinking, a second execution), which only this thread may start: it
+    ends the batch and is handled by ``_settle`` here, as is a run the supervisor took over."""
+
+    def __init__(self, session: _Session, strat: Any, coverage: _Coverage, result: Result) -> None:
+        self.session = session
+        self.config = session.config
+        self.strat = strat
+        self.coverage = coverage
+        self.result = result
+        self.index = 0
+        self.chooser: Chooser | None = None
+        self.recorder: Recorder | None = None
+        self.counted: Run | None = None  # the last run ``after`` accounted for
+
+    def run(self, locate: bool) -> None:
+        while True:
+            run = self.session.run_batch(self.next_chooser, self.after, locate)
+            if run is None:
+                return
+            if run is not self.counted and self._settle(run):
+                return
+
+    def next_chooser(self) -> Chooser | None:
+        if self.index >= self.config.schedules or self.coverage.exhausted:
+            return None
+        chooser = self.strat.new_execution(self.index)
+        if chooser is None:
+            return None
+        self.chooser = chooser
+        self.recorder = Recorder(self.coverage.chooser(chooser))
+        return self.recorder
+
+    def after(self, run: Run) -> bool:
+        """On the carrier: account for a run that needs nothing more; False hands it to ``_settle``."""
+        if run.failure is not None or self.config.check_determinism:
+            return False
+        self.strat.end_execution(self.chooser, run.steps)
+        self.result.leaked_threads.extend(run.leaked)
+        self.coverage.count(run, self.index, self.result, self.strat.exhausted)
+        self.index += 1
+        self.counted = run
+        return True
+
+    def _settle(self, run: Run) -> bool:
+        """A run that needs this thread: check determinism, collect a failure, count it. True: stop exploring."""
+        session, cfg, result, index = self.session, self.config, self.result, self.index
+        recorder = self.recorder
+        assert recorder is not None
+        self.strat.end_execution(self.chooser, run.steps)
+        result.leaked_threads.extend(run.leaked)
+        stop = False
+        if cfg.check_determinism:
+            divergence = session.check_determinism(run, recorder)
+            if divergence is not None:
+                token = session.token(run, recorder, cfg.strategy, cfg.seed, index)
+                info = FailureInfo("nondeterminism", ReplayDivergence(divergence), None)
+                result.failure = _failure(run, token, index, run, 0, info)
+                result.failures.append(result.failure)
+                stop = True
+        if not stop and run.failure is not None:
+            run, tracking = session.located(run, recorder, result)
+            stop = _collect(session, run, tracking, index, result)
+        self.coverage.count(run, index, result, self.strat.exhausted)
+        self.index += 1
+        return stop
+
+
 # ----- public API -----------------------------------------------------------------------------------------------------
 
 
@@ -531,31 +647,8 @@ def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: An
     locate_all = cfg.locations == "always" or cfg.check_determinism
     with session.controlled():
         stop = database is not None and _replay_database(session, database, db_key, result, coverage)
-        for index in range(cfg.schedules if not stop else 0):
-            if coverage.exhausted:
-                break
-            chooser = strat.new_execution(index)
-            if chooser is None:
-                break
-            recorder = Recorder(coverage.chooser(chooser))
-            run = session.run_once(recorder, locate=locate_all)
-            strat.end_execution(chooser, run.steps)
-            result.leaked_threads.extend(run.leaked)
-            stop = False
-            if cfg.check_determinism:
-                divergence = session.check_determinism(run, recorder)
-                if divergence is not None:
-                    token = session.token(run, recorder, cfg.strategy, cfg.seed, index)
-                    info = FailureInfo("nondeterminism", ReplayDivergence(divergence), None)
-                    result.failure = _failure(run, token, index, run, 0, info)
-                    result.failures.append(result.failure)
-                    stop = True
-            if not stop and run.failure is not None:
-                run, tracking = session.located(run, recorder, result)
-                stop = _collect(session, run, tracking, index, result)
-            coverage.count(run, index, result, strat.exhausted)
-            if stop:
-                break
+        if not stop:
+            _Schedules(session, strat, coverage, result).run(locate_all)
         result.exhausted = strat.exhausted or coverage.exhausted
         coverage.settle(result)
     if database is not None:

@@ -36,8 +36,6 @@ __racecheck_engine__ = True
 _current_record = runtime.current_thread_record
 _event = tuple.__new__  # _event(TraceEvent, fields): a TraceEvent without the Python-level __new__ (twice as fast)
 
-_real_Thread = threading.Thread
-_real_thread_start = threading.Thread.start
 _real_is_alive = threading.Thread.is_alive  # teardown asks of OS threads, not of the run's logical ones
 _real_join = threading.Thread.join
 _real_monotonic = __import__("time").monotonic
@@ -224,6 +222,16 @@ class Run:
         # again with it on (same decisions, same trace, now with locations) before reporting it.
         self.locate = True
 
+    @property
+    def root(self) -> ThreadRecord | None:
+        """The first controlled thread of the current phase (the test function, or crash recovery)."""
+        return self._root
+
+    @property
+    def recovering(self) -> bool:
+        """In the crash-recovery phase (see ``reset_for_phase``)."""
+        return self._recovering
+
     # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
 
     def new_object_id(self, kind: str) -> str:
@@ -308,25 +316,18 @@ class Run:
 
     # ----- threads ----------------------------------------------------------------------------------------------
 
-    def start_root(self, fn: Callable[[], Any], name: str = "racecheck-T0", carrier: Any = None) -> ThreadRecord:
-        """Start ``fn`` as the first controlled thread of a phase (the test function, or crash recovery), on a
-        fresh thread or on ``carrier`` (a ``racecheck.carrier.Carrier`` reused across schedules)."""
-        if carrier is None:
-            thread = _real_Thread(target=fn, name=name, daemon=True)
-            rec = self._register(thread)
-        else:
-            rec = self._register(carrier.thread, fn)
-            rec.carried = True
+    def play_root(self, fn: Callable[[], Any], thread: Any) -> ThreadRecord:
+        """Run ``fn`` as the first controlled thread of a phase (the test function, or crash recovery) on the
+        calling thread, ``thread`` (the carrier: an uncontrolled thread that outlives the run). Returns when the
+        root's body has ended; threads it started may still run (``done`` says when the phase is over)."""
+        rec = self._register(thread, fn)
+        rec.carried = True
         self._root = rec
         rec.launched = True
         self.current = rec
         self.trace.append(TraceEvent(self.steps, rec.tid, "begin", rec.loc, "switch"))
-        if carrier is None:
-            _real_thread_start(thread)
-            rec.baton.release()
-        else:
-            rec.baton.release()  # its turn before it wakes: its first acquire does not block, one switch less
-            carrier.submit(rec.body)
+        rec.baton.release()  # its turn before it starts: its first acquire does not block
+        rec.body()
         return rec
 
     def start_thread(self, thread: Any, real_start: Callable[[Any], None]) -> None:
@@ -366,6 +367,8 @@ class Run:
                 finally:
                     runtime.bind(None, None)
                     rec.exited.set()
+                    if run.aborting:
+                        run._wake_root(rec)
 
         if id(controlled_body.__code__) not in _BOTTOM_IDS:
             thread_bottom(controlled_body)
@@ -374,6 +377,15 @@ class Run:
             thread.run = controlled_body
         rec.loc = _code_location(target or getattr(thread, "_target", None) or target_run) if self.locate else ""
         return rec
+
+    def _wake_root(self, leaving: ThreadRecord) -> None:
+        """``leaving`` has left a run that is being stopped: if the phase's root is parked, let it unwind. The root
+        runs on the carrier, which tears the run down once the root is back, so a run that ends while its root
+        waits (a failure in another thread, a deadlock) is unwound without the supervisor's help."""
+        root = self._root
+        if root is None or root is leaving or root.finished or not root.launched:
+            return
+        _release_quietly(root.baton)
 
     def _exit(self, rec: ThreadRecord) -> None:
         rec.finished = True
@@ -543,48 +555,12 @@ class Run:
 
     # ----- supervision (runs on the explorer's own, uncontrolled thread) ---------------------------------------
 
-    def supervise(self) -> None:
-        """Wait for the phase to end, turning a silent hang into UncontrolledBlocking, then tear everything down.
-
-        Progress is read from the scheduler's own records (the step counter), never by polling other threads'
-        frames: ``sys._current_frames()`` can deadlock CPython 3.11 when it runs the GC under the runtime head
-        lock while a thread is inside ``Thread.start()`` (gh-106883). Only once no step has happened for half the
-        watchdog is the running thread's frame read (with the GC off), to tell a long computation that still
-        moves from a thread blocked in one place; a thread still at the same place a half-watchdog later is stuck.
-        """
-        watchdog = self.config.watchdog
-        if watchdog is None:
-            self.done.wait()
-            self.teardown()
-            return
-        half = watchdog / 2
-        poll = min(max(watchdog / 8, 0.01), 0.25)
-        last_steps = self.steps
-        last_progress = _real_monotonic()
-        seen: set = set()  # code locations of the running thread observed since the last step
-        while not self.done.wait(poll):
-            now = _real_monotonic()
-            if self.steps != last_steps:
-                last_steps, last_progress = self.steps, now
-                seen.clear()
-                continue
-            if self.outside and now - last_progress < outside_limit(watchdog):
-                continue  # waiting on another process (racecheck.external): progress elsewhere, within a bound
-            if now - last_progress < half:
-                continue
-            rec = self.current
-            where = self._current_frame_key(rec)
-            if where is not None and where not in seen:
-                seen.add(where)  # it moved: a computation without scheduling points, give it more time
-                last_progress = now
-                continue
-            if self.done.is_set() or self.steps != last_steps or (where is None and now - last_progress < watchdog):
-                continue
-            self._fail("uncontrolled-blocking", UncontrolledBlocking(self._describe_stuck(rec)), rec)
-            if rec is not None:
-                self.leaked.append(f"T{rec.tid}")
-            break
-        self.teardown()
+    def fail_stuck(self) -> None:
+        """The supervisor's verdict (see ``Watch``): the running thread is stuck in uncontrolled code."""
+        rec = self.current
+        self._fail("uncontrolled-blocking", UncontrolledBlocking(self._describe_stuck(rec)), rec)
+        if rec is not None:
+            self.leaked.append(f"T{rec.tid}")
 
     def _frame_of(self, rec: ThreadRecord | None) -> Any:
         """The current frame of ``rec``'s OS thread, or None; never raises. The GC is off during the read, which
@@ -651,20 +627,21 @@ class Run:
         return inner if inner == user or not user else f"{inner}, called from {user}"
 
     def teardown(self) -> None:
-        """Unwind every parked thread, one at a time, and wait for each OS thread to end."""
+        """Unwind every parked thread, one at a time, and wait for each OS thread to end. A thread already reported
+        as left behind (stuck in uncontrolled code) is not waited for again."""
         self.aborting = True
-        stuck = self.current if self.leaked else None
+        gone = set(self.leaked)
         for rec in self.threads:
-            if rec is stuck or rec.exited.is_set() or not rec.launched:
+            if rec.exited.is_set() or not rec.launched or f"T{rec.tid}" in gone:
                 continue
-            rec.baton.release()
+            _release_quietly(rec.baton)
             if not rec.exited.wait(timeout=max(self.config.watchdog or 2.0, 2.0)):
                 self.leaked.append(f"T{rec.tid}")
         for rec in self.threads:
             thread = rec.thread
-            if rec is stuck or rec.carried or thread is None:
+            if rec.carried or thread is None or not rec.exited.is_set():
                 continue
-            if rec.exited.is_set() and _real_is_alive(thread):
+            if _real_is_alive(thread):
                 _real_join(thread, 1.0)
         self._clean_up_after_leaks()
 
@@ -719,6 +696,60 @@ class Run:
         self.aborting = False
         self._recovering = True
         self.done = Latch()
+
+
+class Watch:
+    """Tells when a phase of a run has stopped making progress: a thread stuck in uncontrolled code.
+
+    Asked every poll interval by the supervisor (the explorer's thread) while the phase runs. Progress is read from
+    the scheduler's own records (the step counter), never by polling other threads' frames: ``sys._current_frames()``
+    can deadlock CPython 3.11 when it runs the GC under the runtime head lock while a thread is inside
+    ``Thread.start()`` (gh-106883). Only once no step has happened for half the watchdog is the running thread's
+    frame read (with the GC off), to tell a long computation that still moves from a thread blocked in one place;
+    a thread still at the same place a half-watchdog later is stuck.
+    """
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.done = run.done  # the phase watched: crash recovery starts a new one with a new latch
+        self.watchdog = run.config.watchdog or 2.0
+        self.last_steps = run.steps
+        self.last_progress = _real_monotonic()
+        self.seen: set = set()  # code locations of the running thread observed since the last step
+
+    def stuck(self) -> bool:
+        run = self.run
+        now = _real_monotonic()
+        if run.steps != self.last_steps:
+            self.last_steps, self.last_progress = run.steps, now
+            self.seen.clear()
+            return False
+        elapsed = now - self.last_progress
+        if run.outside and elapsed < outside_limit(self.watchdog):
+            return False  # waiting on another process (racecheck.external): progress elsewhere, within a bound
+        if elapsed < self.watchdog / 2:
+            return False
+        where = run._current_frame_key(run.current)
+        if where is not None and where not in self.seen:
+            self.seen.add(where)  # it moved: a computation without scheduling points, give it more time
+            self.last_progress = now
+            return False
+        if self.done.is_set() or run.steps != self.last_steps:
+            return False
+        return where is not None or elapsed >= self.watchdog
+
+
+def _release_quietly(baton: Any) -> None:
+    """Let a parked thread go; it may have been let go already (a leaving thread and teardown can both try)."""
+    try:
+        baton.release()
+    except RuntimeError:
+        pass
+
+
+def poll_interval(watchdog: float | None) -> float | None:
+    """How often the supervisor looks at a run: an eighth of the watchdog, between 10 and 250 ms (None: never)."""
+    return None if watchdog is None else min(max(watchdog / 8, 0.01), 0.25)
 
 
 def outside_limit(watchdog: float) -> float:
