@@ -256,12 +256,12 @@ class _Session:
         return True
 
     def _finish(self, run: Run, chooser: Chooser, taken_over: bool) -> None:
-        """The end of every run, normal (on the carrier) or taken over by the supervisor (on this thread, after it
-        unwound what it could; the end hooks of the first phase have not run then)."""
+        """The end of every run, once its last phase is torn down: normally (on the carrier), or taken over by the
+        supervisor (on this thread, after it unwound what it could; the end hooks of the first phase have not run
+        then)."""
         if taken_over and not run.recovering:
             for ext in self.extensions:
                 ext.end_run(run, run.crashed)
-        run.teardown()
         run.detach()
         if run.leaked and run.locate:
             run.drop_locations()

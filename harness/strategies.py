@@ -12,7 +12,9 @@ machine and in every process (string seeds are hashed with SHA-512, not with the
 from __future__ import annotations
 
 import random
+from _random import Random as _CoreRandom
 from collections.abc import Sequence
+from hashlib import sha512 as _sha512
 
 __racecheck_engine__ = True
 
@@ -48,9 +50,15 @@ class Strategy:
 
         One generator re-seeded per execution rather than a new one: executions run one after another, and a new
         Mersenne Twister is 2.5 KB of fresh, cache-cold state per schedule (measured: most of a schedule's
-        strategy cost on the micro workload). The previous execution's chooser is finished when this is called."""
-        self._rng.seed(text)
-        return self._rng
+        strategy cost on the micro workload). The previous execution's chooser is finished when this is called.
+
+        ``Random.seed``'s own steps for a str, without its Python-level dispatch (the C seeding is the same call),
+        so the stream is the one ``random.Random(text)`` gives: tests/engine/test_strategies_stream.py compares."""
+        raw = text.encode()
+        rng = self._rng
+        _CoreRandom.seed(rng, int.from_bytes(raw + _sha512(raw).digest()))
+        rng.gauss_next = None
+        return rng
 
     def new_execution(self, index: int) -> Chooser | None:
         """A chooser for schedule ``index``, or None when the strategy has nothing left to try."""
@@ -170,7 +178,7 @@ class PCT(Strategy):
     def new_execution(self, index):
         rng = self._stream(f"pct:{self.seed}:{index}:{self.depth}")
         count = min(self.depth - 1, self.max_decisions)
-        points = frozenset(rng.sample(range(1, self.max_decisions + 1), k=count)) if count else frozenset()
+        points = change_points(rng, self.max_decisions, count) if count else frozenset()
         return _PCTChooser(rng, points)
 
     def end_execution(self, chooser, steps):
@@ -178,6 +186,41 @@ class PCT(Strategy):
             self.max_decisions = max(self.max_decisions, chooser.decisions)
             self.points_drawn += len(chooser.change_points)
             self.points_fired += chooser.fired
+
+
+def change_points(rng: random.Random, decisions: int, count: int) -> frozenset[int]:
+    """``count`` distinct decisions of ``1..decisions``: the set ``rng.sample(range(1, decisions + 1), count)``
+    gives, from the same draws in the same order (so every seed keeps its schedules), without ``sample``'s
+    generality (its argument checks and helper calls were a third of a PCT execution's setup, measured in place).
+    Up to five points (depth 6), which is where ``sample`` keeps using the same two algorithms; beyond, it is asked.
+    """
+    if count > 5:
+        return frozenset(rng.sample(range(1, decisions + 1), k=count))
+    getrandbits = rng.getrandbits
+    if decisions <= 21:  # sample's pool algorithm: a drawn slot is refilled from the end
+        pool = list(range(1, decisions + 1))
+        points = []
+        for i in range(count):
+            left = decisions - i
+            bits = left.bit_length()
+            j = getrandbits(bits)
+            while j >= left:
+                j = getrandbits(bits)
+            points.append(pool[j])
+            pool[j] = pool[left - 1]
+        return frozenset(points)
+    bits = decisions.bit_length()  # sample's set algorithm: draw again on a repeat
+    chosen: set[int] = set()
+    for _ in range(count):
+        j = getrandbits(bits)
+        while j >= decisions:
+            j = getrandbits(bits)
+        while j in chosen:
+            j = getrandbits(bits)
+            while j >= decisions:
+                j = getrandbits(bits)
+        chosen.add(j)
+    return frozenset(j + 1 for j in chosen)
 
 
 # --- bounded exhaustive search ---------------------------------------------------------------------------------
