@@ -273,7 +273,16 @@ class Steering(Chooser):
         return pick
 
     def pick_thread(self, enabled, current_enabled, yielding, current=None):
-        return self._steer(len(enabled), self.inner.pick_thread(enabled, current_enabled, yielding, current))
+        pick = self.inner.pick_thread(enabled, current_enabled, yielding, current)
+        node = self.node  # ``_steer``, inlined for the common cases (this runs at every decision)
+        if node is None:
+            return pick
+        if node.tail is None:
+            child = node.children.get(pick)
+            if child is None or not child.complete:
+                self.node = child
+                return pick
+        return self._steer(len(enabled), pick)
 
     def pick_value(self, n, label):
         return self._steer(n, self.inner.pick_value(n, label))

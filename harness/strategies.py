@@ -130,7 +130,8 @@ class _PCTChooser(Chooser):
         if current is not None:
             # A decision taken while a thread is running (not while one exits): the thread at the scheduling point
             # is "the running thread" of the paper, and a change point here lowers it whether or not it can go on.
-            self._know(current)
+            if current not in high and current not in low:  # ``_know``, inlined
+                high.insert(self.rng.randrange(len(high) + 1), current)
             self.decisions += 1
             if self.decisions in self.change_points:
                 self.fired += 1

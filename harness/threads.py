@@ -37,7 +37,7 @@ def logical_ident(rec: Any) -> int:
 
 
 def _start(self: Any) -> None:
-    run = runtime.current_run()
+    run = runtime.thread_state.run
     if run is None or getattr(self, "_racecheck_record", None) is not None or is_plumbing(self):
         return _orig_start(self)
     run.start_thread(self, _orig_start)
@@ -45,7 +45,7 @@ def _start(self: Any) -> None:
 
 def _record_in_current_run(thread: Any) -> Any:
     rec = getattr(thread, "_racecheck_record", None)
-    run = runtime.current_run()
+    run = runtime.thread_state.run
     if rec is None or run is None or rec.run is not run:
         return None
     return rec
@@ -55,7 +55,7 @@ def _join(self: Any, timeout: float | None = None) -> None:
     rec = _record_in_current_run(self)
     if rec is None:
         return _orig_join(self, timeout)
-    if rec is runtime.current_thread_record():
+    if rec is runtime.thread_state.thread:
         raise RuntimeError("cannot join current thread")
     if not rec.launched:
         raise RuntimeError("cannot join thread before it is started")

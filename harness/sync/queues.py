@@ -37,14 +37,13 @@ class _QueueCore(Primitive):
         return len(self._items) > 0
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
-        if block and timeout is not None and timeout < 0:
+        if block and timeout is None:  # the common case, a wait as long as it takes: one call less (hot path)
+            self._run.schedule(f"get {self._name}", enabled=self._has_item, skip=1)
+            return self._qget()
+        if block and timeout < 0:
             raise ValueError("'timeout' must be a non-negative number")
-        if not block:
-            wait: float | None = 0.0
-        else:
-            wait = None if timeout is None else float(timeout)
-        ok = attempt(self._run, f"get {self._name}", self._has_item, wait)
-        if not ok:
+        wait = float(timeout) if block else 0.0
+        if not attempt(self._run, f"get {self._name}", self._has_item, wait):
             raise _real_queue.Empty
         return self._qget()
 

@@ -682,3 +682,21 @@ def test_a_failed_non_blocking_attempt_is_a_yielding_point(monkeypatch):
     # acquire(timeout=0), get_nowait on an empty queue) yield; the last try-acquire succeeds and does not.
     assert before["try-acquire"][:2] == [(2, "switch"), (2, "switch")] and before["try-acquire"][2][0] == 0, before
     assert before["get"] == [(2, "switch")], before
+
+
+def test_a_future_made_in_a_run_has_the_stdlib_fields_and_a_controlled_condition():
+    """Inside a run, ``Future()`` sets the stdlib's fields itself (skipping a real Condition that would be replaced):
+    the same fields, the same initial values, as a stdlib future of this Python."""
+    from racecheck.sync import futures as controlled_futures
+    from racecheck.sync.conditions import ControlledCondition
+
+    assert controlled_futures._OWN_INIT  # the stdlib's __init__ is the one the shortcut mirrors
+    made = []
+    racecheck.explore(lambda: made.append(controlled_futures.Future()), strategy="dfs", schedules=1)
+    real = concurrent.futures.Future()
+    ours = made[0]
+    assert set(vars(ours)) == set(vars(real))
+    assert {k: v for k, v in vars(ours).items() if k != "_condition"} == {
+        k: v for k, v in vars(real).items() if k != "_condition"
+    }
+    assert isinstance(ours._condition, ControlledCondition)
