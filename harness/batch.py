@@ -86,6 +86,8 @@ class Batch:
                 run = self._prepare(chooser)
                 self.chooser = chooser
                 self.current = run
+                if self._stop:
+                    return  # interrupted while it was being prepared: nothing of it ran
                 if not self._play(run, self.claim):
                     return  # the supervisor took it over
                 self._finish(run, chooser, False)
