@@ -119,25 +119,21 @@ class Batch:
         limit = max(self.watchdog or 2.0, 2.0)
         watch: Watch | None = None
         ended_at: float | None = None
-        try:
-            while not self.finished.wait(poll):
-                run = self.current
-                if run is None:
-                    continue
-                if watch is None or watch.run is not run or watch.done is not run.done:
-                    watch, ended_at = Watch(run), None
-                    continue
-                if run.done.is_set():
-                    # Over, but not yet claimed by the carrier: its root is still unwinding. Normally a moment;
-                    # a thread stuck in uncontrolled code on its way out (a finally block) would keep it forever.
-                    ended_at = ended_at if ended_at is not None else monotonic()
-                    if monotonic() - ended_at > limit and self._take_over(run, stuck=False):
-                        break
-                elif self.watchdog is not None and watch.stuck() and self._take_over(run, stuck=True):
+        while not self.finished.wait(poll):
+            run = self.current
+            if run is None:
+                continue
+            if watch is None or watch.run is not run or watch.done is not run.done:
+                watch, ended_at = Watch(run), None
+                continue
+            if run.done.is_set():
+                # Over, but not yet claimed by the carrier: its root is still unwinding. Normally a moment;
+                # a thread stuck in uncontrolled code on its way out (a finally block) would keep it forever.
+                ended_at = ended_at if ended_at is not None else monotonic()
+                if monotonic() - ended_at > limit and self._take_over(run, stuck=False):
                     break
-        except BaseException:
-            self._interrupt()
-            raise
+            elif self.watchdog is not None and watch.stuck() and self._take_over(run, stuck=True):
+                break
         if self.error is not None:
             error, self.error = self.error, None
             raise error
@@ -159,9 +155,9 @@ class Batch:
         self.last = run
         return True
 
-    def _interrupt(self) -> None:
-        """The explorer's thread was interrupted (KeyboardInterrupt): stop after the current run, unwinding it
-        now unless the carrier is already finishing it."""
+    def interrupt(self) -> None:
+        """The explorer's thread was interrupted (KeyboardInterrupt) or is leaving on an error: stop after the current
+        run, unwinding it now unless the carrier is already finishing it."""
         self._stop = True
         run = self.current
         if run is not None and self.claim(run.done):

@@ -220,9 +220,12 @@ class _Session:
             after,
             self.config.watchdog,
         )
-        carrier.submit(batch.drive)
         try:
+            carrier.submit(batch.drive)
             return batch.supervise()
+        except BaseException:
+            batch.interrupt()
+            raise
         finally:
             if batch.abandoned and self.carrier is carrier:
                 self.carrier = None
