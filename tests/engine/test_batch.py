@@ -10,14 +10,10 @@ import threading
 
 import pytest
 import racecheck
+from engine_threads import REAL
+from engine_threads import racecheck_threads as _racecheck_threads
 from racecheck import runtime
 from racecheck.batch import BATCH_LIMIT
-
-REAL = {"ident": _thread.get_ident}  # the OS ident, out of reach of the run's virtual idents
-
-
-def _racecheck_threads():
-    return [t for t in threading.enumerate() if t.name.startswith("racecheck-") or hasattr(t, "_racecheck_record")]
 
 
 def test_every_schedule_of_many_batches_is_run_and_counted_once_on_one_carrier():

@@ -4,17 +4,12 @@ none outlives the exploration."""
 
 from __future__ import annotations
 
-import _thread
 import threading
 
 import racecheck
+from engine_threads import REAL
+from engine_threads import racecheck_threads as _racecheck_threads
 from racecheck.threads import LOGICAL_IDENT_BASE
-
-REAL = {"ident": _thread.get_ident}  # the OS ident, out of reach of the run's virtual idents
-
-
-def _racecheck_threads():
-    return [t for t in threading.enumerate() if t.name.startswith("racecheck-") or hasattr(t, "_racecheck_record")]
 
 
 def test_schedules_share_one_carrier_that_looks_like_a_fresh_root_thread():
