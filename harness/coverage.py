@@ -26,6 +26,8 @@ import hashlib
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain, groupby
+from operator import itemgetter
 from typing import Any
 
 from racecheck.race import MEMORY, access_of
@@ -35,79 +37,68 @@ from racecheck.trace import TraceEvent
 __racecheck_engine__ = True
 
 
-_ACCESS: dict[str, tuple[tuple[str, ...], bool]] = {}  # op text -> its named resources (sorted), read-only?
 _ACCESS_LIMIT = 1 << 16
+_WHO = itemgetter(1, 2, 4)  # (thread, op, switch) of a trace event
+_RESOURCE = itemgetter(0)
+_LABEL = itemgetter(1)
+_READS = itemgetter(2)
 
 
-def _named_access(op: str) -> tuple[tuple[str, ...], bool]:
-    """The named resources of an operation (plain memory left out, sorted) and whether it only reads them."""
-    found = _ACCESS.get(op)
-    if found is None:
-        access = access_of(op)
-        found = (tuple(sorted(access.resources - {MEMORY})), access.read_only)
-        if len(_ACCESS) >= _ACCESS_LIMIT:
-            _ACCESS.clear()
-        _ACCESS[op] = found
-    return found
+class _Accesses(dict):
+    """(thread, op, switch) -> what that event adds to an interleaving key: one (resource, "<thread> <op>",
+    read_only) triple per named resource, sorted by resource; () for an event that names none or is an "info" note.
+
+    Memoised across schedules (the same few operations recur in every schedule of an exploration), and looked up
+    with ``dict.__getitem__`` from ``map``, so a hit costs no Python-level work at all: ``__missing__`` runs only
+    for an access seen for the first time."""
+
+    def __missing__(self, who: tuple[int, str, str]) -> tuple[tuple[str, str, bool], ...]:
+        tid, op, switch = who
+        entry: tuple[tuple[str, str, bool], ...] = ()
+        if switch != "info":
+            access = access_of(op)
+            label = f"{tid} {op}"
+            entry = tuple((resource, label, access.read_only) for resource in sorted(access.resources - {MEMORY}))
+        if len(self) >= _ACCESS_LIMIT:
+            self.clear()
+        self[who] = entry
+        return entry
 
 
-_ACCESSES: dict[tuple[int, str], Any] = {}  # (thread, op) -> (label, resources, read_only), or None: no resource
-_MISSING = object()
-
-
-def _access_entry(who: tuple[int, str]) -> Any:
-    """What the access of thread ``who[0]`` doing ``who[1]`` adds to a trace's interleaving key (memoised)."""
-    resources, read_only = _named_access(who[1])
-    entry = (f"{who[0]} {who[1]}", resources, read_only) if resources else None
-    if len(_ACCESSES) >= _ACCESS_LIMIT:
-        _ACCESSES.clear()
-    _ACCESSES[who] = entry
-    return entry
+_ACCESSES = _Accesses()
 
 
 def interleaving_key(events: Sequence[TraceEvent]) -> str:
     """A digest of the per-resource access order of a trace (the interleaving's identity).
 
-    Runs once per schedule over the whole trace, so it is written for speed: each access is the text
-    "<thread> <op>", collected per resource (a run of reads as a set), and the lines of all resources, in sorted
-    order, are hashed as one text. Separators are control characters no op text or path contains (NUL-free).
-    What an access contributes (its label, resources, whether it only reads) is memoised per (thread, op) across
-    schedules: the same few operations recur in every schedule of an exploration."""
-    history: dict[str, list[Any]] = {}
-    accesses = _ACCESSES
-    for event in events:
-        if event[4] == "info":
-            continue
-        who = (event[1], event[2])
-        entry = accesses.get(who, _MISSING)
-        if entry is _MISSING:
-            entry = _access_entry(who)
-        if entry is None:
-            continue
-        me, resources, read_only = entry
-        if not read_only and len(resources) == 1:  # the common case: one resource, written
-            line = history.get(resources[0])
-            if line is None:
-                history[resources[0]] = [me]
-            else:
-                line.append(me)
-            continue
-        for resource in resources:
-            line = history.get(resource)
-            if line is None:
-                history[resource] = [{me}] if read_only else [me]
-            elif not read_only:
-                line.append(me)
-            elif type(line[-1]) is set:
-                line[-1].add(me)
-            else:
-                line.append({me})
+    Runs once per schedule over the whole trace, so the per-event work is done by C-level iteration: each event's
+    accesses come from the memo (``_Accesses``), and a stable sort by resource puts every resource's accesses
+    together in trace order. Each resource becomes the line "<resource>\x02<access>\x00<access>..." where an
+    access is "<thread> <op>" and a run of consecutive reads is one access, its distinct labels sorted and joined
+    by \x01 (reads commute); the lines, in resource order, joined by \x03, are hashed. Separators are control
+    characters that no op text or path contains. ``tests/engine/test_coverage.py`` compares it with a plain
+    per-event implementation of that definition on generated traces."""
+    accesses = sorted(chain.from_iterable(map(_ACCESSES.__getitem__, map(_WHO, events))), key=_RESOURCE)
     lines = []
-    for resource in sorted(history):
-        line = history[resource]
-        for i, entry in enumerate(line):
-            if type(entry) is set:
-                line[i] = "\x01".join(sorted(entry))
+    for resource, group in groupby(accesses, _RESOURCE):
+        group = list(group)
+        if not any(map(_READS, group)):
+            lines.append(resource + "\x02" + "\x00".join(map(_LABEL, group)))
+            continue
+        line: list[str] = []
+        reads: set[str] | None = None
+        for _, label, read_only in group:
+            if not read_only:
+                if reads is not None:
+                    line.append("\x01".join(sorted(reads)))
+                    reads = None
+                line.append(label)
+            elif reads is None:
+                reads = {label}
+            else:
+                reads.add(label)
+        if reads is not None:
+            line.append("\x01".join(sorted(reads)))
         lines.append(resource + "\x02" + "\x00".join(line))
     text = "\x03".join(lines)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -7,6 +7,7 @@ once, so a random or pct exploration that says it exhausted the space must have 
 and must have seen exactly the interleavings dfs saw.
 """
 
+import hashlib
 import json
 import os
 import subprocess
@@ -17,7 +18,10 @@ import threading
 import pytest
 import racecheck
 from classic_bugs import lost_update_fixed
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from racecheck.coverage import ChoiceTree, Progress, Steering, interleaving_key, schedule_digest
+from racecheck.race import MEMORY, access_of
 from racecheck.strategies import Chooser
 from racecheck.trace import TraceEvent
 
@@ -44,6 +48,59 @@ def test_conflicting_order_is_another_interleaving():
     a = _events((1, "acquire Lock#1"), (2, "acquire Lock#1"))
     b = _events((2, "acquire Lock#1"), (1, "acquire Lock#1"))
     assert interleaving_key(a) != interleaving_key(b)
+
+
+def _reference_key(events):
+    """The interleaving key by its definition, one event at a time: per resource, the accesses in trace order,
+    a run of consecutive reads collapsed into the set of its labels; "info" notes and resource-less events left out."""
+    history = {}
+    for event in events:
+        if event.switch == "info":
+            continue
+        access = access_of(event.op)
+        for resource in access.resources - {MEMORY}:
+            line = history.setdefault(resource, [])
+            label = f"{event.tid} {event.op}"
+            if not access.read_only:
+                line.append(label)
+            elif line and isinstance(line[-1], set):
+                line[-1].add(label)
+            else:
+                line.append({label})
+    text = "\x03".join(
+        resource + "\x02" + "\x00".join(e if isinstance(e, str) else "\x01".join(sorted(e)) for e in history[resource])
+        for resource in sorted(history)
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+_OPS = [
+    "acquire Lock#1", "release Lock#1", "acquire Lock#2", "put Queue#1", "get Queue#1", "qsize Queue#1",
+    "is_set Event#1", "set Event#1", "start T1", "join T1", "begin", "sleep 0", "point save", "fs.stat /a",
+    "fs.stat /a/b", "fs.read /a/b", "fs.remove /a/b", "fs.rename /a/b /c/d", "fs.open /a/b rb", "fs.open /a/b wb",
+    "fs.listdir /a", "wait Condition#1", "notify Condition#1 (0 woken)", "empty Queue#1",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(_OPS), st.sampled_from(["", "switch", "preempt",
+                                                                                     "info"])), max_size=40))
+def test_interleaving_key_matches_its_definition(steps):
+    events = [TraceEvent(i, tid, op, "", switch) for i, (tid, op, switch) in enumerate(steps)]
+    assert interleaving_key(events) == _reference_key(events)
+
+
+def test_interleaving_key_matches_its_definition_on_explored_traces():
+    seen = []
+
+    def program():
+        three_workers()
+        seen.append(list(racecheck.runtime.current_run().trace))
+
+    racecheck.explore(program, strategy="random", schedules=60, seed=3)
+    assert len(seen) >= 30
+    for trace in seen:
+        assert interleaving_key(trace) == _reference_key(trace)
 
 
 def test_choice_tree_completes_when_every_option_ran():
