@@ -10,7 +10,8 @@ somewhere else. Two detectors, one vocabulary (threads, operations, source lines
 * ``compare_runs`` (``check_determinism=True``, Shuttle's idea) runs a schedule twice and compares the two traces
   event by event.
 
-``Recorder`` wraps a strategy's chooser to record which thread each decision picked, so the token can carry it.
+What a token checks against (which thread each decision picked, and at which step) is recorded by the run itself
+(``Run.picked``, ``Run.recorded_steps()``), whatever chooser it has.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from racecheck.scheduler import VALUE_PICK as VALUE
 from racecheck.strategies import Chooser
 
 __racecheck_engine__ = True
@@ -27,59 +29,17 @@ LIKELY_CAUSE = (
     "unseeded randomness, or a process-specific value (or the code changed since the token was recorded)"
 )
 
-VALUE = 0  # the recorded "picked" entry of a value decision; thread decisions record tid + 1
 
 
-class _Tracking(Chooser):
-    """Remembers, for every decision, what was picked and at which step (the token's check data)."""
-
-    def __init__(self) -> None:
-        self.picked: list[int] = []
-        self.steps: list[int] = []
-        self.run: Any = None  # set by the caller once the Run exists
-
-    def _log(self, code: int) -> None:
-        self.picked.append(code)
-        self.steps.append(self.run.steps if self.run is not None else 0)
-
-    def recorded_steps(self) -> list[int]:
-        """The step of every decision, then the run's last step."""
-        return [*self.steps, self.run.steps if self.run is not None else 0]
-
-
-class Recorder(_Tracking):
-    """Delegates every decision to ``inner`` and remembers which thread (or that a value) was picked."""
-
-    def __init__(self, inner: Chooser) -> None:
-        super().__init__()
-        self.inner = inner
-
-    def pick_thread(
-        self, enabled: Sequence[int], current_enabled: bool, yielding: bool, current: int | None = None
-    ) -> int:
-        index = self.inner.pick_thread(enabled, current_enabled, yielding, current)
-        self.picked.append(enabled[index] + 1)  # ``_log``, inlined: this runs at every decision
-        run = self.run
-        self.steps.append(run.steps if run is not None else 0)
-        return index
-
-    def pick_value(self, n: int, label: str) -> int:
-        value = self.inner.pick_value(n, label)
-        self._log(VALUE)
-        return value
-
-    def __getattr__(self, name: str) -> Any:  # anything else a strategy's chooser offers
-        return getattr(self.inner, name)
-
-
-class Replayer(_Tracking):
+class Replayer(Chooser):
     """Feeds recorded choices back (past their end, 0: keep the current thread, no fault) and, given the recorded
-    picks and steps, checks every decision against them. ``divergence`` is the first mismatch, as a sentence."""
+    picks and steps, checks every decision against them. ``divergence`` is the first mismatch, as a sentence.
+    ``run`` is set by the caller once the Run exists; what this run picked so far is ``run.picked``."""
 
     def __init__(
         self, choices: Sequence[int], picked: Sequence[int] | None = None, steps: Sequence[int] | None = None
     ) -> None:
-        super().__init__()
+        self.run: Any = None
         self.choices = list(choices)
         self.expected = None if not picked and not steps else list(picked or ())
         self.expected_steps = list(steps) if steps else None
@@ -99,7 +59,6 @@ class Replayer(_Tracking):
             self._check_thread(position, enabled, index)
         if index >= len(enabled):
             index = 0
-        self._log(enabled[index] + 1)
         return index
 
     def pick_value(self, n: int, label: str) -> int:
@@ -119,7 +78,6 @@ class Replayer(_Tracking):
                 self._diverge(f"the token recorded a value for {label!r} that this run does not offer")
         if value >= n:
             value = 0
-        self._log(VALUE)
         return value
 
     def finish(self) -> None:
@@ -127,8 +85,8 @@ class Replayer(_Tracking):
         run = self.run
         if self.divergence is not None or run is None:
             return
-        if self.expected is not None and len(self.picked) < len(self.expected):
-            missing = self.expected[len(self.picked)]
+        if self.expected is not None and len(run.picked) < len(self.expected):
+            missing = self.expected[len(run.picked)]
             who = f"T{missing - 1} to run next" if missing > VALUE else "a value to be drawn"
             self._diverge(f"the run ended, but the token expected {who}", step=run.steps)
         elif self.expected_steps and run.steps != self.expected_steps[-1]:
@@ -162,7 +120,8 @@ class Replayer(_Tracking):
             instead = self._at_step(want)
             self._diverge(f"the token expected {who}; ran instead: {instead}, the only one that could", want)
         else:
-            alone = f"T{self.picked[-1] - 1}" if self.picked and self.picked[-1] > VALUE else "one thread"
+            picked = self.run.picked if self.run is not None else ()
+            alone = f"T{picked[-1] - 1}" if picked and picked[-1] > VALUE else "one thread"
             self._diverge(
                 f"the token expected {alone} to run on alone until step {want}, but here other threads could run "
                 f"({self._running()})",

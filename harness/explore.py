@@ -25,10 +25,10 @@ from racecheck.carrier import Carrier
 from racecheck.config import Config, resolve
 from racecheck.coverage import ChoiceTree, Progress, Steering, exhausted_note, interleaving_key, schedule_digest
 from racecheck.database import FailureDatabase
-from racecheck.divergence import LIKELY_CAUSE, Recorder, Replayer, compare_runs
+from racecheck.divergence import LIKELY_CAUSE, Replayer, compare_runs
 from racecheck.errors import ReplayDivergence, TokenError
 from racecheck.race import WAITING, Race, find_race, same_race
-from racecheck.scheduler import FailureInfo, Run, RunConfig
+from racecheck.scheduler import VALUE_PICK, FailureInfo, Run, RunConfig
 from racecheck.shrink import Probe, fewest_preemptions, normalize, shrink
 from racecheck.strategies import Chooser, make_strategy
 from racecheck.threads import controlled_thread_class
@@ -233,7 +233,7 @@ class _Session:
     def _prepare(self, chooser: Chooser, locate: bool) -> Run:
         run = Run(chooser, self.run_config)
         run.locate = locate
-        if isinstance(chooser, (Recorder, Replayer)):
+        if isinstance(chooser, Replayer):
             chooser.run = run
         for ext in self.extensions:
             ext.begin_run(run, self.config)
@@ -276,36 +276,36 @@ class _Session:
         if carrier is not None:
             carrier.close()
 
-    def located(self, run: Run, tracking: Any, result: Result) -> tuple[Run, Any]:
+    def located(self, run: Run, result: Result) -> Run:
         """A failing ``run`` that was executed without source locations, executed again with them (the same
         decisions replay the same execution); the original when it cannot be or did not replay (then its report
         has no locations). A run that left a thread stuck in uncontrolled code is never run twice: its trace has no
         locations however it was run (``Run.drop_locations``), so a replay of its token prints the same."""
         if run.locate or run.leaked or run.failure is None:
-            return run, tracking
-        again, replayer = self._again(run, tracking)
+            return run
+        again, replayer = self._again(run)
         result.leaked_threads.extend(again.leaked)
         same = (
             replayer.divergence is None and again.failure is not None and not again.leaked
             and again.failure.signature() == run.failure.signature()
         )
-        return (again, replayer) if same else (run, tracking)
+        return again if same else run
 
-    def check_determinism(self, first: Run, tracking: Any) -> str | None:
+    def check_determinism(self, first: Run) -> str | None:
         """Run the decisions of ``first`` again; None if it did exactly the same, else where it went elsewhere."""
-        second, replayer = self._again(first, tracking)
+        second, replayer = self._again(first)
         return compare_runs(first, second, _outcome) or replayer.divergence
 
-    def _again(self, run: Run, tracking: Any) -> tuple[Run, Replayer]:
+    def _again(self, run: Run) -> tuple[Run, Replayer]:
         """``run``'s decisions run once more (with source locations), checked step by step against its record."""
-        replayer = Replayer(run.choices, tracking.picked, tracking.recorded_steps())
+        replayer = Replayer(run.choices, run.picked, run.recorded_steps())
         return self.run_once(replayer), replayer
 
-    def token(self, run: Run, tracking: Any, strategy: str, seed: int, index: int) -> str:
+    def token(self, run: Run, strategy: str, seed: int, index: int) -> str:
         choices = tuple(normalize(run.choices))
         return Token(
             strategy, seed, index, short_hash(self.target), short_hash(self.config_key), shape_of(run.arities),
-            choices, tuple(tracking.picked), tuple(tracking.recorded_steps()),
+            choices, tuple(run.picked), tuple(run.recorded_steps()),
         ).encode()
 
 
@@ -353,21 +353,20 @@ def _fewest_preemptions(session: _Session, signature: tuple, found: int, budget:
     """The exhaustive pass of the shrinker (``shrink.fewest_preemptions``) over real runs of this session."""
 
     def execute(chooser: Chooser) -> Probe | None:
-        recorder = Recorder(chooser)
-        run = session.run_once(recorder)
+        run = session.run_once(chooser)
         if run.failure is not None and run.failure.signature() == signature:
-            return Probe(normalize(run.choices), (run.preemptions, run.steps), (run, recorder))
+            return Probe(normalize(run.choices), (run.preemptions, run.steps), run)
         return None
 
     return fewest_preemptions(execute, found, budget)
 
 
-def _shrunk(session: _Session, run: Run, tracking: Any, result: Result) -> tuple[Run, Any, int]:
+def _shrunk(session: _Session, run: Run, result: Result) -> tuple[Run, int]:
     """The simplest run that fails the same way as ``run`` (fewest preemptions, then fewest steps)."""
     budget = session.config.shrink_budget
-    start = Probe(normalize(run.choices), (run.preemptions, run.steps), (run, tracking))
+    start = Probe(normalize(run.choices), (run.preemptions, run.steps), run)
     if budget <= 0:
-        return run, tracking, 0
+        return run, 0
     signature = run.failure.signature()  # type: ignore[union-attr]
 
     def probe(choices: list[int]) -> Probe | None:
@@ -377,7 +376,7 @@ def _shrunk(session: _Session, run: Run, tracking: Any, result: Result) -> tuple
         if candidate.failure is None or candidate.failure.signature() != signature:
             return None
         key = (candidate.preemptions, candidate.steps)
-        return Probe(normalize(candidate.choices), key, (candidate, replayer))
+        return Probe(normalize(candidate.choices), key, candidate)
 
     best, probes = shrink(start, probe, budget=budget)
     if best.key[0] > 0:
@@ -386,30 +385,25 @@ def _shrunk(session: _Session, run: Run, tracking: Any, result: Result) -> tuple
         if fewer is not None:
             best, more = shrink(fewer, probe, budget=budget)
             probes += more
-    best_run, best_tracking = best.payload
-    return best_run, best_tracking, probes
+    return best.payload, probes
 
 
-def _racing_pair(session: _Session, run: Run, tracking: Any, result: Result) -> Race | None:
+def _racing_pair(session: _Session, run: Run, result: Result) -> Race | None:
     """``race.find_race`` over real runs of this session: swap conflicting pairs of the shrunk schedule."""
     budget = session.config.race_budget
     if budget <= 0 or run.failure is None:
         return None
     signature = run.failure.signature()
-    values = [c for c, p in zip(run.choices, tracking.picked, strict=False) if p == 0]
-
-    recorders: dict[int, Recorder] = {}
+    values = [c for c, p in zip(run.choices, run.picked, strict=False) if p == VALUE_PICK]
 
     def execute(chooser: Chooser) -> Run:
-        recorder = Recorder(chooser)
-        swapped = session.run_once(recorder)
-        recorders[id(swapped)] = recorder
+        swapped = session.run_once(chooser)
         result.leaked_threads.extend(swapped.leaked)
         return swapped
 
     def token_of(other: Run) -> str:
         cfg = session.config
-        return session.token(other, recorders[id(other)], cfg.strategy, cfg.seed, 0)
+        return session.token(other, cfg.strategy, cfg.seed, 0)
 
     def fails_same(other: Run) -> bool:
         return other.failure is not None and other.failure.signature() == signature
@@ -429,7 +423,7 @@ def _racing_pair(session: _Session, run: Run, tracking: Any, result: Result) -> 
 
 
 def _collect(
-    session: _Session, run: Run, tracking: Any, index: int, result: Result, origin: tuple[str, int] | None = None
+    session: _Session, run: Run, index: int, result: Result, origin: tuple[str, int] | None = None
 ) -> bool:
     """A failing schedule: a new distinct failure is shrunk, given its racing pair and token, and kept; another
     instance of a known one is counted. True when exploration should stop (``max_failures`` distinct found)."""
@@ -440,12 +434,12 @@ def _collect(
         if failure.race is None or same_race(failure.race, run.trace):
             failure.occurrences += 1
             return False
-    best, tracking, probes = _shrunk(session, run, tracking, result)
+    best, probes = _shrunk(session, run, result)
     strategy, seed = origin or (cfg.strategy, cfg.seed)
-    token = session.token(best, tracking, strategy, seed, index)
+    token = session.token(best, strategy, seed, index)
     failure = _failure(best, token, index, run, probes)
     failure.signature = signature
-    failure.race = _racing_pair(session, best, tracking, result)
+    failure.race = _racing_pair(session, best, result)
     for other in known:
         if other.race is not None and failure.race is not None and other.race.key() == failure.race.key():
             other.occurrences += 1
@@ -477,7 +471,7 @@ def _replay_database(
             database.delete(key, text)
             coverage.count(run, -1, result)
             continue
-        stop = _collect(session, run, replayer, parsed.index, result, (parsed.strategy, parsed.seed))
+        stop = _collect(session, run, parsed.index, result, (parsed.strategy, parsed.seed))
         coverage.count(run, -1, result)
         if stop:
             return True
@@ -567,7 +561,6 @@ class _Schedules:
         self.result = result
         self.index = 0
         self.chooser: Chooser | None = None
-        self.recorder: Recorder | None = None
         self.counted: Run | None = None  # the last run ``after`` accounted for
 
     def run(self, locate: bool) -> None:
@@ -585,8 +578,7 @@ class _Schedules:
         if chooser is None:
             return None
         self.chooser = chooser
-        self.recorder = Recorder(self.coverage.chooser(chooser))
-        return self.recorder
+        return self.coverage.chooser(chooser)
 
     def after(self, run: Run) -> bool:
         """On the carrier: account for a run that needs nothing more; False hands it to ``_settle``."""
@@ -602,22 +594,20 @@ class _Schedules:
     def _settle(self, run: Run) -> bool:
         """A run that needs this thread: check determinism, collect a failure, count it. True: stop exploring."""
         session, cfg, result, index = self.session, self.config, self.result, self.index
-        recorder = self.recorder
-        assert recorder is not None
         self.strat.end_execution(self.chooser, run.steps)
         result.leaked_threads.extend(run.leaked)
         stop = False
         if cfg.check_determinism:
-            divergence = session.check_determinism(run, recorder)
+            divergence = session.check_determinism(run)
             if divergence is not None:
-                token = session.token(run, recorder, cfg.strategy, cfg.seed, index)
+                token = session.token(run, cfg.strategy, cfg.seed, index)
                 info = FailureInfo("nondeterminism", ReplayDivergence(divergence), None)
                 result.failure = _failure(run, token, index, run, 0, info)
                 result.failures.append(result.failure)
                 stop = True
         if not stop and run.failure is not None:
-            run, tracking = session.located(run, recorder, result)
-            stop = _collect(session, run, tracking, index, result)
+            run = session.located(run, result)
+            stop = _collect(session, run, index, result)
         self.coverage.count(run, index, result, self.strat.exhausted)
         self.index += 1
         return stop
@@ -686,7 +676,7 @@ def replay(fn: Callable[[], Any], token: str, config: Config | None = None, **sh
                 f"run at some decisions than when it was recorded. Likely cause: {LIKELY_CAUSE}"
             )
         if divergence is None and cfg.check_determinism:
-            divergence = session.check_determinism(run, replayer)
+            divergence = session.check_determinism(run)
     if divergence is not None:
         raise ReplayDivergence(divergence)
     result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed, config=cfg,

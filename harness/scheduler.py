@@ -34,6 +34,7 @@ from racecheck.trace import TraceEvent, display_path, frame_path
 __racecheck_engine__ = True
 
 _state = runtime.thread_state  # ``_state.thread``: the calling thread's record (runtime.current_thread_record)
+VALUE_PICK = 0  # ``Run.picked`` for a value decision; a thread decision records the thread's id + 1
 _event = tuple.__new__  # _event(TraceEvent, fields): a TraceEvent without the Python-level __new__ (twice as fast)
 
 _real_is_alive = threading.Thread.is_alive  # teardown asks of OS threads, not of the run's logical ones
@@ -198,6 +199,12 @@ class Run:
         self.trace: list[TraceEvent] = []
         self.choices: list[int] = []
         self.arities: list[int] = []
+        # The token's check data, one entry per decision: what was picked (thread id + 1, or VALUE_PICK for a
+        # value) and at which step. Kept by the run itself rather than by a wrapper around the chooser: a layer
+        # more at every decision was measurable (each object a decision touches is cache-cold after the code
+        # under test ran).
+        self.picked: list[int] = []
+        self.decision_steps: list[int] = []
         self.preemptions = 0
         self.failure: FailureInfo | None = None
         self.aborting = False
@@ -295,6 +302,8 @@ class Run:
             return 0
         value = self.chooser.pick_value(n, label)
         self._record(n, value)
+        self.picked.append(VALUE_PICK)
+        self.decision_steps.append(self.steps)
         self.note(f"choose {label} -> {value}")
         return value
 
@@ -405,6 +414,10 @@ class Run:
             raise _Abort()
         return me
 
+    def recorded_steps(self) -> list[int]:
+        """The step of every decision, then the run's last step (a token's step check data)."""
+        return [*self.decision_steps, self.steps]
+
     def _record(self, n: int, value: int) -> None:
         self.arities.append(n)
         self.choices.append(value)
@@ -467,6 +480,8 @@ class Run:
             self.arities.append(len(candidates))
             self.choices.append(index)
             chosen = candidates[index]
+            self.picked.append(chosen.tid + 1)
+            self.decision_steps.append(steps)
         if self._yielders:
             self._scheduled(chosen)
         if chosen is me:
