@@ -27,7 +27,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, groupby
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from racecheck.race import MEMORY, access_of
@@ -40,6 +40,7 @@ __racecheck_engine__ = True
 _ACCESS_LIMIT = 1 << 16
 _WHO = itemgetter(1, 2, 4)  # (thread, op, switch) of a trace event
 _RESOURCE = itemgetter(0)
+_COMPLETE = attrgetter("complete")
 _LABEL = itemgetter(1)
 _READS = itemgetter(2)
 
@@ -234,7 +235,7 @@ class ChoiceTree:
         for parent in reversed(path[:-1]):
             if parent.complete:
                 break
-            if len(parent.children) < parent.arity or not all(c.complete for c in parent.children.values()):
+            if len(parent.children) < parent.arity or not all(map(_COMPLETE, parent.children.values())):
                 break
             parent.complete = True
 
