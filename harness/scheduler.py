@@ -426,7 +426,7 @@ class Run:
 
     def _candidates(self, me: ThreadRecord, alive: bool) -> list[ThreadRecord]:
         """Who could run now: ``me`` first (choice 0 = no preemption), then the others by logical id.
-        ``can_run`` inlined; ``_step`` has its own inlined copy of this rule (keep the two the same)."""
+        ``can_run`` inlined: this runs at every step, over every thread."""
         out = [me] if alive and (me.enabled is None or me.timed_out or me.enabled()) else []
         for rec in self.threads:
             if rec is not me and rec.launched and not rec.finished:
@@ -459,13 +459,7 @@ class Run:
             )
             self._stop(me, alive)
             return
-        # ``_candidates``, inlined (this runs at every step; a call more per step was measurable in place)
-        candidates = [me] if alive and (me.enabled is None or me.timed_out or me.enabled()) else []
-        for rec in self.threads:
-            if rec is not me and rec.launched and not rec.finished:
-                enabled = rec.enabled
-                if enabled is None or rec.timed_out or enabled():
-                    candidates.append(rec)
+        candidates = self._candidates(me, alive)
         if not candidates:
             candidates = self._wake_or_finish(me, alive)
             if not candidates:
