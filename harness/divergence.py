@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from racecheck.scheduler import VALUE_PICK as VALUE
+from racecheck.scheduler import VALUE_PICK
 from racecheck.strategies import Chooser
 
 __racecheck_engine__ = True
@@ -28,7 +28,6 @@ LIKELY_CAUSE = (
     "the code under test did something racecheck does not control: a thread it did not start, real time, "
     "unseeded randomness, or a process-specific value (or the code changed since the token was recorded)"
 )
-
 
 
 class Replayer(Chooser):
@@ -67,7 +66,7 @@ class Replayer(Chooser):
         value = self._recorded(position)
         if self.divergence is None and not self._check_step(position):
             expected = self._expected(position)
-            if expected is not None and expected > VALUE:
+            if expected is not None and expected > VALUE_PICK:
                 self._diverge(
                     f"the token expected T{expected - 1} to run next ({self._describe(expected - 1)}), but "
                     f"{self._running()} asked for a value for {label!r} instead"
@@ -87,7 +86,7 @@ class Replayer(Chooser):
             return
         if self.expected is not None and len(run.picked) < len(self.expected):
             missing = self.expected[len(run.picked)]
-            who = f"T{missing - 1} to run next" if missing > VALUE else "a value to be drawn"
+            who = f"T{missing - 1} to run next" if missing > VALUE_PICK else "a value to be drawn"
             self._diverge(f"the run ended, but the token expected {who}", step=run.steps)
         elif self.expected_steps and run.steps != self.expected_steps[-1]:
             end = self.expected_steps[-1]
@@ -112,7 +111,7 @@ class Replayer(Chooser):
         if want == now:
             return False
         expected = self._expected(position)
-        if expected is not None and expected > VALUE:
+        if expected is not None and expected > VALUE_PICK:
             who = f"T{expected - 1} to run next ({self._describe(expected - 1, now=True)})"
         else:
             who = "a value to be drawn (a fault or data choice)"
@@ -121,7 +120,7 @@ class Replayer(Chooser):
             self._diverge(f"the token expected {who}; ran instead: {instead}, the only one that could", want)
         else:
             picked = self.run.picked if self.run is not None else ()
-            alone = f"T{picked[-1] - 1}" if picked and picked[-1] > VALUE else "one thread"
+            alone = f"T{picked[-1] - 1}" if picked and picked[-1] > VALUE_PICK else "one thread"
             self._diverge(
                 f"the token expected {alone} to run on alone until step {want}, but here other threads could run "
                 f"({self._running()})",
@@ -135,7 +134,7 @@ class Replayer(Chooser):
         instead = f"ran instead: T{ran} ({self._describe(ran)})"
         if expected == -1:
             self._diverge(f"the token's schedule had ended, but the run went on: {instead}")
-        elif expected == VALUE:
+        elif expected == VALUE_PICK:
             self._diverge(f"the token expected a value to be drawn here (a fault or data choice); {instead}")
         elif expected is not None:
             tid = expected - 1

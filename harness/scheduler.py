@@ -304,8 +304,6 @@ class Run:
             return 0
         value = self.chooser.pick_value(n, label)
         self._record(n, value)
-        self.picked.append(VALUE_PICK)
-        self.decision_steps.append(self.steps)
         self.note(f"choose {label} -> {value}")
         return value
 
@@ -421,8 +419,11 @@ class Run:
         return [*self.decision_steps, self.steps]
 
     def _record(self, n: int, value: int) -> None:
+        """A value decision, as ``_step`` records a thread decision inline: its arity, choice, pick and step."""
         self.arities.append(n)
         self.choices.append(value)
+        self.picked.append(VALUE_PICK)
+        self.decision_steps.append(self.steps)
 
     def _candidates(self, me: ThreadRecord, alive: bool) -> list[ThreadRecord]:
         """Who could run now: ``me`` first (choice 0 = no preemption), then the others by logical id.

@@ -94,11 +94,25 @@ def test_interleaving_key_matches_its_definition_on_explored_traces():
     seen = []
 
     def program():
-        three_workers()
+        ready, lock = threading.Event(), threading.Lock()
+
+        def look(n):
+            ready.is_set()  # reads, which the key collapses while no write comes between them
+            with lock:
+                ready.is_set()
+            if n == 0:
+                ready.set()
+
+        threads = [threading.Thread(target=look, args=(n,)) for n in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         seen.append(list(racecheck.runtime.current_run().trace))
 
     racecheck.explore(program, strategy="random", schedules=60, seed=3)
     assert len(seen) >= 30
+    assert any(access_of(e.op).read_only for trace in seen for e in trace)
     for trace in seen:
         assert interleaving_key(trace) == _reference_key(trace)
 
