@@ -72,6 +72,7 @@ class OneCpu:
         self.used: set[int] = set()  # every CPU a carrier was pinned to: the masks ``restore`` looks for
         self._placed: tuple[int, int] | None = None  # (native thread id, cpu) of the last placement
         self._batched: int | None = None  # the native id of the carrier last put under SCHED_BATCH
+        self._followers: dict[int, int] = {}  # native id -> cpu of the other carriers ``follow`` placed
         if self.active:
             try:
                 self.original = frozenset(os.sched_getaffinity(0))
@@ -101,6 +102,23 @@ class OneCpu:
             self._batched = native
             _set_policy(native, _BATCH)
 
+    def follow(self, thread: threading.Thread) -> None:
+        """Put another carrier (one that runs the threads a root starts, ``racecheck.carrier_pool``) where the last
+        ``place`` put the root's, under SCHED_BATCH: it was pinned where the thread that created it ran, and the
+        root's carrier may have moved since."""
+        if not self.active or self._placed is None:
+            return
+        native, cpu = thread.native_id, self._placed[1]
+        if native is None or self._followers.get(native) == cpu:
+            return
+        try:
+            os.sched_setaffinity(native, (cpu,))
+        except OSError:
+            return  # ended meanwhile: nothing to place
+        if native not in self._followers:
+            _set_policy(native, _BATCH)
+        self._followers[native] = cpu
+
     def restore(self) -> None:
         """Give every thread of the process still on one of our single-CPU masks the process's mask back."""
         _state.pinned = None
@@ -118,6 +136,7 @@ class OneCpu:
         self.used.clear()
         self._placed = None
         self._batched = None
+        self._followers.clear()
 
 
 _BATCH = getattr(os, "SCHED_BATCH", None)

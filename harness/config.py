@@ -53,6 +53,7 @@ class Config:
     database: Any = None  # a folder (".racecheck") keeping failing tokens per test, replayed first; None: off
     progress: Callable[[Any], Any] | None = None  # called with a coverage.Progress snapshot after every schedule
     one_cpu: bool = True  # Linux: a schedule's controlled threads share one CPU (faster handoffs; no other effect)
+    fresh_threads: bool = False  # a new OS thread for every controlled thread, not a reused carrier (carrier_pool)
     locations: str = "failures"  # source lines in traces: of reported schedules only ("failures"), or "always"
 
     def __post_init__(self) -> None:
@@ -90,6 +91,8 @@ class Config:
         _int_at_least("race_budget", self.race_budget, 0)
         if not isinstance(self.one_cpu, bool):
             raise TypeError("one_cpu must be True or False")
+        if not isinstance(self.fresh_threads, bool):
+            raise TypeError("fresh_threads must be True or False")
         if self.locations not in LOCATION_MODES:
             raise ValueError(f"locations must be one of {', '.join(map(repr, LOCATION_MODES))}, not {self.locations!r}")
         preempt = self.preempt

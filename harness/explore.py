@@ -8,6 +8,7 @@ determinism check, and the Result a user sees. It knows no extension by name.
 from __future__ import annotations
 
 import sys
+import threading
 import types
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
@@ -22,6 +23,8 @@ from racecheck import tempdirs as _tempdirs
 from racecheck.affinity import OneCpu
 from racecheck.batch import Batch
 from racecheck.carrier import Carrier
+from racecheck.carrier_pool import CarrierPool
+from racecheck.carrier_pool import supported as carrier_pool_supported
 from racecheck.config import Config, resolve
 from racecheck.coverage import ChoiceTree, Progress, Steering, exhausted_note, interleaving_key, schedule_digest
 from racecheck.database import FailureDatabase
@@ -144,6 +147,8 @@ class _Session:
         self.run_config = RunConfig(max_steps=config.max_steps, watchdog=config.watchdog)
         self.carrier: Carrier | None = None  # the thread every schedule's test function runs on, while usable
         self.one_cpu = OneCpu(config.one_cpu)  # keeps the carrier, and so every controlled thread, on one CPU
+        # the OS threads the controlled threads a root starts run on, reused from schedule to schedule
+        self.carriers = CarrierPool() if not config.fresh_threads and carrier_pool_supported() else None
         self.extensions = runtime.extensions_for(config)
         self.target = _target_name(fn)
         keys = [ext.config_key(config) for ext in self.extensions]
@@ -211,6 +216,8 @@ class _Session:
             self.carrier = Carrier()
         carrier = self.carrier
         self.one_cpu.place(carrier.thread)
+        if self.carriers is not None:
+            self.carriers.place(self.one_cpu.follow)
         batch = Batch(
             carrier,
             lambda run, claim: self._play(run, carrier, claim),
@@ -233,6 +240,8 @@ class _Session:
     def _prepare(self, chooser: Chooser, locate: bool) -> Run:
         run = Run(chooser, self.run_config)
         run.locate = locate
+        if self.carriers is not None:
+            run.launch = self.carriers.start
         if isinstance(chooser, Replayer):
             chooser.run = run
         for ext in self.extensions:
@@ -242,6 +251,7 @@ class _Session:
     def _play(self, run: Run, carrier: Carrier, claim: Callable[[Any], bool]) -> bool:
         """On the carrier: the test function as the root thread, end hooks, then crash recovery if it crashed.
         False when the supervisor took a phase over (it finishes the run then)."""
+        _trace_like_a_new_thread()
         run.play_root(self.fn, carrier.thread)
         run.done.wait()
         if not claim(run.done):
@@ -251,6 +261,7 @@ class _Session:
             ext.end_run(run, run.crashed)
         if run.crashed and self.config.on_crash is not None and run.failure is None:
             run.reset_for_phase()
+            _trace_like_a_new_thread()
             run.play_root(self.config.on_crash, carrier.thread)
             run.done.wait()
             if not claim(run.done):
@@ -275,6 +286,8 @@ class _Session:
         carrier, self.carrier = self.carrier, None
         if carrier is not None:
             carrier.close()
+        if self.carriers is not None:
+            self.carriers.close()
 
     def located(self, run: Run, result: Result) -> Run:
         """A failing ``run`` that was executed without source locations, executed again with them (the same
@@ -307,6 +320,16 @@ class _Session:
             strategy, seed, index, short_hash(self.target), short_hash(self.config_key), shape_of(run.arities),
             choices, tuple(run.picked), tuple(run.recorded_steps()),
         ).encode()
+
+
+def _trace_like_a_new_thread() -> None:
+    """The carrier gets the trace function ``threading.settrace`` gives every new thread (line-level points on
+    3.10/3.11, a coverage tool), as the root's own thread would: it outlives its schedules, and CPython drops a
+    thread's trace function when it raises, as the line tracer's ``_Abort`` does in a stopped run. Without this
+    the next schedule's root ran without line points (a spin loop: uncontrolled for good)."""
+    hook = threading.gettrace()
+    if hook is not None and sys.gettrace() is not hook:
+        sys.settrace(hook)
 
 
 def _outcome(run: Run) -> tuple:

@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from racecheck import runtime
+from racecheck.errors import _Abort
 
 __racecheck_engine__ = True
 
@@ -113,9 +114,21 @@ def files_of(modules: Iterable[types.ModuleType]) -> list[str]:
 
 
 def _controlled_run() -> Any:
-    """The run of the calling thread if it is a controlled thread of a run that is not unwinding, else None."""
+    """The run of the calling thread if it is a controlled thread of a run that is not unwinding, else None.
+
+    A thread of a run that is being stopped (a failure elsewhere, a replay that diverged, the supervisor's
+    verdict) and that was not told yet is told here, once: ``_Abort`` unwinds it as it does at any other point.
+    Without that, a loop whose only points are its lines (``while not done: pass``) spun on, uncontrolled, for
+    good: the supervisor left it behind after its watchdog, and the spinning thread slowed every later run in
+    the process. Once told, its cleanup code (``finally`` blocks) runs without points."""
     run = runtime.current_run()
-    if run is None or runtime.current_thread_record() is None or getattr(run, "aborting", False):
+    rec = runtime.current_thread_record()
+    if run is None or rec is None:
+        return None
+    if getattr(run, "aborting", False):
+        if not rec.unwinding:
+            rec.unwinding = True
+            raise _Abort()
         return None
     return run
 

@@ -131,7 +131,7 @@ class ThreadRecord:
 
     __slots__ = (
         "tid", "run", "thread", "baton", "started", "finished", "op", "loc", "enabled", "deadline",
-        "timed_out", "yielding", "background", "exited", "launched", "yield_to", "body", "carried",
+        "timed_out", "yielding", "background", "exited", "launched", "yield_to", "body", "carried", "unwinding",
     )
 
     def __init__(self, tid: int, run: Run, thread: Any) -> None:
@@ -154,6 +154,7 @@ class ThreadRecord:
         self.yield_to: set[int] | None = None  # after a yield: the threads that must run before this one again
         self.body: Callable[[], None] | None = None  # what its OS thread runs: the controlled body
         self.carried = False  # runs on a carrier that outlives the run (never joined by teardown)
+        self.unwinding = False  # the run being stopped, an _Abort was raised in this thread
 
     @property
     def name(self) -> str:
@@ -230,6 +231,9 @@ class Run:
         # objects made and freed): explore turns it off for schedules nobody will read, and runs a failing one
         # again with it on (same decisions, same trace, now with locations) before reporting it.
         self.locate = True
+        # How a controlled thread's OS side is started: on a reused carrier (``racecheck.carrier_pool``, set by
+        # explore), or with None by ``Thread.start``'s own machinery (a new OS thread).
+        self.launch: Callable[[Any], None] | None = None
 
     @property
     def root(self) -> ThreadRecord | None:
@@ -264,6 +268,7 @@ class Run:
         if me is None or me.run is not self:
             raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
         if self.aborting:
+            me.unwinding = True
             raise _Abort()
         if timeout is not None and timeout <= 0 and enabled is not None:
             # A non-blocking attempt: a plain point, then look once.
@@ -346,7 +351,11 @@ class Run:
         rec.background = bool(thread.daemon) or bool(getattr(thread, "_racecheck_background", False))
         thread.daemon = True  # a thread stuck in uncontrolled code must never keep the process alive
         rec.launched = True
-        real_start(thread)
+        launch = self.launch
+        if launch is None:
+            real_start(thread)
+        else:
+            launch(thread)
 
     def _register(self, thread: Any, target: Callable[[], Any] | None = None) -> ThreadRecord:
         """A record for ``thread`` in this run. Its controlled body runs ``target``, or the thread's own ``run``;
@@ -411,6 +420,7 @@ class Run:
         if me is None or me.run is not self:
             raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
         if self.aborting:
+            me.unwinding = True
             raise _Abort()
         return me
 
@@ -500,6 +510,7 @@ class Run:
         if alive:
             me.baton.acquire()
             if self.aborting:
+                me.unwinding = True
                 raise _Abort()
 
     def _wake_or_finish(self, me: ThreadRecord, alive: bool) -> list[ThreadRecord]:
@@ -559,6 +570,7 @@ class Run:
         self.aborting = True
         self.done.set()
         if alive:
+            me.unwinding = True
             raise _Abort()
 
     def _describe_waiters(self, unfinished: list[ThreadRecord]) -> str:

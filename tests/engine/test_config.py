@@ -24,7 +24,7 @@ def test_every_documented_keyword_is_a_field():
         "strategy", "schedules", "seed", "instrument", "preemption_bound", "depth", "fs", "on_crash", "max_steps",
         "watchdog", "shrink_budget", "check_determinism",
         "max_failures", "race_budget", "database", "skip_duplicates", "preempt", "progress",  # issue 10
-        "one_cpu",  # issue 9: where the threads run, never what they do
+        "one_cpu", "fresh_threads",  # issue 9: where the threads run, never what they do
         "locations",  # issue 9: source lines of every schedule, or only of those reported
     }
 
