@@ -222,3 +222,17 @@ def test_one_line_loop_is_a_line_point():
     result = racecheck.explore(spin_until_set, strategy="dfs", schedules=1, max_steps=300, preempt="lines")
     assert result.failure.kind == "step-limit"
     assert result.failure.trace.count(" line ") > 100
+
+
+def test_a_spin_loop_is_unwound_in_every_run_of_its_schedule_and_leaves_no_thread():
+    """The failing schedule is run again (with source locations) on the same carrier. CPython drops a thread's
+    trace function when it raises, as the line tracer's unwinding does in the first run: the second run's root then
+    spun without line points, was reported stuck after the watchdog and left spinning for good, slowing every
+    later run in the process. Now the carrier gets the trace function back for every schedule."""
+    from engine_threads import racecheck_threads
+
+    result = racecheck.explore(spin_until_set, strategy="dfs", schedules=1, max_steps=300, preempt="lines")
+    assert result.failure.kind == "step-limit"
+    assert result.failure.trace.count(" line ") > 100
+    assert result.leaked_threads == []
+    assert racecheck_threads() == []
