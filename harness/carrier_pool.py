@@ -14,7 +14,8 @@ compares each with real threads):
 * its identity: the OS ident and native id of the thread it runs on, ``threading.current_thread()`` is its
   ``Thread`` object, ``enumerate()`` lists it while it runs; ``is_alive()``/``join()`` from any thread follow its end.
   The bookkeeping of ``Thread._bootstrap_inner`` is done here step for step, with a lock of ours in the place of the
-  lock the interpreter releases when a thread's state is deleted (released when the body has ended).
+  lock the interpreter releases when a thread's state is deleted (released when the body has ended). An idle
+  carrier is listed by ``enumerate()`` under its own name (``racecheck-carrier-N``), as the root's carrier is.
 * per-thread state that starts empty: ``threading.local`` values (kept in the interpreter's per-thread dict, which
   is cleared back to the carrier's own keys after every body), context variables (each body runs in a new
   ``contextvars.Context``), the trace and profile functions of ``threading.settrace``/``setprofile``.
@@ -44,7 +45,6 @@ __racecheck_engine__ = True
 
 _allocate_lock = runtime.real_allocate_lock
 _active = threading._active  # type: ignore[attr-defined]
-_limbo = threading._limbo  # type: ignore[attr-defined]
 _active_limbo_lock = threading._active_limbo_lock  # type: ignore[attr-defined]
 
 
@@ -115,16 +115,32 @@ class CarrierPool:
         self._count = 0
 
     def start(self, thread: threading.Thread) -> None:
-        """``Thread.start()`` for ``thread`` (called by the thread that starts it), on an idle carrier."""
+        """``Thread.start()`` for ``thread`` (called by the thread that starts it), on an idle carrier.
+
+        What ``Thread._bootstrap_inner`` does before ``run()`` is done here, by the starter: the carrier's ident and
+        native id are known, so the new thread's identity can be set before it runs, and ``start`` returns without
+        waiting for the carrier to say it started (one context switch less; it waits for its turn anyway, as every
+        controlled thread does, before it runs any code of its own)."""
         if not thread._initialized:  # type: ignore[attr-defined]
             raise RuntimeError("thread.__init__() not called")
         if thread._started.is_set():  # type: ignore[attr-defined]
             raise RuntimeError("threads can only be started once")
         carrier = self._take()
+        host = carrier.thread
+        ended = _allocate_lock()
+        ended.acquire()  # held while the thread lives: what the interpreter's tstate lock is to a fresh thread
+        thread._ident = host._ident  # type: ignore[attr-defined]
+        thread._tstate_lock = ended  # type: ignore[attr-defined]
+        if not thread.daemon:
+            with threading._shutdown_locks_lock:  # type: ignore[attr-defined]
+                threading._maintain_shutdown_locks()  # type: ignore[attr-defined]
+                threading._shutdown_locks.add(ended)  # type: ignore[attr-defined]
+        if hasattr(host, "_native_id"):
+            thread._native_id = host._native_id  # type: ignore[attr-defined]
+        thread._started.set()  # type: ignore[attr-defined]
         with _active_limbo_lock:
-            _limbo[thread] = thread
-        carrier.submit(lambda: self._host(carrier, thread))
-        thread._started.wait()  # type: ignore[attr-defined]
+            _active[host._ident] = thread  # type: ignore[attr-defined]
+        carrier.submit(lambda: self._host(carrier, thread, ended))
 
     def _take(self) -> Carrier:
         while self.idle:
@@ -136,33 +152,17 @@ class CarrierPool:
         self._all.append(carrier)
         return carrier
 
-    def _host(self, carrier: Carrier, thread: Any) -> None:
-        """On the carrier: what ``Thread._bootstrap_inner`` does around ``run()``, then the carrier made clean for
-        the next thread. Never raises (a carrier whose body raised would be abandoned)."""
+    def _host(self, carrier: Carrier, thread: Any, ended: Any) -> None:
+        """On the carrier: ``run()`` as ``Thread._bootstrap_inner`` calls it, then the thread's end and the carrier
+        made clean for the next thread. Never raises (a carrier whose body raised would be abandoned)."""
         me = carrier.thread
         state = _state_dict()  # type: ignore[misc]
         own = self._own_keys.get(carrier)
         if own is None:
             own = self._own_keys[carrier] = frozenset(state)  # before any body ran here: the carrier's own
         trace, profile = sys.gettrace(), sys.getprofile()
-        ended = _allocate_lock()
-        ended.acquire()  # held while the thread lives: what the interpreter's tstate lock is to a fresh thread
         try:
-            thread._set_ident()
-            thread._tstate_lock = ended
-            if not thread.daemon:
-                with threading._shutdown_locks_lock:  # type: ignore[attr-defined]
-                    threading._maintain_shutdown_locks()  # type: ignore[attr-defined]
-                    threading._shutdown_locks.add(ended)  # type: ignore[attr-defined]
-            if hasattr(thread, "_set_native_id"):
-                thread._set_native_id()
-            thread._started.set()
-            with _active_limbo_lock:
-                _active[thread._ident] = thread
-                del _limbo[thread]
             contextvars.Context().run(_run_body, thread)
-        except BaseException:  # noqa: BLE001 - the bookkeeping above failed: the starter must not wait forever
-            thread._started.set()
         finally:
             with _active_limbo_lock:
                 _active[me._ident] = me  # the carrier again (a thread's end removes its entry)
