@@ -716,6 +716,7 @@ class Run:
             rec.thread = None
             rec.enabled = None
         self.chooser = None
+        self.launch = None  # the session's carriers: a run kept in a result must not keep them
 
     def drop_locations(self) -> None:
         """Blank the source locations of the trace. Done to every run that left a thread stuck in uncontrolled
