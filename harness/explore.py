@@ -587,12 +587,18 @@ class _Schedules:
         self.counted: Run | None = None  # the last run ``after`` accounted for
 
     def run(self, locate: bool) -> None:
-        while True:
+        while not self._finished():  # known here, a batch that would find nothing to run is not started
             run = self.session.run_batch(self.next_chooser, self.after, locate)
             if run is None:
                 return
             if run is not self.counted and self._settle(run):
                 return
+
+    def _finished(self) -> bool:
+        """The budget is spent or the space is run to its end (a batch ends at its size limit or at a failing
+        run, so the last one's end did not say which; starting another only to hear it was one more hand-over to
+        the carrier and back, measured at ~0.1 ms per exploration)."""
+        return self.index >= self.config.schedules or self.coverage.exhausted or self.strat.exhausted
 
     def next_chooser(self) -> Chooser | None:
         if self.index >= self.config.schedules or self.coverage.exhausted:

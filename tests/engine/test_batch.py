@@ -36,6 +36,34 @@ def test_every_schedule_of_many_batches_is_run_and_counted_once_on_one_carrier()
     assert _racecheck_threads() == []
 
 
+@pytest.mark.parametrize(("schedules", "batches"), [(1, 1), (BATCH_LIMIT, 1), (BATCH_LIMIT + 1, 2), (100, 4)])
+def test_no_batch_is_started_once_the_budget_is_spent(monkeypatch, schedules, batches):
+    """Each batch is a hand-over to the carrier and back; one started only to find nothing left to run is waste."""
+    import importlib
+
+    explore_module = importlib.import_module("racecheck.explore")
+    started = []
+    real_run_batch = explore_module._Session.run_batch
+
+    def counting(self, *args, **kwargs):
+        started.append(1)
+        return real_run_batch(self, *args, **kwargs)
+
+    monkeypatch.setattr(explore_module._Session, "run_batch", counting)
+
+    def fn():
+        t = threading.Thread(target=racecheck.point, args=("worker",))
+        t.start()
+        t.join()
+
+    result = racecheck.explore(fn, schedules=schedules, skip_duplicates=False)
+    assert result.ok and result.schedules == schedules
+    assert len(started) == batches
+    started.clear()
+    assert racecheck.explore(fn, strategy="dfs", schedules=schedules).exhausted
+    assert len(started) == 1  # dfs knows it is done when its last branch has run
+
+
 class _WhereRunsEnd:
     """An extension that notes which OS thread ran each run's end hook: the carrier when it finished the run."""
 
