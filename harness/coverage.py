@@ -68,6 +68,13 @@ class _Accesses(dict):
 
 _ACCESSES = _Accesses()
 
+# Accesses in resource order -> key. The key is a function of that list alone, and an exploration meets the same
+# few interleavings again and again (the micro workload: 5 among 265 distinct schedules), so a repeat costs a
+# hash and a lookup instead of building and hashing the text (measured: 14.0 -> 6.2 µs per micro-workload trace
+# of 29 events, in a loop over 100 of them).
+_KEYS: dict[tuple, str] = {}
+_KEY_LIMIT = 1 << 12
+
 
 def interleaving_key(events: Sequence[TraceEvent]) -> str:
     """A digest of the per-resource access order of a trace (the interleaving's identity).
@@ -79,7 +86,17 @@ def interleaving_key(events: Sequence[TraceEvent]) -> str:
     by \x01 (reads commute); the lines, in resource order, joined by \x03, are hashed. Separators are control
     characters that no op text or path contains. ``tests/engine/test_coverage.py`` compares it with a plain
     per-event implementation of that definition on generated traces."""
-    accesses = sorted(chain.from_iterable(map(_ACCESSES.__getitem__, map(_WHO, events))), key=_RESOURCE)
+    accesses = tuple(sorted(chain.from_iterable(map(_ACCESSES.__getitem__, map(_WHO, events))), key=_RESOURCE))
+    key = _KEYS.get(accesses)
+    if key is None:
+        if len(_KEYS) >= _KEY_LIMIT:
+            _KEYS.clear()
+        key = _KEYS[accesses] = _digest(accesses)
+    return key
+
+
+def _digest(accesses: tuple[tuple[str, str, bool], ...]) -> str:
+    """``interleaving_key``'s text of accesses sorted by resource, hashed."""
     lines = []
     for resource, group in groupby(accesses, _RESOURCE):
         group = list(group)
