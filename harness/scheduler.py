@@ -692,6 +692,8 @@ class Run:
             exc.args = (f"{exc.args[0] if exc.args else ''} {report}".strip(), *exc.args[1:])
         elif exc is not None and hasattr(exc, "add_note"):
             exc.add_note(report)
+        elif exc is not None:  # 3.10 has no add_note: the note goes where 3.11 keeps notes
+            exc.__notes__ = [*getattr(exc, "__notes__", []), report]
 
     def detach(self) -> None:
         """Once every thread of the run has exited: cut the links from its threads back to it (record, body,

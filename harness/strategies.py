@@ -56,7 +56,7 @@ class Strategy:
         so the stream is the one ``random.Random(text)`` gives: tests/engine/test_strategies_stream.py compares."""
         raw = text.encode()
         rng = self._rng
-        _CoreRandom.seed(rng, int.from_bytes(raw + _sha512(raw).digest()))
+        _CoreRandom.seed(rng, int.from_bytes(raw + _sha512(raw).digest(), "big"))  # 3.10 has no default order
         rng.gauss_next = None
         return rng
 
