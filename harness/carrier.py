@@ -14,6 +14,7 @@ so no carrier outlives it.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 
@@ -77,3 +78,16 @@ class Carrier:
         except RuntimeError:
             return False
         return True
+
+
+def trace_like_a_new_thread() -> None:
+    """Give the calling carrier the trace and profile functions ``threading.settrace``/``setprofile`` give every new
+    thread (``Thread._bootstrap_inner`` installs them), before it runs the next body as a thread of a run (a
+    schedule's root, a thread the root started). A carrier outlives its bodies, and CPython drops a thread's trace
+    function when it raises, as the line tracer's ``_Abort`` does in a stopped run: without this the next body ran
+    without them (no line-level points on 3.10/3.11, so a spin loop was uncontrolled for good)."""
+    trace, profile = threading.gettrace(), threading.getprofile()
+    if trace is not None and sys.gettrace() is not trace:
+        sys.settrace(trace)
+    if profile is not None and sys.getprofile() is not profile:
+        sys.setprofile(profile)

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck import runtime
-from racecheck.carrier import Carrier
+from racecheck.carrier import Carrier, trace_like_a_new_thread
 
 __racecheck_engine__ = True
 
@@ -79,11 +79,8 @@ _supported: bool | None = None
 def _probe() -> bool:
     """Whether a thread's state can be made fresh here: the threading internals this module mirrors exist, and a
     ``threading.local`` value set on this thread is gone once its entry leaves the per-thread dict."""
-    methods = ("_set_ident", "_set_tstate_lock", "_wait_for_tstate_lock", "_bootstrap_inner", "_initialized")
-    names = ("_shutdown_locks", "_shutdown_locks_lock", "_maintain_shutdown_locks", "_trace_hook", "_profile_hook")
-    if _state_dict is None or not all(hasattr(threading.Thread, name) for name in methods):
-        return False
-    if not all(hasattr(threading, name) for name in names):
+    used = ("_set_tstate_lock", "_wait_for_tstate_lock", "_initialized")  # the tstate-lock design (3.10-3.12)
+    if _state_dict is None or not all(hasattr(threading.Thread, name) for name in used):
         return False
     try:
         before = set(_state_dict())
@@ -130,11 +127,9 @@ class CarrierPool:
         ended = _allocate_lock()
         ended.acquire()  # held while the thread lives: what the interpreter's tstate lock is to a fresh thread
         thread._ident = host._ident  # type: ignore[attr-defined]
+        # A daemon, as Run.start_thread makes every controlled thread: as in the stdlib, interpreter shutdown does
+        # not wait for its lock.
         thread._tstate_lock = ended  # type: ignore[attr-defined]
-        if not thread.daemon:
-            with threading._shutdown_locks_lock:  # type: ignore[attr-defined]
-                threading._maintain_shutdown_locks()  # type: ignore[attr-defined]
-                threading._shutdown_locks.add(ended)  # type: ignore[attr-defined]
         if hasattr(host, "_native_id"):
             thread._native_id = host._native_id  # type: ignore[attr-defined]
         thread._started.set()  # type: ignore[attr-defined]
@@ -191,11 +186,7 @@ class CarrierPool:
 
 
 def _run_body(thread: Any) -> None:
-    hooks = threading  # the hooks ``threading.settrace``/``setprofile`` install for every new thread
-    if hooks._trace_hook:  # type: ignore[attr-defined]
-        sys.settrace(hooks._trace_hook)  # type: ignore[attr-defined]
-    if hooks._profile_hook:  # type: ignore[attr-defined]
-        sys.setprofile(hooks._profile_hook)  # type: ignore[attr-defined]
+    trace_like_a_new_thread()
     try:
         thread.run()
     except BaseException:  # noqa: BLE001 - as the stdlib: the thread's excepthook reports it

@@ -8,7 +8,6 @@ determinism check, and the Result a user sees. It knows no extension by name.
 from __future__ import annotations
 
 import sys
-import threading
 import types
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
@@ -22,7 +21,7 @@ from racecheck import runtime, sync  # noqa: F401 - sync registers the controlle
 from racecheck import tempdirs as _tempdirs
 from racecheck.affinity import OneCpu
 from racecheck.batch import Batch
-from racecheck.carrier import Carrier
+from racecheck.carrier import Carrier, trace_like_a_new_thread
 from racecheck.carrier_pool import CarrierPool
 from racecheck.carrier_pool import supported as carrier_pool_supported
 from racecheck.config import Config, resolve
@@ -251,7 +250,7 @@ class _Session:
     def _play(self, run: Run, carrier: Carrier, claim: Callable[[Any], bool]) -> bool:
         """On the carrier: the test function as the root thread, end hooks, then crash recovery if it crashed.
         False when the supervisor took a phase over (it finishes the run then)."""
-        _trace_like_a_new_thread()
+        trace_like_a_new_thread()
         run.play_root(self.fn, carrier.thread)
         run.done.wait()
         if not claim(run.done):
@@ -261,7 +260,7 @@ class _Session:
             ext.end_run(run, run.crashed)
         if run.crashed and self.config.on_crash is not None and run.failure is None:
             run.reset_for_phase()
-            _trace_like_a_new_thread()
+            trace_like_a_new_thread()
             run.play_root(self.config.on_crash, carrier.thread)
             run.done.wait()
             if not claim(run.done):
@@ -320,16 +319,6 @@ class _Session:
             strategy, seed, index, short_hash(self.target), short_hash(self.config_key), shape_of(run.arities),
             choices, tuple(run.picked), tuple(run.recorded_steps()),
         ).encode()
-
-
-def _trace_like_a_new_thread() -> None:
-    """The carrier gets the trace function ``threading.settrace`` gives every new thread (line-level points on
-    3.10/3.11, a coverage tool), as the root's own thread would: it outlives its schedules, and CPython drops a
-    thread's trace function when it raises, as the line tracer's ``_Abort`` does in a stopped run. Without this
-    the next schedule's root ran without line points (a spin loop: uncontrolled for good)."""
-    hook = threading.gettrace()
-    if hook is not None and sys.gettrace() is not hook:
-        sys.settrace(hook)
 
 
 def _outcome(run: Run) -> tuple:
@@ -601,7 +590,7 @@ class _Schedules:
         return self.index >= self.config.schedules or self.coverage.exhausted or self.strat.exhausted
 
     def next_chooser(self) -> Chooser | None:
-        if self.index >= self.config.schedules or self.coverage.exhausted:
+        if self._finished():
             return None
         chooser = self.strat.new_execution(self.index)
         if chooser is None:

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from racecheck import runtime
-from racecheck.errors import _Abort
+from racecheck.scheduler import unwind
 
 __racecheck_engine__ = True
 
@@ -127,8 +127,7 @@ def _controlled_run() -> Any:
         return None
     if getattr(run, "aborting", False):
         if not rec.unwinding:
-            rec.unwinding = True
-            raise _Abort()
+            unwind(rec)
         return None
     return run
 

@@ -22,7 +22,7 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any
+from typing import Any, NoReturn
 
 from racecheck import cleanup as _cleanup
 from racecheck import runtime
@@ -268,8 +268,7 @@ class Run:
         if me is None or me.run is not self:
             raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
         if self.aborting:
-            me.unwinding = True
-            raise _Abort()
+            unwind(me)
         if timeout is not None and timeout <= 0 and enabled is not None:
             # A non-blocking attempt: a plain point, then look once.
             self.schedule(op, yielding=yielding, skip=skip + 1)
@@ -420,8 +419,7 @@ class Run:
         if me is None or me.run is not self:
             raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
         if self.aborting:
-            me.unwinding = True
-            raise _Abort()
+            unwind(me)
         return me
 
     def recorded_steps(self) -> list[int]:
@@ -510,8 +508,7 @@ class Run:
         if alive:
             me.baton.acquire()
             if self.aborting:
-                me.unwinding = True
-                raise _Abort()
+                unwind(me)
 
     def _wake_or_finish(self, me: ThreadRecord, alive: bool) -> list[ThreadRecord]:
         """Nobody can run: let virtual time pass to the next deadline, or end the run (complete, or deadlock)."""
@@ -570,8 +567,7 @@ class Run:
         self.aborting = True
         self.done.set()
         if alive:
-            me.unwinding = True
-            raise _Abort()
+            unwind(me)
 
     def _describe_waiters(self, unfinished: list[ThreadRecord]) -> str:
         waits = "; ".join(f"T{r.tid} waits: {r.op} @{r.loc}" for r in unfinished)
@@ -773,6 +769,13 @@ class Watch:
         if self.done.is_set() or run.steps != self.last_steps:
             return False
         return where is not None or elapsed >= self.watchdog
+
+
+def unwind(rec: ThreadRecord) -> NoReturn:
+    """Stop ``rec``'s code: its run is being stopped. ``rec.unwinding`` says it was told, so the line tracer, which
+    tells a thread of a stopped run at its next line point, tells each thread once (``racecheck.lines``)."""
+    rec.unwinding = True
+    raise _Abort()
 
 
 def _release_quietly(baton: Any) -> None:

@@ -187,3 +187,25 @@ def test_c_level_thread_state_is_what_fresh_threads_is_for():
 def test_fresh_threads_must_be_a_bool():
     with pytest.raises(TypeError, match="fresh_threads must be True or False"):
         racecheck.Config(fresh_threads="yes")
+
+
+def test_a_thread_started_after_threading_settrace_gets_that_function_as_a_new_thread_does():
+    seen: list[bool] = []
+
+    def fn() -> None:
+        first = threading.Thread(target=lambda: None)  # its carrier exists before the hook does
+        first.start()
+        first.join()
+        threading.settrace(_stray_trace)
+        try:
+            t = threading.Thread(target=lambda: seen.append(sys.gettrace() is _stray_trace))
+            t.start()
+            t.join()
+        finally:
+            threading.settrace(None)
+
+    fn()
+    assert seen == [True]  # plain threads
+    seen.clear()
+    assert racecheck.explore(fn, schedules=3, skip_duplicates=False).ok
+    assert seen == [True, True, True]

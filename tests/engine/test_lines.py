@@ -236,3 +236,27 @@ def test_a_spin_loop_is_unwound_in_every_run_of_its_schedule_and_leaves_no_threa
     assert result.failure.trace.count(" line ") > 100
     assert result.leaked_threads == []
     assert racecheck_threads() == []
+
+
+def test_a_thread_back_in_a_stopped_run_is_unwound_at_its_next_line_point():
+    """The supervisor stops a run whose thread is blocked where racecheck cannot see; when that thread comes back
+    and runs code whose only points are lines, it is unwound at the first one instead of spinning on for good."""
+    from engine_threads import racecheck_threads
+
+    gate = threading.Lock()  # a real lock made outside any run
+    gate.acquire()
+    box = [False]
+
+    def blocked_then_spinning():
+        gate.acquire()
+        while not box[0]: pass  # noqa: E701 - a one-line loop: its backward jump is the only line point
+
+    try:
+        result = racecheck.explore(blocked_then_spinning, strategy="dfs", schedules=1, preempt="lines",
+                                   watchdog=0.5, shrink_budget=0, race_budget=0)
+        assert result.failure.kind == "uncontrolled-blocking"
+    finally:
+        gate.release()
+    for t in racecheck_threads():
+        t.join(timeout=5)
+    assert racecheck_threads() == []
