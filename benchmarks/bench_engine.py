@@ -10,6 +10,9 @@
    per-step cost, absolute.
 3. Schedules per second on the micro workload (stock Lightning ``AsyncCheckpointIO(TorchCheckpointIO())``:
    save(a); save(b); remove(a); teardown() on a real temp dir), controlled (pct) vs the plain loop. Goal: >= 0.85.
+4. The same calls over an inner IO that does nothing (no torch, no files): what control adds to a run when only
+   the executor, its worker thread and the futures are left, in µs per run. Reported, no goal: it tells the
+   engine's own cost apart from what serialising the real workload's threads costs (see docs/engine.md).
 
 Each pair is measured ``--repeats`` times, alternating uncontrolled and controlled so that load on the machine
 hits both alike; the table shows medians and the median of the per-pair ratios. Wall-clock figures: reported,
@@ -99,6 +102,29 @@ def micro_workload(directory: str) -> None:
         os.remove(os.path.join(directory, name))
 
 
+class _NoIO:
+    """A CheckpointIO that does nothing: the micro workload's calls with the torch and file work taken out."""
+
+    def save_checkpoint(self, checkpoint, path, storage_options=None) -> None:
+        pass
+
+    def load_checkpoint(self, path, map_location=None) -> dict:
+        return {}
+
+    def remove_checkpoint(self, path) -> None:
+        pass
+
+
+def noop_workload() -> None:
+    from lightning.pytorch.plugins.io.async_plugin import AsyncCheckpointIO
+
+    io = AsyncCheckpointIO(_NoIO())
+    io.save_checkpoint({"w": 0}, "a.ckpt")
+    io.save_checkpoint({"w": 1}, "b.ckpt")
+    io.remove_checkpoint("a.ckpt")
+    io.teardown()
+
+
 def _timed(fn) -> float:
     start = time.perf_counter()
     fn()
@@ -172,6 +198,31 @@ def _micro(schedules: int, repeats: int) -> tuple[float, float, list[float]]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def _engine_cost(schedules: int, repeats: int) -> tuple[float, float]:
+    """Median µs per run of ``noop_workload``: plain loop, controlled (pct), alternating like ``_micro``."""
+    noop_workload()
+
+    def plain_loop() -> None:
+        for _ in range(schedules):
+            noop_workload()
+
+    def explore_once() -> None:
+        result = racecheck.explore(
+            noop_workload,
+            strategy="pct",
+            schedules=schedules,
+            instrument=["lightning.pytorch.plugins.io.async_plugin"],
+            shrink_budget=0,
+        )
+        assert result.schedules == schedules
+
+    plain, ctl = [], []
+    for _ in range(repeats):
+        plain.append(_timed(plain_loop) / schedules)
+        ctl.append(_timed(explore_once) / schedules)
+    return statistics.median(plain) * 1e6, statistics.median(ctl) * 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2000)
@@ -208,6 +259,14 @@ def main() -> None:
         f"{ctl_rate:.0f} schedules/s",
         f"{micro_ratio:.0%} of the throughput",
         f">= 85%: {'met' if micro_ratio >= 0.85 else 'NOT met'}",
+    )
+    noop_plain, noop_ctl = _engine_cost(args.schedules, args.repeats)
+    table.add_row(
+        "  the same calls over a no-op inner IO (the engine's own cost)",
+        f"{noop_plain:.0f} us/run",
+        f"{noop_ctl:.0f} us/schedule",
+        f"+{noop_ctl - noop_plain:.0f} us per schedule",
+        "",
     )
     console.print(table)
     spread = ", ".join(f"{r:.2f}" for r in sorted(ratios))
