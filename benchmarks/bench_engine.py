@@ -172,43 +172,25 @@ def _micro(schedules: int, repeats: int) -> tuple[float, float, list[float]]:
     try:
         micro_workload(directory)  # warm-up: imports, torch serialization caches
 
-        def plain_loop() -> None:
-            for _ in range(schedules):
-                micro_workload(directory)
-
-        def explore_once() -> None:
-            result = racecheck.explore(
-                lambda: micro_workload(directory),
-                strategy="pct",
-                schedules=schedules,
-                instrument=["lightning.pytorch.plugins.io.async_plugin"],
-                shrink_budget=0,
-            )
-            assert result.schedules == schedules
-
-        plain, ctl, ratios = [], [], []
-        for _ in range(repeats):
-            p = schedules / _timed(plain_loop)
-            c = schedules / _timed(explore_once)
-            plain.append(p)
-            ctl.append(c)
-            ratios.append(c / p)
+        plain, ctl = _alternate(lambda: micro_workload(directory), schedules, repeats)
+        plain = [1 / p for p in plain]
+        ctl = [1 / c for c in ctl]
+        ratios = [c / p for p, c in zip(plain, ctl, strict=True)]
         return statistics.median(plain), statistics.median(ctl), ratios
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _engine_cost(schedules: int, repeats: int) -> tuple[float, float]:
-    """Median µs per run of ``noop_workload``: plain loop, controlled (pct), alternating like ``_micro``."""
-    noop_workload()
+def _alternate(workload, schedules: int, repeats: int) -> tuple[list[float], list[float]]:
+    """Seconds per run of ``workload``, plain loop then explored (pct), alternating ``repeats`` times."""
 
     def plain_loop() -> None:
         for _ in range(schedules):
-            noop_workload()
+            workload()
 
     def explore_once() -> None:
         result = racecheck.explore(
-            noop_workload,
+            workload,
             strategy="pct",
             schedules=schedules,
             instrument=["lightning.pytorch.plugins.io.async_plugin"],
@@ -220,6 +202,13 @@ def _engine_cost(schedules: int, repeats: int) -> tuple[float, float]:
     for _ in range(repeats):
         plain.append(_timed(plain_loop) / schedules)
         ctl.append(_timed(explore_once) / schedules)
+    return plain, ctl
+
+
+def _engine_cost(schedules: int, repeats: int) -> tuple[float, float]:
+    """Median µs per run of ``noop_workload``: plain loop, controlled (pct), alternating like ``_micro``."""
+    noop_workload()
+    plain, ctl = _alternate(noop_workload, schedules, repeats)
     return statistics.median(plain) * 1e6, statistics.median(ctl) * 1e6
 
 
@@ -265,7 +254,7 @@ def main() -> None:
         "  the same calls over a no-op inner IO (the engine's own cost)",
         f"{noop_plain:.0f} us/run",
         f"{noop_ctl:.0f} us/schedule",
-        f"+{noop_ctl - noop_plain:.0f} us per schedule",
+        f"{noop_ctl - noop_plain:+.0f} us per schedule",
         "",
     )
     console.print(table)
