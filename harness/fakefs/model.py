@@ -206,13 +206,19 @@ class Store:
             raise ValueError(f"{path!r} is not under the fake filesystem root {self.root!r}")
         return path[len(self.root) + 1:].split("/")
 
-    def _resolve(self, path: str, shown: str, api: str = "os", path2: str | None = None) -> Where:
+    def _resolve(self, path: str, shown: str, api: str = "os", path2: str | None = None, *,
+                 two_paths: bool = False) -> Where:
         """Where ``path`` leads, component by component as the kernel walks it (POSIX), or after Win32's textual
         normalisation (Windows: ``..`` is textual, trailing dots/spaces go, reserved and invalid names fail).
 
         POSIX: every component but the last must be an existing directory (ENOENT / ENOTDIR otherwise), so
-        ``x/../a`` fails when ``x`` is missing and ``a/`` never names a regular file."""
+        ``x/../a`` fails when ``x`` is missing and ``a/`` never names a regular file.
+
+        ``two_paths``: a call on two paths (rename), which checks both lengths before walking either and looks up
+        both last names after walking both (``_check_length`` and ``_check_name`` are then its business)."""
         raw = self._parts(path)
+        if not two_paths:
+            self._check_length(path, shown, path2, api)
         if self.sem.textual_paths:
             comps, slash = self.sem.normalize(raw, shown, api, path2)
         else:
@@ -230,6 +236,7 @@ class Store:
                 continue
             entry = stack[-1].entries.get(self.sem.key(name))
             if entry is None:
+                self._check_name(name, shown, path2, api)
                 raise self.sem.error(errno.ENOENT, shown, path2, api=api, winerror=3)
             if not entry[1].is_dir:
                 raise self.sem.error(errno.ENOTDIR, shown, path2, api=api, winerror=3)
@@ -251,9 +258,24 @@ class Store:
                          tuple(stack))
         key = self.sem.key(last)
         entry = stack[-1].entries.get(key)
+        if entry is None and not two_paths:
+            self._check_name(last, shown, path2, api)
         name = entry[0] if entry else last
         return Where(stack[-1], key, last, entry[1] if entry else None, NORM, slash,
                      "/".join([self.root] + names + [name]), tuple(stack))
+
+    def _check_length(self, path: str, shown: str, path2: str | None, api: str) -> None:
+        """A path of PATH_MAX bytes or more fails before any lookup (ENAMETOOLONG, from the kernel's copy of it)."""
+        path_max = self.sem.path_max
+        if path_max is not None and len(path) * 4 >= path_max and len(os.fsencode(path)) >= path_max:
+            raise self.sem.error(errno.ENAMETOOLONG, shown, path2, api=api)
+
+    def _check_name(self, name: str, shown: str, path2: str | None, api: str) -> None:
+        """A name no directory holds, looked up: longer than NAME_MAX, the lookup itself fails (ENAMETOOLONG, as
+        Linux's filesystems answer before saying the name is missing or creating it). Names that exist passed."""
+        name_max = self.sem.name_max
+        if name_max is not None and len(name) * 4 > name_max and len(os.fsencode(name)) > name_max:
+            raise self.sem.error(errno.ENAMETOOLONG, shown, path2, api=api)
 
     def _lookup(self, path: str, shown: str, api: str = "os", path2: str | None = None):
         """(parent, key, name, inode or None) for callers that do not care about odd spellings."""
@@ -379,13 +401,20 @@ class Store:
         text = f"rename {_display(src)} -> {_display(dst)}"
         run = self._enter("rename", text)
         with self._lock:
-            s = self._resolve(src, s_shown, path2=d_shown)
-            d = self._resolve(dst, s_shown, path2=d_shown)
+            # rename(2)'s order: both paths copied in (length), both parents walked, then the old name looked
+            # up (missing: ENOENT), then the new one
+            self._check_length(src, s_shown, d_shown, "os")
+            self._check_length(dst, s_shown, d_shown, "os")
+            s = self._resolve(src, s_shown, path2=d_shown, two_paths=True)
+            d = self._resolve(dst, s_shown, path2=d_shown, two_paths=True)
             if s.kind != NORM or d.kind != NORM:
                 raise self.sem.error(errno.EBUSY, s_shown, d_shown, winerror=ERROR_ACCESS_DENIED)
             snode, dnode = s.inode, d.inode
             if snode is None:
+                self._check_name(s.name, s_shown, d_shown, "os")
                 raise self.sem.error(errno.ENOENT, s_shown, d_shown, winerror=2)
+            if dnode is None:
+                self._check_name(d.name, s_shown, d_shown, "os")
             win = self._win()
             if not snode.is_dir and (s.slash or d.slash):
                 raise self._slash_error(s_shown, "os", d_shown)
@@ -420,6 +449,8 @@ class Store:
                     raise self.sem.error(errno.ENOTEMPTY, s_shown, d_shown)
                 dnode.linked = False
             del s.parent.entries[s.key]
+            if self.sem.newest_first:
+                d.parent.entries.pop(d.key, None)  # the target becomes the directory's newest entry
             d.parent.entries[d.key] = (d.name, snode)
             s.parent.mtime = d.parent.mtime = self._now()
             self._journal(("rename", s.canon, d.canon), s.parent, d.parent)
@@ -479,7 +510,7 @@ class Store:
         self._leave(run, "rmdir", text)
 
     def listdir(self, path: str, *, shown: str | None = None) -> list[tuple[str, Inode]]:
-        """Names in creation order (like a fresh tmpfs directory; callers must not rely on any order)."""
+        """Names in the order the OS lists them: newest first on POSIX (tmpfs), creation order on Windows."""
         shown = path if shown is None else shown
         text = f"listdir {_display(path)}"
         run = self._enter("listdir", text)
@@ -493,6 +524,8 @@ class Store:
             if not inode.is_dir:
                 raise self.sem.error(errno.ENOTDIR, shown, winerror=267)
             listing = list(inode.entries.values())
+            if self.sem.newest_first:
+                listing.reverse()
         self._leave(run, "listdir", text)
         return listing
 

@@ -119,6 +119,13 @@ class Semantics:
     name = POSIX
     case_sensitive = True
     textual_paths = False
+    # Linux's limits, in bytes of the path as encoded (ENAMETOOLONG): a name longer than NAME_MAX fails when a
+    # lookup reaches it, a whole path of PATH_MAX bytes or more fails before any lookup. None: not modelled.
+    name_max: int | None = 255
+    path_max: int | None = 4096
+    # Directory listing order: tmpfs (Linux 6.x, measured) lists the newest entry first, and a rename, replacing
+    # or not, makes its target the newest. Code that copies a tree into itself sees the difference.
+    newest_first = True
 
     def normalize(self, parts: list[str], shown: str, api: str, path2: str | None = None) -> tuple[list[str], bool]:
         raise NotImplementedError
@@ -146,6 +153,9 @@ class WindowsSemantics(Semantics):
     name = WINDOWS
     case_sensitive = False
     textual_paths = True
+    name_max = None  # MAX_PATH and long-path opt-in are Windows configuration: not modelled
+    path_max = None
+    newest_first = False  # creation order (NTFS's collation order is not modelled)
 
     def key(self, name: str) -> str:
         """NTFS compares names through its one-to-one upper-case table, not Unicode case folding: "ß" and "ss",

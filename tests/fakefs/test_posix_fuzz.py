@@ -15,6 +15,7 @@ import os
 import pathlib
 import shutil
 import stat
+import sys
 import tempfile
 
 import pytest
@@ -48,6 +49,37 @@ op = st.one_of(
                                "p_unlink", "p_iterdir", "p_touch", "p_rmdir", "p_stat"]), st.sampled_from(NAMES)),
     st.tuples(st.just("p_rename"), st.sampled_from(NAMES), st.sampled_from(NAMES)),
 )
+
+
+# A copytree into its own subtree (``copytree d/.. d/a``) recurses until something stops it. Under Python's default
+# recursion limit that was Python: how deep it got depended on the stack below the call (pytest's main thread
+# against a carrier thread under explore) and on the frames each side's calls take (the fake's os calls are Python
+# code), not on the filesystem. So every program runs with room for more calls than PATH_MAX allows levels, under
+# roots of the same length on both sides: the limit met is Linux's ENAMETOOLONG, at the same depth, or a
+# difference. The roots are long (ROOT_LENGTH bytes, nested directories on the real side), which leaves a few
+# hundred levels below them: a runaway copytree ends in well under a second instead of twenty.
+ROOT_LENGTH = 3500
+DEEP_HEADROOM = 12_000
+
+
+def _frames_left() -> int:
+    """How many more Python calls the calling thread can make before a RecursionError."""
+    def down(depth: int) -> int:
+        try:
+            return down(depth + 1)
+        except RecursionError:
+            return depth
+    return down(0)
+
+
+def with_headroom(frames: int, call):
+    """``call()`` with exactly ``frames`` calls left before a RecursionError, whatever the stack below it."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(old - _frames_left() + frames)
+    try:
+        return call()
+    finally:
+        sys.setrecursionlimit(old)
 
 
 def _outcome(exc: BaseException) -> tuple:
@@ -215,14 +247,27 @@ class Program:
         return sorted(out)
 
 
+def _real_base() -> str | None:
+    return "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+
+def _padded(top: str) -> str:
+    """``top`` and directories below it, ROOT_LENGTH bytes in all (names of at most 200 bytes)."""
+    parts = [top]
+    while len("/".join(parts)) < ROOT_LENGTH:
+        parts.append("p" * min(200, ROOT_LENGTH - len("/".join(parts)) - 1))
+    return "/".join(parts)
+
+
 def run_real(steps: list) -> tuple[list, list]:
-    base = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    root = tempfile.mkdtemp(prefix="racefs-fuzz-", dir=base)
+    top = tempfile.mkdtemp(prefix="racefs-fuzz-", dir=_real_base())
     try:
+        root = _padded(top)
+        os.makedirs(root)
         prog = Program(root)
-        return prog.run(steps), prog.tree()
+        return with_headroom(DEEP_HEADROOM, lambda: (prog.run(steps), prog.tree()))
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        with_headroom(DEEP_HEADROOM, lambda: shutil.rmtree(top, ignore_errors=True))
 
 
 def run_fake(steps: list) -> tuple[list, list]:
@@ -230,10 +275,11 @@ def run_fake(steps: list) -> tuple[list, list]:
 
     def program() -> None:
         prog = Program(fakefs.root())
-        got["out"] = prog.run(steps)
-        got["tree"] = prog.tree()
+        got["out"], got["tree"] = with_headroom(DEEP_HEADROOM, lambda: (prog.run(steps), prog.tree()))
 
-    result = racecheck.explore(program, fs="posix", schedules=1, strategy="random", seed=0, shrink_budget=0)
+    # the real run's root: mkdtemp's <base>/racefs-fuzz-XXXXXXXX, padded; the same length here, so PATH_MAX falls alike
+    spec = fakefs.FakeFS(root=_padded(f"{_real_base() or tempfile.gettempdir()}/racefs-fuzz-fakeroot"))
+    result = racecheck.explore(program, fs=spec, schedules=1, strategy="random", seed=0, shrink_budget=0)
     assert result.ok, result.failure
     return got["out"], got["tree"]
 
@@ -275,6 +321,10 @@ PINNED = [
     [("ntf_gone", "d"), ("mkdir", "d"), ("ntf_gone", "d"), ("ntf", "d")],
     [("open", "x/../a", "wb", -1), ("open", "a", "wb", -1), ("close", 1), ("open", "a/", "wb", -1),
      ("stat", "a/"), ("mkdir", "d"), ("rmtree", "d/."), ("exists", "d")],
+    # found by the long fuzz run: a copytree into its own subtree recursed deeper on the side with the shallower
+    # stack (the fake's carrier thread), so the final trees differed by 19 levels of d/a
+    [("mkdir", "d"), ("copytree", "d/..", "d/a")],
+    [("mkdir", "d"), ("open", "d/e", "wb", -1), ("close", 0), ("copytree_ok", "d/.", "d/a")],
 ]
 
 
