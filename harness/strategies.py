@@ -108,11 +108,13 @@ class _PCTChooser(Chooser):
         self.change_points = change_points
         self.high: list[int] = []
         self.low: list[int] = []
+        self.known: set[int] = set()  # every tid in high or low: one C-level check per decision for new threads
         self.decisions = 0  # decisions with a running thread: the k of the bound, and what change points count
         self.fired = 0
 
     def _know(self, tid: int) -> None:
-        if tid not in self.high and tid not in self.low:
+        if tid not in self.known:
+            self.known.add(tid)
             self.high.insert(self.rng.randrange(len(self.high) + 1), tid)
 
     def _lower(self, tid: int) -> None:
@@ -123,15 +125,15 @@ class _PCTChooser(Chooser):
         self.low.append(tid)
 
     def pick_thread(self, enabled, current_enabled, yielding, current=None):
-        high, low = self.high, self.low
-        for tid in enabled:
-            if tid not in high and tid not in low:  # ``_know``, inlined: this runs at every decision
-                high.insert(self.rng.randrange(len(high) + 1), tid)
+        known = self.known
+        if not known.issuperset(enabled):  # a thread seen for the first time (only in a run's first decisions)
+            for tid in enabled:
+                self._know(tid)
         if current is not None:
             # A decision taken while a thread is running (not while one exits): the thread at the scheduling point
             # is "the running thread" of the paper, and a change point here lowers it whether or not it can go on.
-            if current not in high and current not in low:  # ``_know``, inlined
-                high.insert(self.rng.randrange(len(high) + 1), current)
+            if current not in known:
+                self._know(current)
             self.decisions += 1
             if self.decisions in self.change_points:
                 self.fired += 1
