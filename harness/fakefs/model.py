@@ -129,6 +129,7 @@ class Store:
     def __init__(self, spec: FakeFS | None = None) -> None:
         self.spec = spec or FakeFS()
         self.sem = semantics_for(self.spec.semantics)
+        self.newest_first = self.spec.newest_first(self.sem.newest_first)
         self.root = self.spec.root
         _note_root(self.root)
         self.faults = FaultPlan(self.spec)
@@ -449,8 +450,8 @@ class Store:
                     raise self.sem.error(errno.ENOTEMPTY, s_shown, d_shown)
                 dnode.linked = False
             del s.parent.entries[s.key]
-            if self.sem.newest_first:
-                d.parent.entries.pop(d.key, None)  # the target becomes the directory's newest entry
+            if not win:
+                d.parent.entries.pop(d.key, None)  # tmpfs: the target is a new entry, listed as the newest
             d.parent.entries[d.key] = (d.name, snode)
             s.parent.mtime = d.parent.mtime = self._now()
             self._journal(("rename", s.canon, d.canon), s.parent, d.parent)
@@ -510,7 +511,8 @@ class Store:
         self._leave(run, "rmdir", text)
 
     def listdir(self, path: str, *, shown: str | None = None) -> list[tuple[str, Inode]]:
-        """Names in the order the OS lists them: newest first on POSIX (tmpfs), creation order on Windows."""
+        """Names in the order the OS lists them (``FakeFS.listing_order``; natively newest first on POSIX, as
+        tmpfs lists them, creation order on Windows)."""
         shown = path if shown is None else shown
         text = f"listdir {_display(path)}"
         run = self._enter("listdir", text)
@@ -524,7 +526,7 @@ class Store:
             if not inode.is_dir:
                 raise self.sem.error(errno.ENOTDIR, shown, winerror=267)
             listing = list(inode.entries.values())
-            if self.sem.newest_first:
+            if self.newest_first:
                 listing.reverse()
         self._leave(run, "listdir", text)
         return listing

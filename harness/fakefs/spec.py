@@ -18,6 +18,7 @@ MUTATING_OPS = frozenset(
 )
 READ_OPS = frozenset({"read", "stat", "listdir"})
 ALL_OPS = MUTATING_OPS | READ_OPS
+LISTING_ORDERS = ("native", "newest-first", "oldest-first")
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class FakeFS:
                    half written; without it unsynced data is simply lost.
     capture_tempdir inside a run, tempfile calls without dir= create their files in ``tmpdir`` in the store
                    (default <root>/.tmp) instead of the real /tmp, so atomic-save code stays in the fake.
+    listing_order  the order directories list in: "native" (posix: tmpfs's, newest first, as Linux 6.x lists it;
+                   windows: creation order), "newest-first" or "oldest-first" (creation order, as some kernels'
+                   tmpfs lists), for code whose behaviour depends on it.
     """
 
     semantics: str = POSIX
@@ -54,6 +58,7 @@ class FakeFS:
     torn_writes: bool = False
     capture_tempdir: bool = True
     tmpdir: str | None = None
+    listing_order: str = "native"
 
     def __post_init__(self) -> None:
         if self.semantics not in (POSIX, WINDOWS):
@@ -62,6 +67,8 @@ class FakeFS:
         if not root.startswith("/") or root == "/":
             raise ValueError(f"root must be an absolute path below '/', not {self.root!r}")
         object.__setattr__(self, "root", root)
+        if self.listing_order not in LISTING_ORDERS:
+            raise ValueError(f"listing_order must be one of {', '.join(LISTING_ORDERS)}, not {self.listing_order!r}")
         if isinstance(self.latency, (int, float)):
             object.__setattr__(self, "latency", (float(self.latency),))
         else:
@@ -82,7 +89,13 @@ class FakeFS:
             if isinstance(value, (set, frozenset)):
                 value = sorted(value)
             parts.append(f"{name}={value!r}")
+        if self.listing_order != "native":  # added later: the default leaves the keys of earlier tokens as they were
+            parts.append(f"listing_order={self.listing_order!r}")
         return "FakeFS(" + ", ".join(parts) + ")"
+
+    def newest_first(self, semantics_default: bool) -> bool:
+        """Whether directories list their newest entry first, given what the semantics' OS does natively."""
+        return semantics_default if self.listing_order == "native" else self.listing_order == "newest-first"
 
     @property
     def temp_root(self) -> str:

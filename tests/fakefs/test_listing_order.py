@@ -3,8 +3,9 @@ order (``os.listdir`` and ``os.scandir``, unsorted) on a real tmpfs directory an
 
 Order is the filesystem's business (ext4 lists in hash order), so code under test that depends on it (a
 ``copytree`` into its own subtree copies what it lists first) is only reproduced faithfully where the fake lists
-like the real one: tmpfs, newest entry first, a rename's target becoming the newest. A machine whose /dev/shm
-lists otherwise skips this test, saying so (the fake then models another kernel's tmpfs).
+like the real one. tmpfs lists newest-first on most kernels (the fake's native posix order), in creation order on
+some: the fake gets the machine's order (``FakeFS(listing_order=...)``, probed in ``real_tmpfs``); in both, a
+rename's target is a new entry. A /dev/shm that lists in neither order skips these tests, saying so.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import tempfile
 import pytest
 import racecheck
 import racecheck.fakefs as fakefs
+import real_tmpfs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -57,12 +59,8 @@ def program(root: str, steps: list) -> list:
     return out
 
 
-def _real_base() -> str | None:
-    return "/dev/shm" if os.path.isdir("/dev/shm") else None
-
-
 def run_real(steps: list) -> list:
-    root = tempfile.mkdtemp(prefix="racefs-order-", dir=_real_base())
+    root = tempfile.mkdtemp(prefix="racefs-order-", dir=real_tmpfs.real_base())
     try:
         return program(root, steps)
     finally:
@@ -75,20 +73,16 @@ def run_fake(steps: list) -> list:
     def body() -> None:
         got["out"] = program(fakefs.root(), steps)
 
-    result = racecheck.explore(body, fs="posix", schedules=1, strategy="random", seed=0, shrink_budget=0)
+    spec = fakefs.FakeFS(listing_order=real_tmpfs.listing_order() or "native")
+    result = racecheck.explore(body, fs=spec, schedules=1, strategy="random", seed=0, shrink_budget=0)
     assert result.ok, result.failure
     return got["out"]
 
 
-def _real_lists_newest_first() -> bool:
-    probe = [("create", "e"), ("create", "a"), ("mkdir", "c"), ("rename", "e", "b")]
-    return run_real(probe)[-1] == (["b", "c", "a", "sub"], ["b", "c", "a", "sub"])
-
-
 @pytest.fixture(scope="module", autouse=True)
-def _tmpfs_orders_like_the_model():
-    if _real_base() is None or not _real_lists_newest_first():
-        pytest.skip("this machine's /dev/shm does not list newest-first: the fake models Linux 6.x tmpfs")
+def _real_order_known():
+    if real_tmpfs.real_base() is None or real_tmpfs.listing_order() is None:
+        pytest.skip("this machine's /dev/shm lists neither newest- nor oldest-first (not tmpfs?)")
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -98,9 +92,29 @@ def test_listing_order_matches_real_tmpfs(steps):
     assert real == fake, f"steps: {steps}\nreal: {real}\nfake: {fake}"
 
 
+def test_native_order_is_newest_first_and_the_other_is_chosen_by_name():
+    def listed(spec):
+        got: dict = {}
+        steps = [("create", "e"), ("create", "a"), ("rename", "e", "b")]
+        result = racecheck.explore(lambda: got.setdefault("out", program(fakefs.root(), steps)), fs=spec,
+                                   schedules=1, shrink_budget=0)
+        assert result.ok, result.failure
+        return got["out"][-1][0]
+
+    assert listed("posix") == ["b", "a", "sub"]
+    assert listed(fakefs.FakeFS(listing_order="newest-first")) == ["b", "a", "sub"]
+    assert listed(fakefs.FakeFS(listing_order="oldest-first")) == ["sub", "a", "b"]
+    assert listed("windows") == ["sub", "a", "b"]  # creation order; a rename's target keeps its place
+    with pytest.raises(ValueError, match="listing_order"):
+        fakefs.FakeFS(listing_order="sorted")
+    assert "listing_order" not in fakefs.FakeFS().config_key()  # tokens recorded before the field still match
+    assert "listing_order='oldest-first'" in fakefs.FakeFS(listing_order="oldest-first").config_key()
+
+
 def test_copytree_into_itself_copies_what_it_lists_first():
-    """The case the long fuzz run found: ``d`` holds ``e`` then ``a``; copying ``d`` into ``d/a`` copies ``a``
-    (listed first, newest) while it is still empty, so ``d/a/a`` stays empty on tmpfs and on the fake."""
+    """The case the long fuzz run found: ``d`` holds ``e`` then ``a``; copying ``d`` into ``d/a`` copies first
+    what the directory lists first: ``a`` while it is still empty (newest first), or ``e`` and then ``a`` with
+    ``e`` already in it (oldest first), on tmpfs and on the fake alike."""
 
     def tree(root: str) -> list:
         os.makedirs(f"{root}/d/e")
@@ -109,13 +123,16 @@ def test_copytree_into_itself_copies_what_it_lists_first():
         return sorted(os.path.relpath(top, root) for top, _, _ in os.walk(root))
 
     expected = [".", "d", "d/a", "d/a/a", "d/a/e", "d/e"]
-    real_root = tempfile.mkdtemp(prefix="racefs-order-", dir=_real_base())
+    if real_tmpfs.listing_order() == "oldest-first":
+        expected = [".", "d", "d/a", "d/a/a", "d/a/a/e", "d/a/e", "d/e"]
+    real_root = tempfile.mkdtemp(prefix="racefs-order-", dir=real_tmpfs.real_base())
     try:
         assert tree(real_root) == expected
     finally:
         shutil.rmtree(real_root, ignore_errors=True)
     got: dict = {}
-    result = racecheck.explore(lambda: got.setdefault("tree", tree(fakefs.root())), fs="posix", schedules=1,
+    spec = fakefs.FakeFS(listing_order=real_tmpfs.listing_order() or "native")
+    result = racecheck.explore(lambda: got.setdefault("tree", tree(fakefs.root())), fs=spec, schedules=1,
                                shrink_budget=0)
     assert result.ok, result.failure
     assert got["tree"] == expected

@@ -21,6 +21,7 @@ import tempfile
 import pytest
 import racecheck
 import racecheck.fakefs as fakefs
+import real_tmpfs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -247,10 +248,6 @@ class Program:
         return sorted(out)
 
 
-def _real_base() -> str | None:
-    return "/dev/shm" if os.path.isdir("/dev/shm") else None
-
-
 def _padded(top: str) -> str:
     """``top`` and directories below it, ROOT_LENGTH bytes in all (names of at most 200 bytes)."""
     parts = [top]
@@ -260,7 +257,7 @@ def _padded(top: str) -> str:
 
 
 def run_real(steps: list) -> tuple[list, list]:
-    top = tempfile.mkdtemp(prefix="racefs-fuzz-", dir=_real_base())
+    top = tempfile.mkdtemp(prefix="racefs-fuzz-", dir=real_tmpfs.real_base())
     try:
         root = _padded(top)
         os.makedirs(root)
@@ -278,7 +275,8 @@ def run_fake(steps: list) -> tuple[list, list]:
         got["out"], got["tree"] = with_headroom(DEEP_HEADROOM, lambda: (prog.run(steps), prog.tree()))
 
     # the real run's root: mkdtemp's <base>/racefs-fuzz-XXXXXXXX, padded; the same length here, so PATH_MAX falls alike
-    spec = fakefs.FakeFS(root=_padded(f"{_real_base() or tempfile.gettempdir()}/racefs-fuzz-fakeroot"))
+    spec = fakefs.FakeFS(root=_padded(f"{real_tmpfs.real_base() or tempfile.gettempdir()}/racefs-fuzz-fakeroot"),
+                         listing_order=real_tmpfs.listing_order() or "native")  # this kernel's tmpfs order
     result = racecheck.explore(program, fs=spec, schedules=1, strategy="random", seed=0, shrink_budget=0)
     assert result.ok, result.failure
     return got["out"], got["tree"]
