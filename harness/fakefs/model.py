@@ -28,6 +28,7 @@ from racecheck.fakefs.semantics import (
     ERROR_ACCESS_DENIED,
     ERROR_DIRECTORY,
     ERROR_SHARING_VIOLATION,
+    posix_error,
     semantics_for,
 )
 from racecheck.fakefs.spec import FakeFS
@@ -722,6 +723,24 @@ class Store:
                     self._unlink(parent, key, self._path_of(parent, key))
                 inode.delete_pending = False
         self._leave(run, "close", text)
+
+    def dir_path(self, fd: int) -> str:
+        """Where directory descriptor ``fd`` is now: what ``*at()`` calls resolve a relative name against. The
+        descriptor holds the directory itself, not its name, so a directory renamed since is followed; one
+        removed since has no names left in it (ENOENT), a file's descriptor is ENOTDIR, a closed one EBADF."""
+        with self._lock:
+            handle = self.fds.get(fd)
+            if handle is None or handle.closed:
+                raise posix_error(errno.EBADF)
+            node = handle.inode
+            if not node.is_dir:
+                raise posix_error(errno.ENOTDIR)
+            if node is self.root_inode:
+                return self.root
+            parent, key = self._parent_of(node)
+            if parent is None:
+                raise posix_error(errno.ENOENT)
+            return self._path_of(parent, key)
 
     def _parent_of(self, target: Inode) -> tuple[Inode | None, str]:
         stack = [self.root_inode]

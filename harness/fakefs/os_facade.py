@@ -64,11 +64,27 @@ def fake_open(file: Any, mode: str = "r", buffering: int = -1, encoding: str | N
 
 
 # ------------------------------------------------------------------------------------------------- os
+def _at(path: Any, dir_fd: Any) -> tuple[Any, Any]:
+    """(path, dir_fd) as a ``*at()`` call means them: a relative name under a fake directory descriptor becomes
+    that directory's current path joined with it (the descriptor follows its directory, see ``Store.dir_path``),
+    and the descriptor is dropped; an absolute path ignores ``dir_fd``, as the OS does. Anything else is
+    returned as it is, for the real call."""
+    store = fd_store(dir_fd) if dir_fd is not None else None
+    if store is None:
+        return path, dir_fd
+    text = os.fspath(path)
+    if isinstance(text, str) and text.startswith("/"):
+        return path, None
+    return posixpath.join(store.dir_path(dir_fd), text), None
+
+
 def remove(path: Any, *, dir_fd: Any = None) -> None:
+    shown = _shown(path)
+    path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
         return _real_os.remove(path, dir_fd=dir_fd)
-    hit[0].remove(hit[1], shown=_shown(path))
+    hit[0].remove(hit[1], shown=shown)
 
 
 def _rename(src: Any, dst: Any, replace: bool, real: Any, **kw: Any) -> None:
@@ -92,24 +108,30 @@ def stat(path: Any, *, dir_fd: Any = None, follow_symlinks: bool = True) -> os.s
     store = fd_store(path)
     if store is not None:
         return store.h_fstat(store.fds[path])
+    shown = _shown(path)
+    path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
         return _real_os.stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
-    return hit[0].stat(hit[1], shown=_shown(path))
+    return hit[0].stat(hit[1], shown=shown)
 
 
 def lstat(path: Any, *, dir_fd: Any = None) -> os.stat_result:
+    shown = _shown(path)
+    path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
         return _real_os.lstat(path, dir_fd=dir_fd)
-    return hit[0].stat(hit[1], shown=_shown(path))
+    return hit[0].stat(hit[1], shown=shown)
 
 
 def mkdir(path: Any, mode: int = 0o777, *, dir_fd: Any = None) -> None:
+    shown = _shown(path)
+    path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
         return _real_os.mkdir(path, mode, dir_fd=dir_fd)
-    hit[0].mkdir(hit[1], shown=_shown(path))
+    hit[0].mkdir(hit[1], shown=shown)
 
 
 def makedirs(name: Any, mode: int = 0o777, exist_ok: bool = False) -> None:
@@ -120,10 +142,12 @@ def makedirs(name: Any, mode: int = 0o777, exist_ok: bool = False) -> None:
 
 
 def rmdir(path: Any, *, dir_fd: Any = None) -> None:
+    shown = _shown(path)
+    path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
         return _real_os.rmdir(path, dir_fd=dir_fd)
-    hit[0].rmdir(hit[1], shown=_shown(path))
+    hit[0].rmdir(hit[1], shown=shown)
 
 
 def listdir(path: Any = ".") -> list:
@@ -191,6 +215,14 @@ class _ScandirIterator:
 
 
 def scandir(path: Any = ".") -> Any:
+    fd_owner = fd_store(path)
+    if fd_owner is not None:  # scandir(fd): the entries' paths are their bare names, as the OS gives them
+        try:
+            norm = fd_owner.dir_path(path)
+        except FileNotFoundError:
+            return _ScandirIterator([])  # a removed directory lists nothing (its names are all gone)
+        listing = fd_owner.listdir(norm, shown=norm)
+        return _ScandirIterator([FakeDirEntry(fd_owner, norm, "", name, node.is_dir) for name, node in listing])
     hit = target(path)
     if hit is None:
         return _real_os.scandir(path)
@@ -273,10 +305,12 @@ def readlink(path: Any, *, dir_fd: Any = None) -> str:
 
 # ---------------------------------------------------------------------------------------- descriptors
 def os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: Any = None) -> int:
+    shown = _shown(path)
+    path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
         return _real_os.open(path, flags, mode, dir_fd=dir_fd)
-    return hit[0].open(hit[1], flags, shown=_shown(path), api="open", directory_ok=True).fd
+    return hit[0].open(hit[1], flags, shown=shown, api="open", directory_ok=True).fd
 
 
 def close(fd: int) -> None:

@@ -83,10 +83,13 @@ def rmtree(path: Any, ignore_errors: bool = False, onerror: Any = None, *, onexc
         kw["onexc"] = onexc
     if dir_fd is not None:
         kw["dir_fd"] = dir_fd
-    if not _fake(path):
+    hit = target(path)
+    if hit is None:
         return shutil.rmtree(path, ignore_errors, onerror, **kw)
     kw.pop("dir_fd", None)  # paths under the mount are absolute: dir_fd is ignored for them, as by the OS
-    return _clone("rmtree")(path, ignore_errors, onerror, **kw)
+    by_descriptor = hit[0].sem.name != "windows"  # CPython's choice on each OS (see stdlib_clone)
+    return fos.clones()["shutil_fd" if by_descriptor else "shutil"].__dict__["rmtree"](path, ignore_errors, onerror,
+                                                                                        **kw)
 
 
 def move(src: Any, dst: Any, copy_function: Any = shutil.copy2) -> Any:

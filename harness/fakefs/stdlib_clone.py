@@ -7,8 +7,9 @@ function object's code with a private globals dict in which ``os`` and ``open`` 
 so mounted paths reach the store and every other path still reaches the real OS through the same stand-ins.
 The real modules are never modified: a clone is only called for calls that involve a mounted path.
 
-Fast paths that pass real descriptors to the kernel (``sendfile``, ``fcopyfile``, the ``dir_fd`` based
-``rmtree``) are switched off in the clones' globals, which is what CPython itself does on platforms without them.
+Fast paths that pass real descriptors to the kernel (``sendfile``, ``fcopyfile``) are switched off in the clones'
+globals, which is what CPython itself does on platforms without them. The ``dir_fd`` based ``rmtree`` runs for
+posix semantics (the stand-ins take fake directory descriptors), the path-based one for windows, as on each OS.
 """
 
 from __future__ import annotations
@@ -69,13 +70,23 @@ def build(os_overrides: dict[str, Any], path_overrides: dict[str, Any], fake_ope
         if name in path_overrides or not isinstance(fn, types.FunctionType):
             continue
         path_clone.__dict__[name] = clone_function(fn, genericpath_ns)
-    shutil_clone = clone_module(shutil, {"os": os_clone, "open": fake_open, "_USE_CP_SENDFILE": False,
-                                         "_HAS_FCOPYFILE": False, "_use_fd_functions": False})
-    ns = shutil_clone.__dict__
+    shutil_clone = _shutil_clone(os_clone, fake_open, fd_functions=False)
+    shutil_fd_clone = _shutil_clone(os_clone, fake_open, fd_functions=True)
+    return {"os": os_clone, "path": path_clone, "shutil": shutil_clone, "shutil_fd": shutil_fd_clone}
+
+
+def _shutil_clone(os_clone: types.ModuleType, fake_open: Any, fd_functions: bool) -> types.ModuleType:
+    """shutil over the stand-ins. ``fd_functions``: rmtree walks by directory descriptors (``_rmtree_safe_fd``),
+    as CPython does on Linux; without, by path (``_rmtree_unsafe``), as on Windows. They differ where a path's
+    components change under the walk: ``rmtree("d/..")`` removes ``d`` and then the rest by descriptor, while a
+    walk by path finds ``d/..`` gone."""
+    clone = clone_module(shutil, {"os": os_clone, "open": fake_open, "_USE_CP_SENDFILE": False,
+                                  "_HAS_FCOPYFILE": False, "_use_fd_functions": fd_functions})
+    ns = clone.__dict__
     if "_rmtree_impl" in ns:  # 3.13+: the implementation is chosen once at import
-        ns["_rmtree_impl"] = ns["_rmtree_unsafe"]
-    ns["rmtree"].__dict__["avoids_symlink_attacks"] = False
-    return {"os": os_clone, "path": path_clone, "shutil": shutil_clone}
+        ns["_rmtree_impl"] = ns["_rmtree_safe_fd" if fd_functions else "_rmtree_unsafe"]
+    ns["rmtree"].__dict__["avoids_symlink_attacks"] = fd_functions
+    return clone
 
 
 __racecheck_engine__ = True  # the fake is part of the engine: never instrumented itself

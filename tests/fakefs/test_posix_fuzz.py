@@ -323,6 +323,8 @@ PINNED = [
     # stack (the fake's carrier thread), so the final trees differed by 19 levels of d/a
     [("mkdir", "d"), ("copytree", "d/..", "d/a")],
     [("mkdir", "d"), ("open", "d/e", "wb", -1), ("close", 0), ("copytree_ok", "d/.", "d/a")],
+    # rmtree by path (the fake's, before) against Linux's by descriptor: "d/.." was gone once d was removed
+    [("open", "a", "wb", -1), ("mkdir", "d"), ("rmtree", "d/.."), ("open", "a", "rb", -1)],
 ]
 
 
