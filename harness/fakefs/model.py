@@ -619,20 +619,25 @@ class Store:
             self._check(handle)
             if not handle.writable:
                 raise OSError(errno.EBADF, os.strerror(errno.EBADF))
-            inode = handle.inode
-            pos = len(inode.data) if handle.append else handle.pos
-            growth = max(0, pos + len(data) - len(inode.data))
-            quota = self.faults.quota
-            if quota is not None and growth and self._used() + growth > quota:
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            if pos > len(inode.data):
-                inode.data.extend(b"\0" * (pos - len(inode.data)))
-            inode.data[pos:pos + len(data)] = data
-            inode.unsynced.append(("w", pos, data))
-            inode.mtime = self._now()
-            handle.pos = pos + len(data)
+            if data:  # write(2) of 0 bytes to a regular file: 0 "without causing any other effect" (no seek to
+                self._write_locked(handle, data)  # the end in append mode, no zero fill up to the position)
         self._leave(run, "write", text)
         return len(data)
+
+    def _write_locked(self, handle: Handle, data: bytes) -> None:
+        """``h_write``'s effect, under the store's lock: data at the position (the end in append mode)."""
+        inode = handle.inode
+        pos = len(inode.data) if handle.append else handle.pos
+        growth = max(0, pos + len(data) - len(inode.data))
+        quota = self.faults.quota
+        if quota is not None and growth and self._used() + growth > quota:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        if pos > len(inode.data):
+            inode.data.extend(b"\0" * (pos - len(inode.data)))
+        inode.data[pos:pos + len(data)] = data
+        inode.unsynced.append(("w", pos, data))
+        inode.mtime = self._now()
+        handle.pos = pos + len(data)
 
     def h_read(self, handle: Handle, size: int = -1) -> bytes:
         text = f"read {handle.path} {size}"

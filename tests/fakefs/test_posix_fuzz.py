@@ -325,6 +325,9 @@ PINNED = [
     [("mkdir", "d"), ("open", "d/e", "wb", -1), ("close", 0), ("copytree_ok", "d/.", "d/a")],
     # rmtree by path (the fake's, before) against Linux's by descriptor: "d/.." was gone once d was removed
     [("open", "a", "wb", -1), ("mkdir", "d"), ("rmtree", "d/.."), ("open", "a", "rb", -1)],
+    # a write of 0 bytes has no effect: no zero fill up to a position past the end, no move to the end on append
+    [("open", "a", "wb", 0), ("seek", 0, 1, 0), ("write", 0, b"")],
+    [("open", "a", "ab", 0), ("seek", 0, 1, 0), ("write", 0, b""), ("seek", 0, 0, 1)],
 ]
 
 
