@@ -619,8 +619,10 @@ class Store:
             self._check(handle)
             if not handle.writable:
                 raise OSError(errno.EBADF, os.strerror(errno.EBADF))
-            if data:  # write(2) of 0 bytes to a regular file: 0 "without causing any other effect" (no seek to
-                self._write_locked(handle, data)  # the end in append mode, no zero fill up to the position)
+            # write(2) of 0 bytes to a regular file returns 0 "without causing any other effect": no move to the
+            # end in append mode, no zero fill up to a position past the end
+            if data:
+                self._write_locked(handle, data)
         self._leave(run, "write", text)
         return len(data)
 
@@ -718,7 +720,7 @@ class Store:
             inode = handle.inode
             inode.handles.remove(handle)
             if handle.delete_on_close and inode.linked and not inode.delete_pending:
-                parent, key = self._parent_of(inode)
+                parent, key, _path = self._parent_of(inode)
                 if parent is not None:
                     inode.delete_pending = True
                     inode.pending_from = (parent, key)
@@ -742,21 +744,23 @@ class Store:
                 raise posix_error(errno.ENOTDIR)
             if node is self.root_inode:
                 return self.root
-            parent, key = self._parent_of(node)
+            parent, _key, path = self._parent_of(node)
             if parent is None:
                 raise posix_error(errno.ENOENT)
-            return self._path_of(parent, key)
+            return path
 
-    def _parent_of(self, target: Inode) -> tuple[Inode | None, str]:
-        stack = [self.root_inode]
+    def _parent_of(self, target: Inode) -> tuple[Inode | None, str, str]:
+        """(directory holding ``target``, its key there, ``target``'s current path), found in one walk; (None, "",
+        "") when no directory holds it (removed)."""
+        stack = [(self.root_inode, self.root)]
         while stack:
-            node = stack.pop()
-            for key, (_name, child) in node.entries.items():
+            node, prefix = stack.pop()
+            for key, (name, child) in node.entries.items():
                 if child is target:
-                    return node, key
+                    return node, key, f"{prefix}/{name}"
                 if child.is_dir:
-                    stack.append(child)
-        return None, ""
+                    stack.append((child, f"{prefix}/{name}"))
+        return None, "", ""
 
     def _path_of(self, parent: Inode, key: str) -> str:
         def find(node: Inode, prefix: str) -> str | None:

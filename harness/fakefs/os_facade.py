@@ -64,23 +64,22 @@ def fake_open(file: Any, mode: str = "r", buffering: int = -1, encoding: str | N
 
 
 # ------------------------------------------------------------------------------------------------- os
-def _at(path: Any, dir_fd: Any) -> tuple[Any, Any]:
-    """(path, dir_fd) as a ``*at()`` call means them: a relative name under a fake directory descriptor becomes
-    that directory's current path joined with it (the descriptor follows its directory, see ``Store.dir_path``),
-    and the descriptor is dropped; an absolute path ignores ``dir_fd``, as the OS does. Anything else is
-    returned as it is, for the real call."""
+def _at(path: Any, dir_fd: Any) -> tuple[str, Any, Any]:
+    """(shown, path, dir_fd) as a ``*at()`` call means them. ``shown``: the path as the caller spelled it, for
+    error messages. A relative name under a fake directory descriptor becomes that directory's current path joined
+    with it (the descriptor follows its directory, see ``Store.dir_path``), and the descriptor is dropped; an
+    absolute path ignores ``dir_fd``, as the OS does. Anything else is returned as it is, for the real call."""
+    shown = _shown(path)
     store = fd_store(dir_fd) if dir_fd is not None else None
     if store is None:
-        return path, dir_fd
-    text = os.fspath(path)
-    if isinstance(text, str) and text.startswith("/"):
-        return path, None
-    return posixpath.join(store.dir_path(dir_fd), text), None
+        return shown, path, dir_fd
+    if isinstance(shown, str) and shown.startswith("/"):
+        return shown, path, None
+    return shown, posixpath.join(store.dir_path(dir_fd), shown), None
 
 
 def remove(path: Any, *, dir_fd: Any = None) -> None:
-    shown = _shown(path)
-    path, dir_fd = _at(path, dir_fd)
+    shown, path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
         return _real_os.remove(path, dir_fd=dir_fd)
@@ -108,8 +107,7 @@ def stat(path: Any, *, dir_fd: Any = None, follow_symlinks: bool = True) -> os.s
     store = fd_store(path)
     if store is not None:
         return store.h_fstat(store.fds[path])
-    shown = _shown(path)
-    path, dir_fd = _at(path, dir_fd)
+    shown, path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
         return _real_os.stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
@@ -117,8 +115,7 @@ def stat(path: Any, *, dir_fd: Any = None, follow_symlinks: bool = True) -> os.s
 
 
 def lstat(path: Any, *, dir_fd: Any = None) -> os.stat_result:
-    shown = _shown(path)
-    path, dir_fd = _at(path, dir_fd)
+    shown, path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
         return _real_os.lstat(path, dir_fd=dir_fd)
@@ -126,8 +123,7 @@ def lstat(path: Any, *, dir_fd: Any = None) -> os.stat_result:
 
 
 def mkdir(path: Any, mode: int = 0o777, *, dir_fd: Any = None) -> None:
-    shown = _shown(path)
-    path, dir_fd = _at(path, dir_fd)
+    shown, path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
         return _real_os.mkdir(path, mode, dir_fd=dir_fd)
@@ -142,8 +138,7 @@ def makedirs(name: Any, mode: int = 0o777, exist_ok: bool = False) -> None:
 
 
 def rmdir(path: Any, *, dir_fd: Any = None) -> None:
-    shown = _shown(path)
-    path, dir_fd = _at(path, dir_fd)
+    shown, path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
         return _real_os.rmdir(path, dir_fd=dir_fd)
@@ -305,8 +300,7 @@ def readlink(path: Any, *, dir_fd: Any = None) -> str:
 
 # ---------------------------------------------------------------------------------------- descriptors
 def os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: Any = None) -> int:
-    shown = _shown(path)
-    path, dir_fd = _at(path, dir_fd)
+    shown, path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
         return _real_os.open(path, flags, mode, dir_fd=dir_fd)

@@ -25,8 +25,10 @@ def _fake(*paths: Any) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ shutil
-def _clone(name: str) -> Any:
-    return fos.clones()["shutil"].__dict__[name]
+def _clone(name: str, by_descriptor: bool = False) -> Any:
+    """The cloned shutil's ``name``; ``by_descriptor``: from the clone whose rmtree walks by directory descriptor
+    (CPython's choice on Linux, see stdlib_clone)."""
+    return fos.clones()["shutil_fd" if by_descriptor else "shutil"].__dict__[name]
 
 
 def copyfile(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
@@ -87,9 +89,7 @@ def rmtree(path: Any, ignore_errors: bool = False, onerror: Any = None, *, onexc
     if hit is None:
         return shutil.rmtree(path, ignore_errors, onerror, **kw)
     kw.pop("dir_fd", None)  # paths under the mount are absolute: dir_fd is ignored for them, as by the OS
-    by_descriptor = hit[0].sem.name != "windows"  # CPython's choice on each OS (see stdlib_clone)
-    return fos.clones()["shutil_fd" if by_descriptor else "shutil"].__dict__["rmtree"](path, ignore_errors, onerror,
-                                                                                        **kw)
+    return _clone("rmtree", by_descriptor=hit[0].sem.name != "windows")(path, ignore_errors, onerror, **kw)
 
 
 def move(src: Any, dst: Any, copy_function: Any = shutil.copy2) -> Any:

@@ -1,4 +1,5 @@
-"""The real directory the differential tests compare the fake with, and how this machine's one lists entries.
+"""The real directory the differential tests compare the fake with, how this machine's one lists entries, and
+one program run on each side (``on_real``, ``on_fake``).
 
 Linux's tmpfs has listed directories newest-first for most of its history, in creation order on some 6.x
 kernels; the differential tests ask the machine once and give the fake the same ``listing_order``, so they
@@ -11,6 +12,11 @@ import functools
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import racecheck
+import racecheck.fakefs as fakefs
 
 
 def real_base() -> str | None:
@@ -32,3 +38,28 @@ def listing_order() -> str | None:
     if listed == ["e", "a", "c", "b"]:
         return "oldest-first"
     return None
+
+
+def on_real(program: Callable[[str], Any], prefix: str) -> Any:
+    """``program(root)`` in a fresh directory under the real base, removed afterwards."""
+    root = tempfile.mkdtemp(prefix=prefix, dir=real_base())
+    try:
+        return program(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def on_fake(program: Callable[[str], Any], fs: Any = None) -> Any:
+    """``program(root)`` at the fake's root inside one explored schedule, on ``fs`` (default: posix, listing as
+    the real base does). The module that defines ``program`` is instrumented, so its os calls reach the fake."""
+    got: dict = {}
+
+    def body() -> None:
+        got["out"] = program(fakefs.root())
+
+    if fs is None:
+        fs = fakefs.FakeFS(listing_order=listing_order() or "native")
+    result = racecheck.explore(body, fs=fs, schedules=1, strategy="random", seed=0, shrink_budget=0,
+                               instrument=[program.__module__])
+    assert result.ok, result.failure
+    return got["out"]

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 
 import pytest
-import racecheck
 import racecheck.fakefs as fakefs
 import real_tmpfs
 from hypothesis import HealthCheck, given, settings
@@ -60,23 +58,11 @@ def program(root: str, steps: list) -> list:
 
 
 def run_real(steps: list) -> list:
-    root = tempfile.mkdtemp(prefix="racefs-order-", dir=real_tmpfs.real_base())
-    try:
-        return program(root, steps)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    return real_tmpfs.on_real(lambda root: program(root, steps), "racefs-order-")
 
 
 def run_fake(steps: list) -> list:
-    got: dict = {}
-
-    def body() -> None:
-        got["out"] = program(fakefs.root(), steps)
-
-    spec = fakefs.FakeFS(listing_order=real_tmpfs.listing_order() or "native")
-    result = racecheck.explore(body, fs=spec, schedules=1, strategy="random", seed=0, shrink_budget=0)
-    assert result.ok, result.failure
-    return got["out"]
+    return real_tmpfs.on_fake(lambda root: program(root, steps))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -94,12 +80,8 @@ def test_listing_order_matches_real_tmpfs(steps):
 
 def test_native_order_is_newest_first_and_the_other_is_chosen_by_name():
     def listed(spec):
-        got: dict = {}
         steps = [("create", "e"), ("create", "a"), ("rename", "e", "b")]
-        result = racecheck.explore(lambda: got.setdefault("out", program(fakefs.root(), steps)), fs=spec,
-                                   schedules=1, shrink_budget=0)
-        assert result.ok, result.failure
-        return got["out"][-1][0]
+        return real_tmpfs.on_fake(lambda root: program(root, steps), fs=spec)[-1][0]
 
     assert listed("posix") == ["b", "a", "sub"]
     assert listed(fakefs.FakeFS(listing_order="newest-first")) == ["b", "a", "sub"]
@@ -125,14 +107,5 @@ def test_copytree_into_itself_copies_what_it_lists_first():
     expected = [".", "d", "d/a", "d/a/a", "d/a/e", "d/e"]
     if real_tmpfs.listing_order() == "oldest-first":
         expected = [".", "d", "d/a", "d/a/a", "d/a/a/e", "d/a/e", "d/e"]
-    real_root = tempfile.mkdtemp(prefix="racefs-order-", dir=real_tmpfs.real_base())
-    try:
-        assert tree(real_root) == expected
-    finally:
-        shutil.rmtree(real_root, ignore_errors=True)
-    got: dict = {}
-    spec = fakefs.FakeFS(listing_order=real_tmpfs.listing_order() or "native")
-    result = racecheck.explore(lambda: got.setdefault("tree", tree(fakefs.root())), fs=spec, schedules=1,
-                               shrink_budget=0)
-    assert result.ok, result.failure
-    assert got["tree"] == expected
+    assert real_tmpfs.on_real(tree, "racefs-order-") == expected
+    assert real_tmpfs.on_fake(tree) == expected

@@ -9,10 +9,8 @@ components to the same total length, and both see the same string length at the 
 from __future__ import annotations
 
 import os
-import tempfile
 
-import racecheck
-import racecheck.fakefs as fakefs
+import real_tmpfs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -93,23 +91,11 @@ def _padded(root: str, rel: str, total: int) -> str:
 
 
 def run_real(steps: list) -> list:
-    base = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    root = tempfile.mkdtemp(prefix="racefs-names-", dir=base)
-    try:
-        return program(root, steps)
-    finally:
-        __import__("shutil").rmtree(root, ignore_errors=True)
+    return real_tmpfs.on_real(lambda root: program(root, steps), "racefs-names-")
 
 
 def run_fake(steps: list) -> list:
-    got: dict = {}
-
-    def body() -> None:
-        got["out"] = program(fakefs.root(), steps)
-
-    result = racecheck.explore(body, fs="posix", schedules=1, strategy="random", seed=0, shrink_budget=0)
-    assert result.ok, result.failure
-    return got["out"]
+    return real_tmpfs.on_fake(lambda root: program(root, steps))
 
 
 step = st.tuples(
