@@ -269,21 +269,35 @@ class Run:
             raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
         if self.aborting:
             unwind(me)
-        if timeout is not None and timeout <= 0 and enabled is not None:
+        if timeout is not None:
+            return self._timed(me, op, enabled, timeout, yielding, skip + 1)
+        # The common case (every lock, queue, executor and file point without a timeout): nothing to undo after.
+        me.op = op
+        if self.locate:  # else ``loc`` stays "": a run without locations never sets one
+            me.loc = caller_location(2 + skip)
+        me.enabled = enabled
+        me.yielding = yielding
+        self._step(me, True)
+        me.enabled = None
+        me.yielding = False
+        return True
+
+    def _timed(
+        self, me: ThreadRecord, op: str, enabled: Callable[[], bool] | None, timeout: float, yielding: bool, skip: int
+    ) -> bool:
+        """``schedule`` with a timeout: a poll (``timeout <= 0``) or a wait with a virtual deadline. ``skip`` counts
+        this frame too."""
+        if timeout <= 0 and enabled is not None:
             # A non-blocking attempt: a plain point, then look once.
             self.schedule(op, yielding=yielding, skip=skip + 1)
             return bool(enabled())
         me.op = op
-        me.loc = caller_location(2 + skip) if self.locate else ""
+        if self.locate:
+            me.loc = caller_location(2 + skip)
         me.enabled = enabled
-        if timeout is not None:
-            me.deadline = self.clock + timeout
+        me.deadline = self.clock + timeout
         me.yielding = yielding
         self._step(me, True)
-        if timeout is None:
-            me.enabled = None
-            me.yielding = False
-            return True
         timed_out = me.timed_out and not (enabled is not None and enabled())
         me.enabled = None
         me.deadline = None
@@ -310,6 +324,17 @@ class Run:
         self._record(n, value)
         self.note(f"choose {label} -> {value}")
         return value
+
+    def effect(self, op: str, skip: int = 0) -> None:
+        """A traced effect that only a thread of this run may have (a release): ``_me``'s checks, then ``note``'s
+        event, in one call (a release is on every critical section's way out)."""
+        me = _state.thread
+        if me is None or me.run is not self:
+            raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
+        if self.aborting:
+            unwind(me)
+        loc = caller_location(2 + skip) if self.locate else ""
+        self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info")))
 
     def note(self, op: str, skip: int = 0) -> None:
         """A traced effect that is not a scheduling point (a release, a notify)."""
@@ -473,18 +498,19 @@ class Run:
             candidates = self._wake_or_finish(me, alive)
             if not candidates:
                 return
-        yielding = alive and me.yielding
-        if yielding:
+        if alive and me.yielding:
+            yielding = True
             candidates = self._yield(me, candidates)
         else:
-            self._lonely_yielder = None
-        if self._yielders and len(candidates) > 1:
+            yielding = False
+            if self._lonely_yielder is not None:
+                self._lonely_yielder = None
+        yielders = self._yielders  # ``_yield`` appends to this list; only ``_scheduled`` replaces it
+        if yielders and len(candidates) > 1:
             candidates = self._fair(candidates)
-        current_enabled = alive and candidates[0] is me
-        if len(candidates) == 1:
-            index = 0
-            chosen = candidates[0]
-        else:
+        chosen = candidates[0]
+        current_enabled = alive and chosen is me
+        if len(candidates) > 1:
             index = self.chooser.pick_thread(
                 [*map(_tid_of, candidates)], current_enabled, yielding, me.tid if alive else None
             )
@@ -493,7 +519,7 @@ class Run:
             chosen = candidates[index]
             self.picked.append(chosen.tid + 1)
             self.decision_steps.append(steps)
-        if self._yielders:
+        if yielders:
             self._scheduled(chosen)
         if chosen is me:
             self.trace.append(_event(TraceEvent, (steps, me.tid, me.op, me.loc, "")))

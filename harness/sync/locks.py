@@ -57,10 +57,9 @@ class ControlledLock(Primitive):
     def release(self) -> None:
         if not self._held:
             raise RuntimeError("release unlocked lock")
-        self._run._me()
+        self._run.effect(f"release {self._name}", skip=1)  # a thread outside the run raises, one unwinding stops here
         self._held = False
         self._owner = None
-        self._run.note(f"release {self._name}", skip=1)
 
     def locked(self) -> bool:
         return self._held
