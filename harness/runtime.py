@@ -21,6 +21,8 @@ The Run protocol (implemented in ``racecheck.scheduler``)::
         A value in range(n) from the run's single choice stream (0 is the simplest: "no fault", "first").
         Recorded in the schedule token, replayed exactly.
     run.note(op, skip=0)          a traced effect that is not a scheduling point
+    run.effect(op, skip=0)        the same, for an effect only a thread of the run may have (a release): raises
+                                  outside it, stops a thread of a run being unwound
     run.now() -> float            virtual clock (seconds); advances only when every thread waits on time
     run.sleep(seconds)            scheduling point that lets virtual time pass for this thread
     run.crash(reason) -> NoReturn stop the whole run here (power loss); see ``racecheck.Crashed``

@@ -1,0 +1,82 @@
+"""A determinism fingerprint: one digest of every schedule a fixed set of explorations runs, to compare across a change.
+
+    python benchmarks/fingerprint.py [--schedules 60] [--seed 3]
+
+A performance change to the engine must not change what it explores: the same seed must give the same schedules,
+the same tokens and the same traces. This runs the classic bugs of ``tests/engine/classic_bugs.py`` (ten programs,
+with their fixes), the no-op workload and the stock ``AsyncCheckpointIO`` micro workload of ``bench_engine.py``,
+each under random, pct, dfs and pos, and hashes every run's choices, arities, picks, decision steps, step count,
+preemptions and whole trace (read as each run is detached, so shrinking and located reruns count too), then each
+exploration's result (schedules, distinct interleavings, exhaustion, the failure's token, kind and rendered trace).
+Run it before and after a change, and under another ``PYTHONHASHSEED``: the last line must not change. A change
+that is meant to alter schedules (new scheduling points) changes it, which is the point: say so in its commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+
+import racecheck
+from racecheck import scheduler
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, os.pardir, "tests", "engine"))
+import bench_engine  # noqa: E402
+import classic_bugs  # noqa: E402
+
+PROGRAMS = (
+    "lost_update", "lost_update_fixed", "check_then_act", "lock_order_deadlock", "missed_wakeup",
+    "missed_wakeup_fixed", "submit_races_shutdown", "submit_races_shutdown_fixed", "futures_order_violation",
+    "futures_order_fixed",
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--schedules", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=3)
+    args = parser.parse_args()
+    if args.schedules < 1:
+        parser.error("--schedules must be >= 1")
+    digest = hashlib.sha256()
+    real_detach = scheduler.Run.detach
+
+    def detach(run: scheduler.Run) -> None:
+        digest.update(repr((
+            run.choices, run.arities, run.picked, run.decision_steps, run.steps, run.preemptions,
+            [tuple(event) for event in run.trace],
+        )).encode())
+        real_detach(run)
+
+    directory = tempfile.mkdtemp(prefix="racecheck-fingerprint-")
+    programs = [(name, getattr(classic_bugs, name)) for name in PROGRAMS]
+    programs.append(("noop workload", bench_engine.noop_workload))
+    programs.append(("micro workload", lambda: bench_engine.micro_workload(directory)))
+    scheduler.Run.detach = detach
+    try:
+        for name, fn in programs:
+            for strategy in ("random", "pct", "dfs", "pos"):
+                result = racecheck.explore(
+                    fn, strategy=strategy, schedules=args.schedules, seed=args.seed,
+                    instrument=["lightning.pytorch.plugins.io.async_plugin"],
+                )
+                failure = result.failure
+                line = (name, strategy, result.ok, result.schedules, result.interleavings, result.exhausted,
+                        None if failure is None else (failure.token, failure.kind, failure.trace))
+                digest.update(repr(line).encode())
+                print(f"{name:28} {strategy:6} schedules={result.schedules:<4} interleavings={result.interleavings:<4} "
+                      + ("ok" if failure is None else f"{failure.kind} {failure.token}"))
+    finally:
+        scheduler.Run.detach = real_detach
+        shutil.rmtree(directory, ignore_errors=True)
+    print(f"fingerprint {digest.hexdigest()}")
+
+
+if __name__ == "__main__":
+    main()
