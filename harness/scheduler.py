@@ -498,16 +498,9 @@ class Run:
             candidates = self._wake_or_finish(me, alive)
             if not candidates:
                 return
-        if alive and me.yielding:
-            yielding = True
-            candidates = self._yield(me, candidates)
-        else:
-            yielding = False
-            if self._lonely_yielder is not None:
-                self._lonely_yielder = None
-        yielders = self._yielders  # ``_yield`` appends to this list; only ``_scheduled`` replaces it
-        if yielders and len(candidates) > 1:
-            candidates = self._fair(candidates)
+        yielding = alive and me.yielding
+        if yielding or self._yielders or self._lonely_yielder is not None:
+            candidates = self._fairness(me, candidates, yielding)
         chosen = candidates[0]
         current_enabled = alive and chosen is me
         if len(candidates) > 1:
@@ -519,7 +512,7 @@ class Run:
             chosen = candidates[index]
             self.picked.append(chosen.tid + 1)
             self.decision_steps.append(steps)
-        if yielders:
+        if self._yielders:
             self._scheduled(chosen)
         if chosen is me:
             self.trace.append(_event(TraceEvent, (steps, me.tid, me.op, me.loc, "")))
@@ -551,6 +544,16 @@ class Run:
         self._fail("deadlock", Deadlock(self._describe_waiters(unfinished)), me)
         self._stop(me, alive)
         return []
+
+    def _fairness(self, me: ThreadRecord, candidates: list[ThreadRecord], yielding: bool) -> list[ThreadRecord]:
+        """The candidates once fair scheduling has had its say (only called while yields are in play)."""
+        if yielding:
+            candidates = self._yield(me, candidates)
+        else:
+            self._lonely_yielder = None
+        if self._yielders and len(candidates) > 1:
+            candidates = self._fair(candidates)
+        return candidates
 
     def _yield(self, me: ThreadRecord, candidates: list[ThreadRecord]) -> list[ThreadRecord]:
         """CHESS fair scheduling: a yielding thread waits for someone else, so it is not scheduled again before every
