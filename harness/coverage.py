@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, groupby
 from operator import attrgetter, itemgetter
-from typing import Any
 
 from racecheck.race import MEMORY, access_of
 from racecheck.strategies import Chooser
@@ -295,6 +294,3 @@ class Steering(Chooser):
 
     def pick_value(self, n, label):
         return self._steer(n, self.inner.pick_value(n, label))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
