@@ -161,3 +161,22 @@ def test_a_finished_schedule_leaves_no_reference_cycle_behind():
             gc.enable()
     assert result.ok and result.schedules == 20
     assert engine == []
+
+
+def test_a_lock_of_a_run_released_outside_it_raises_and_is_not_traced():
+    """``Lock.release`` goes through ``Run.effect``: a thread outside the run (here the test's own, after the
+    exploration) gets the engine's error instead of a release slipped silently into a finished run's trace."""
+    kept = {}
+
+    def leaves_a_lock_held():
+        lock = threading.Lock()
+        lock.acquire()
+        kept["lock"] = lock
+
+    result = racecheck.explore(leaves_a_lock_held, strategy="dfs", schedules=1)
+    assert result.ok
+    lock = kept["lock"]
+    before = len(lock._run.trace)
+    with pytest.raises(RuntimeError, match="outside its run"):
+        lock.release()
+    assert len(lock._run.trace) == before and lock.locked()
