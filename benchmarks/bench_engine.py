@@ -218,7 +218,7 @@ def explore_workload(workload, schedules: int, fresh_threads: bool = False) -> N
 
 
 def _alternate(
-    workload, schedules: int, repeats: int, fresh_threads: bool | None = None
+    workload, schedules: int, repeats: int, fresh_threads: bool = False
 ) -> tuple[list[float], list[float], list[float]]:
     """Seconds per run of ``workload``: plain loop, explored (pct), and explored on fresh threads when
     ``fresh_threads`` asks for that third side, alternating ``repeats`` times."""

@@ -326,13 +326,9 @@ class Run:
         return value
 
     def effect(self, op: str, skip: int = 0) -> None:
-        """A traced effect that only a thread of this run may have (a release): ``_me``'s checks, then ``note``'s
-        event, in one call (a release is on every critical section's way out)."""
-        me = _state.thread
-        if me is None or me.run is not self:
-            raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
-        if self.aborting:
-            unwind(me)
+        """A traced effect that only a thread of this run may have (a release): ``_me``'s checks, then the event
+        ``note`` would add, so a thread outside the run raises instead of tracing into it."""
+        me = self._me()
         loc = caller_location(2 + skip) if self.locate else ""
         self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info")))
 
