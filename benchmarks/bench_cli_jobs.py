@@ -27,7 +27,7 @@ FIXED = "racecheck.fixed_impl:LockedAsyncCheckpointIO"
 
 def run_once(scenario: str, schedules: int, jobs: int, fs: str) -> tuple[float, float, list[int]]:
     with tempfile.TemporaryDirectory() as report:
-        cmd = [sys.executable, "-m", "racecheck.cli", "run", scenario, "--target", FIXED, "--fs", fs,
+        cmd = [sys.executable, "-m", "racecheck", "run", scenario, "--target", FIXED, "--fs", fs,
                "--schedules", str(schedules), "--strategy", "random", "--jobs", str(jobs), "-q", "--report", report]
         started = time.perf_counter()
         out = subprocess.run(cmd, capture_output=True, text=True)

@@ -20,7 +20,7 @@ import threading
 import time
 
 import racecheck
-from racecheck import lines as racecheck_lines
+from racecheck.control import lines as racecheck_lines
 from rich.console import Console
 from rich.table import Table
 

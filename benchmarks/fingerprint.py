@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 import racecheck
-from racecheck import scheduler
+from racecheck.runtime import scheduler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)

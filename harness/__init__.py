@@ -15,8 +15,8 @@ from racecheck.errors import (
     TokenError,
     UncontrolledBlocking,
 )
-from racecheck.explore import Failure, Result, explore, replay
 from racecheck.runtime import point
+from racecheck.search.explore import Failure, Result, explore, replay
 
 # The fake filesystem is an extension like any other; importing it (only when a Config sets fs=) registers it.
 _runtime.declare_provider("fs", "racecheck.fakefs")

@@ -10,7 +10,7 @@ pass use it.
 
 ``skip_duplicates`` is on by default: random, pct and pos never run the same schedule twice and stop with
 ``result.exhausted`` when a small space has been run to its end (``False`` spends the whole budget on independent
-samples, repeats included). ``progress`` receives a ``racecheck.coverage.Progress`` after every schedule, so a
+samples, repeats included). ``progress`` receives a ``racecheck.search.coverage.Progress`` after every schedule, so a
 front end can show schedules, interleavings and failures live without the engine knowing how.
 """
 

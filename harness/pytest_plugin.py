@@ -117,7 +117,7 @@ def pytest_configure(config: pytest.Config) -> None:
     seed = _int_setting(seed, where)
     token = config.getoption("racecheck_replay")
     if token is not None:
-        from racecheck.tokens import decode
+        from racecheck.search.tokens import decode
 
         try:
             decode(token)
@@ -370,7 +370,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 def _replay_marked(item: pytest.Function, body: _ScheduleBody, settings: _Settings, token: str) -> None:
     __tracebackhide__ = True
-    from racecheck.tokens import decode, short_hash
+    from racecheck.search.tokens import decode, short_hash
 
     item.user_properties.append(("racecheck_replay", token))
     try:

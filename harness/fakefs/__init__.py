@@ -19,12 +19,12 @@ import shutil
 import tempfile
 from typing import Any
 
-from racecheck import instrument
 from racecheck import runtime as _runtime
+from racecheck.control import instrument
 from racecheck.fakefs import os_facade as _fos
 from racecheck.fakefs import pycompat as _pycompat
 from racecheck.fakefs import shutil_facade as _fsh
-from racecheck.fakefs import torch_hooks as _torch_hooks
+from racecheck.fakefs.integrations import torch_hooks as _torch_hooks
 from racecheck.fakefs.model import Store
 from racecheck.fakefs.mount import current_store, default_store, reset_default_store, run_store
 from racecheck.fakefs.pycompat import UnservedPathError
@@ -102,7 +102,7 @@ def _register_fsspec() -> None:
     """The pyproject entry point registers racefs:// when installed; this covers a source checkout too."""
     try:
         import fsspec
-        from racecheck.fakefs.fsspec_adapter import RaceFileSystem
+        from racecheck.fakefs.integrations.fsspec_adapter import RaceFileSystem
 
         fsspec.register_implementation("racefs", RaceFileSystem, clobber=True)
     except ImportError:  # fsspec is a dependency; tolerate its absence in stripped-down environments

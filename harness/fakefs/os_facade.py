@@ -18,7 +18,7 @@ import stat as stat_mod
 import types
 from typing import Any
 
-from racecheck.facade import ModuleFacade
+from racecheck.control.facade import ModuleFacade
 from racecheck.fakefs import handles
 from racecheck.fakefs.mount import fd_store, run_store, target
 from racecheck.fakefs.semantics import posix_error

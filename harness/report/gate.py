@@ -141,8 +141,8 @@ def read(path: str) -> Baseline:
 
 def measure_reference(schedules: int) -> float:
     """Executions per second of the reference workload in this process (wall clock: throughput only)."""
-    from racecheck.explore import explore
     from racecheck.report import reference
+    from racecheck.search.explore import explore
 
     started = time.perf_counter()
     result = explore(reference.workload, strategy="random", schedules=schedules, seed=0)

@@ -11,7 +11,6 @@ scheduling points: they only enable others, and everything a thread did since it
 the critical section, so no interleaving is lost.
 """
 
-from racecheck.sync._base import Primitive
 from racecheck.sync.clock import monotonic, monotonic_ns, perf_counter, perf_counter_ns, sleep, time, time_ns
 from racecheck.sync.conditions import Condition, ControlledCondition
 from racecheck.sync.events import (
@@ -39,6 +38,7 @@ from racecheck.sync.facades import (
 )
 from racecheck.sync.futures import Future, as_completed, wait
 from racecheck.sync.locks import ControlledLock, ControlledRLock, Lock, RLock
+from racecheck.sync.primitive import Primitive
 from racecheck.sync.queues import (
     ControlledLifoQueue,
     ControlledPriorityQueue,

@@ -9,8 +9,8 @@ from collections import deque
 from typing import Any
 
 from racecheck import runtime
-from racecheck.sync._base import Primitive, attempt, wait_timeout
 from racecheck.sync.locks import ControlledRLock
+from racecheck.sync.primitive import Primitive, attempt, wait_timeout
 
 __racecheck_engine__ = True
 

@@ -15,7 +15,7 @@ import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.sync._base import Primitive, attempt, wait_timeout
+from racecheck.sync.primitive import Primitive, attempt, wait_timeout
 
 __racecheck_engine__ = True
 

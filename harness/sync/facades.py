@@ -1,7 +1,7 @@
 """The module facades and identity swaps that put the stand-ins in place of the stdlib in instrumented modules.
 
 Every global of an instrumented module that *is* ``threading``, ``queue``, ``concurrent``/``concurrent.futures``,
-``time`` or ``os`` becomes a facade (see ``racecheck.facade``), and every global that is one of their classes or
+``time`` or ``os`` becomes a facade (see ``racecheck.control.facade``), and every global that is one of their classes or
 functions becomes its stand-in, matched by identity so aliases are caught. Process-specific values that could
 reach a trace or a decision are virtualised for controlled threads: ``threading.get_ident``/``get_native_id``
 (logical, per thread of the run) and ``os.getpid`` (a fixed number). Uncontrolled threads see the real values.
@@ -17,10 +17,11 @@ import queue as _real_queue
 import threading as _real_threading
 import time as _real_time
 
-from racecheck import instrument, runtime
-from racecheck.facade import ModuleFacade, register_override
+from racecheck import runtime
+from racecheck.control import instrument
+from racecheck.control.facade import ModuleFacade, register_override
+from racecheck.control.threads import logical_ident
 from racecheck.sync import clock, conditions, events, executor, futures, locks, queues
-from racecheck.threads import logical_ident
 
 __racecheck_engine__ = True
 

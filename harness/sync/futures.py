@@ -13,8 +13,8 @@ import concurrent.futures._base as _futures_base
 from typing import Any
 
 from racecheck import runtime
-from racecheck.sync._base import attempt
 from racecheck.sync.conditions import ControlledCondition
+from racecheck.sync.primitive import attempt
 
 __racecheck_engine__ = True
 

@@ -8,7 +8,7 @@ import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.sync._base import Primitive, attempt
+from racecheck.sync.primitive import Primitive, attempt
 
 _state = runtime.thread_state  # ``_state.thread``: the calling thread's record, read without a call (hot path)
 

@@ -10,7 +10,7 @@ from collections import deque
 from typing import Any
 
 from racecheck import runtime
-from racecheck.sync._base import Primitive, attempt
+from racecheck.sync.primitive import Primitive, attempt
 
 __racecheck_engine__ = True
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from click.testing import CliRunner
-from racecheck.cli import main
+from racecheck.frontends.cli import main
 
 
 def invoke(*args: str):
@@ -18,7 +18,7 @@ def invoke(*args: str):
 def racecheck_subprocess(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
     """Run the CLI as a user does, in a fresh interpreter."""
     return subprocess.run(
-        [sys.executable, "-m", "racecheck.cli", *args],
+        [sys.executable, "-m", "racecheck", *args],
         capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
     )
 

@@ -108,7 +108,7 @@ def test_instrument_option_is_checked_and_carried_in_the_token(stub):
     assert bad.exit_code == 2 and "--instrument 'no_such_module_xyz'" in one_error_line(bad.stderr)
     found = invoke("run", "lost-update", "--instrument", "json", "--schedules", "100", "-q")
     assert found.exit_code == 1
-    from racecheck.clitoken import decode
+    from racecheck.frontends.clitoken import decode
 
     assert decode(TOKEN.search(found.stdout).group(1)).instrument == ("json",)
 
@@ -152,7 +152,7 @@ def test_replay_of_a_token_whose_code_changed_is_a_divergence_exit_1(stub, monke
     found = invoke("run", "lost-update", "--schedules", "200", "-q")
     token = TOKEN.search(found.stdout).group(1)
     import cli_stub_catalogue
-    from racecheck import parallel
+    from racecheck.frontends import parallel
 
     def changed_add(self):  # the code under test changed: no scheduling point any more
         self.n = self.n + 1

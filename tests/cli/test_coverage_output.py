@@ -12,8 +12,8 @@ import xml.etree.ElementTree as ET
 import pytest
 import racecheck
 from cli_helpers import invoke, racecheck_subprocess
-from racecheck.cli import Progress
-from racecheck.coverage import Progress as Snapshot
+from racecheck.frontends.cli import Progress
+from racecheck.search.coverage import Progress as Snapshot
 
 
 @pytest.fixture

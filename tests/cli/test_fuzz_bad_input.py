@@ -13,10 +13,10 @@ import pytest
 from cli_helpers import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from racecheck.clitoken import CliToken, decode
 from racecheck.errors import TokenError
+from racecheck.frontends.clitoken import CliToken, decode
 from racecheck.report import gate
-from racecheck.tokens import Token
+from racecheck.search.tokens import Token
 
 FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 

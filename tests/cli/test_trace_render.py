@@ -6,7 +6,7 @@ import string
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from racecheck.trace import TraceEvent, render
+from racecheck.runtime.trace import TraceEvent, render
 
 words = st.text(alphabet=string.ascii_letters + string.digits + "/._->#", min_size=1, max_size=40)
 ops = st.lists(words, min_size=1, max_size=8).map(" ".join)

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 import racecheck
-from racecheck import affinity
+from racecheck.runtime import affinity
 
 pytestmark = pytest.mark.skipif(
     not affinity.supported() or len(os.sched_getaffinity(0)) < 2,

@@ -1,4 +1,4 @@
-"""The carrier runs schedules in batches (racecheck.batch) while the explorer's thread only supervises: every
+"""The carrier runs schedules in batches (racecheck.runtime.batch) while the explorer's thread only supervises: every
 schedule is counted once across batches, a run that ends while its root thread waits is unwound by the carrier
 itself, a thread stuck on its way out of a failed run is left behind and reported instead of hanging the
 exploration, and an error raised on the carrier (a progress callback's) reaches the caller."""
@@ -13,7 +13,7 @@ import racecheck
 from engine_threads import REAL
 from engine_threads import racecheck_threads as _racecheck_threads
 from racecheck import runtime
-from racecheck.batch import BATCH_LIMIT
+from racecheck.runtime.batch import BATCH_LIMIT
 
 
 def test_every_schedule_of_many_batches_is_run_and_counted_once_on_one_carrier():
@@ -41,7 +41,7 @@ def test_no_batch_is_started_once_the_budget_is_spent(monkeypatch, schedules, ba
     """Each batch is a hand-over to the carrier and back; one started only to find nothing left to run is waste."""
     import importlib
 
-    explore_module = importlib.import_module("racecheck.explore")
+    explore_module = importlib.import_module("racecheck.search.explore")
     started = []
     real_run_batch = explore_module._Session.run_batch
 

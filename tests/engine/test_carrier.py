@@ -9,7 +9,7 @@ import threading
 import racecheck
 from engine_threads import REAL
 from engine_threads import racecheck_threads as _racecheck_threads
-from racecheck.threads import LOGICAL_IDENT_BASE
+from racecheck.control.threads import LOGICAL_IDENT_BASE
 
 
 def test_schedules_share_one_carrier_that_looks_like_a_fresh_root_thread():

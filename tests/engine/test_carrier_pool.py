@@ -1,4 +1,4 @@
-"""Controlled threads run on reused carriers (``racecheck.carrier_pool``) and must look like fresh OS threads.
+"""Controlled threads run on reused carriers (``racecheck.runtime.carrier_pool``) and must look like fresh OS threads.
 
 Differential: a hypothesis-generated program whose threads look at themselves (identity, thread-locals, context
 variables, trace and profile functions) and then leave something behind (a thread-local value, a context
@@ -20,7 +20,7 @@ import racecheck
 from engine_threads import racecheck_threads
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from racecheck import carrier_pool
+from racecheck.runtime import carrier_pool
 
 pytestmark = pytest.mark.skipif(not carrier_pool.supported(), reason="no carrier reuse on this interpreter")
 

@@ -10,7 +10,7 @@ import os
 import pytest
 import racecheck
 from classic_bugs import check_then_act, lost_update, lost_update_fixed
-from racecheck.database import FailureDatabase
+from racecheck.search.database import FailureDatabase
 
 
 def _entries(root):

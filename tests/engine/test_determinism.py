@@ -62,7 +62,7 @@ def test_a_replay_that_ends_early_raises():
         racecheck.point("only")
 
     failure = racecheck.explore(classic_bugs.lost_update, strategy="random", schedules=100).failure
-    token = racecheck.tokens.decode(failure.token)
+    token = racecheck.search.tokens.decode(failure.token)
     # same function identity and config, fewer decisions: re-encode the token for a function with another body
     short.__module__, short.__qualname__ = classic_bugs.lost_update.__module__, classic_bugs.lost_update.__qualname__
     assert token.picked  # the token records which thread each decision ran

@@ -134,8 +134,8 @@ def test_a_finished_schedule_leaves_no_reference_cycle_behind():
     them: a cycle per schedule would wake the garbage collector every few schedules (issue 9's throughput)."""
     import gc
 
-    from racecheck.scheduler import Run, ThreadRecord
-    from racecheck.trace import TraceEvent
+    from racecheck.runtime.scheduler import Run, ThreadRecord
+    from racecheck.runtime.trace import TraceEvent
 
     def fn():
         box = []

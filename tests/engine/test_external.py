@@ -14,7 +14,8 @@ import threading
 
 import pytest
 import racecheck
-from racecheck import external, scheduler
+from racecheck.control import external
+from racecheck.runtime import scheduler
 
 SLOW_CHILD = [sys.executable, "-c", "import time; time.sleep(0.35); print('done')"]
 

@@ -8,7 +8,7 @@ import threading
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from racecheck.latch import Latch
+from racecheck.runtime.latch import Latch
 
 OPS = st.lists(st.sampled_from(["set", "is_set", "wait0", "wait_short"]), max_size=12)
 

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 import racecheck
-from racecheck import lines
+from racecheck.control import lines
 
 
 class Counter:
@@ -189,7 +189,7 @@ def test_monitoring_and_settrace_make_the_same_points(fn, kwargs, monkeypatch):
     if fn is racy_counter and not _settrace_sees_stores():
         pytest.skip("sys.settrace gives no opcode events on this version, so it is no reference for store points")
     with_monitoring = _summary(fn, **kwargs)
-    monkeypatch.setattr(racecheck.lines, "uses_monitoring", lambda: False)
+    monkeypatch.setattr(racecheck.control.lines, "uses_monitoring", lambda: False)
     assert _summary(fn, **kwargs) == with_monitoring
 
 

@@ -19,7 +19,7 @@ import classic_bugs
 import pytest
 import racecheck
 import racecheck.fakefs
-from racecheck import scheduler
+from racecheck.runtime import scheduler
 
 
 @pytest.fixture

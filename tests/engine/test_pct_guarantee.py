@@ -19,7 +19,8 @@ import threading
 
 import pytest
 import racecheck
-from racecheck import runtime, strategies
+from racecheck import runtime
+from racecheck.search import strategies
 
 SEEDS = range(4)
 PER_SEED = 250  # 1000 schedules per program

@@ -6,9 +6,9 @@ import random
 import pytest
 import racecheck
 from classic_bugs import BUGS
-from racecheck.pos import _POSChooser
-from racecheck.scheduler import Run
-from racecheck.trace import TraceEvent
+from racecheck.runtime.scheduler import Run
+from racecheck.runtime.trace import TraceEvent
+from racecheck.search.pos import _POSChooser
 
 NAMES = sorted(BUGS)
 

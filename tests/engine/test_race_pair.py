@@ -7,8 +7,8 @@ which operations conflict.
 
 import racecheck
 from classic_bugs import BUGS, check_then_act, lock_order_deadlock
-from racecheck.race import access_of, candidates, conflicting, steps_of, swapped_order
-from racecheck.trace import TraceEvent
+from racecheck.runtime.trace import TraceEvent
+from racecheck.search.race import access_of, candidates, conflicting, steps_of, swapped_order
 
 
 def test_resources_read_from_operation_text():

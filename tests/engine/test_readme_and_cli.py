@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from racecheck.cli import main
+from racecheck.frontends.cli import main
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -62,7 +62,7 @@ def test_cli_finds_the_race_on_stock_and_replays_it_in_another_process(fs):
     token = re.search(r"racecheck replay (rcc1\.\S+)", found.stdout).group(1)
     if fs == "posix":  # in a fresh interpreter with another hash seed
         env = dict(os.environ, PYTHONHASHSEED="777")
-        again = subprocess.run([sys.executable, "-m", "racecheck.cli", "replay", token], capture_output=True,
+        again = subprocess.run([sys.executable, "-m", "racecheck", "replay", token], capture_output=True,
                                text=True, env=env, timeout=300)
         code, stdout = again.returncode, again.stdout
     else:  # in this process
@@ -87,7 +87,7 @@ def test_fixed_io_is_clean_on_both_semantics():
 @pytest.mark.slow
 def test_demo_is_the_readme_main_job():
     pytest.importorskip("lightning")
-    out = subprocess.run([sys.executable, "-m", "racecheck.cli", "demo"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "racecheck", "demo"], capture_output=True, text=True,
                          timeout=1800)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert out.stdout.count("identical trace") == 2 and "demo: OK" in out.stdout

@@ -12,7 +12,7 @@ import itertools
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from racecheck.shrink import Probe, fewest_preemptions, normalize, shrink
+from racecheck.search.shrink import Probe, fewest_preemptions, normalize, shrink
 
 # ----- synthetic probes over bare choice lists ---------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from racecheck.strategies import PCT, RandomWalk, change_points
+from racecheck.search.strategies import PCT, RandomWalk, change_points
 
 
 @given(st.text(max_size=40))

@@ -3,7 +3,7 @@
 import classic_bugs
 import pytest
 import racecheck
-from racecheck.tokens import Token, decode, shape_of
+from racecheck.search.tokens import Token, decode, shape_of
 
 
 def test_token_round_trip():

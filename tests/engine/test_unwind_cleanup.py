@@ -17,7 +17,7 @@ import threading
 
 import pytest
 import racecheck
-from racecheck import cleanup
+from racecheck.runtime import cleanup
 
 made: list[str] = []
 gate = threading.Lock()  # a real lock: made before any exploration, racecheck does not control it

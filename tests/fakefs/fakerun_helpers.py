@@ -10,7 +10,7 @@ import contextlib
 from typing import Any
 
 import racecheck.fakefs as fakefs
-from racecheck import instrument
+from racecheck.control import instrument
 from racecheck.errors import Crashed
 from racecheck.runtime import bind
 

@@ -76,7 +76,7 @@ def test_every_store_operation_schedules_before_its_effect():
 
 # ----------------------------------------------------------------------------------------------- fsspec
 def test_strip_protocol_mapping():
-    from racecheck.fakefs.fsspec_adapter import RaceFileSystem
+    from racecheck.fakefs.integrations.fsspec_adapter import RaceFileSystem
 
     fs = RaceFileSystem()
     for url in ("racefs://x/y", "racefs:///x/y", "/racefs/x/y", "racefs:///racefs/x/y", "racefs://x/y/"):
@@ -139,7 +139,7 @@ def test_run_store_is_used_inside_a_run_and_default_outside():
 
 # --------------------------------------------------------------------------------------------- isolation
 def test_mounted_paths_never_touch_real_disk_and_others_do(tmp_path):
-    from racecheck import instrument
+    from racecheck.control import instrument
 
     with bound_run("posix") as run:
         from racecheck.fakefs import pycompat

@@ -13,7 +13,7 @@ import pytest
 import racecheck.fakefs as fakefs
 from fsspec.tests import abstract
 from racecheck.fakefs import FakeFS
-from racecheck.fakefs.fsspec_adapter import RaceFileSystem
+from racecheck.fakefs.integrations.fsspec_adapter import RaceFileSystem
 
 
 class _RaceFixtures(abstract.AbstractFixtures):

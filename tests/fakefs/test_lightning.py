@@ -14,7 +14,7 @@ import racecheck.fakefs as fakefs  # noqa: E402
 from fakerun_helpers import bound_run  # noqa: E402
 from lightning.fabric.utilities.cloud_io import get_filesystem  # noqa: E402
 from lightning.pytorch.plugins.io.torch_plugin import TorchCheckpointIO  # noqa: E402
-from racecheck.fakefs.fsspec_adapter import RaceFileSystem  # noqa: E402
+from racecheck.fakefs.integrations.fsspec_adapter import RaceFileSystem  # noqa: E402
 
 CKPT = {"state_dict": {"w": torch.arange(6.0)}, "epoch": 3}
 

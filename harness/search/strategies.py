@@ -316,7 +316,7 @@ def make_strategy(name: str, seed: int, depth: int, preemption_bound: int | None
     if name == "dfs":
         return BoundedDFS(seed, preemption_bound=preemption_bound)
     if name == "pos":
-        from racecheck.pos import POS  # its own module: it reads resources through racecheck.race
+        from racecheck.search.pos import POS  # its own module: it reads resources through racecheck.search.race
 
         return POS(seed)
     raise ValueError(f"unknown strategy {name!r} (choose random, pct, dfs or pos)")

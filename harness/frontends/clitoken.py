@@ -10,7 +10,7 @@ and which extra instrumented modules built it. Layout::
 * scenario and semantics are repeated in clear so a person can read what the token is about.
 * payload        base64url(zlib(JSON)) of ``{"v", "scenario", "fs", "target", "instrument", "catalogue",
                  "index", "token"}``: ``token`` is the engine token, ``index`` the schedule's global index in the
-                 CLI exploration (see racecheck.parallel).
+                 CLI exploration (see racecheck.frontends.parallel).
 * check          8 hex of sha256 over everything before it: a truncated or edited token is caught before anything
                  is imported or run.
 
@@ -29,7 +29,7 @@ import zlib
 from dataclasses import dataclass
 
 from racecheck.errors import TokenError
-from racecheck.tokens import decode as decode_engine_token
+from racecheck.search.tokens import decode as decode_engine_token
 
 __racecheck_engine__ = True
 

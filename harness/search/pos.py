@@ -7,7 +7,7 @@ operations that *race* with it (another thread's pending step on the same resour
 priorities. Operations on unrelated resources keep theirs, so independent work does not dilute the choices that
 matter, and every partial order of racing operations gets a fair share of samples.
 
-Resources come from the operation text every trace event already carries (``racecheck.race.access_of``). The
+Resources come from the operation text every trace event already carries (``racecheck.search.race.access_of``). The
 chooser reads the run's trace and each thread's pending operation through the runtime; it decides only where the
 scheduler asks (more than one thread can run), and applies the priority updates for every step that ran since,
 asked or not.
@@ -19,8 +19,8 @@ import random
 from typing import Any
 
 from racecheck import runtime
-from racecheck.race import access_of
-from racecheck.strategies import Chooser, Strategy
+from racecheck.search.race import access_of
+from racecheck.search.strategies import Chooser, Strategy
 
 __racecheck_engine__ = True
 

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from racecheck import runtime
-from racecheck.external import is_plumbing
+from racecheck.control.external import is_plumbing
 
 __racecheck_engine__ = True
 

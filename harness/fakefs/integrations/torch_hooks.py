@@ -25,7 +25,7 @@ def register() -> bool:
     ser = sys.modules.get("torch.serialization")
     if ser is None or not hasattr(ser, "_open_zipfile_writer_buffer"):
         return False
-    from racecheck import instrument
+    from racecheck.control import instrument
     from racecheck.fakefs.os_facade import fake_open
 
     real_writer = ser._open_zipfile_writer

@@ -4,7 +4,7 @@ Every schedule's test function needs a thread of its own (the explorer's thread 
 to report a thread stuck in uncontrolled code). Creating, starting and joining a fresh thread for it costs about
 150 µs on the 2-core reference machine, measured: over half of the fixed cost of a schedule, and a large share
 of a short workload's. A carrier is started once per exploration and handed batches of schedules in turn
-(``racecheck.batch``): it plays the part the main thread plays in a plain loop that runs the same code over and
+(``racecheck.runtime.batch``): it plays the part the main thread plays in a plain loop that runs the same code over and
 over, test function and bookkeeping alike.
 
 A carrier whose body never came back (the test function stuck in uncontrolled code, left behind by teardown) is

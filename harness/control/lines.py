@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from racecheck import runtime
-from racecheck.scheduler import unwind
+from racecheck.runtime.scheduler import unwind
 
 __racecheck_engine__ = True
 

@@ -14,28 +14,28 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from racecheck import external as _external
-from racecheck import instrument as _instrument
-from racecheck import lines as _lines
 from racecheck import runtime, sync  # noqa: F401 - sync registers the controlled stand-ins
-from racecheck import tempdirs as _tempdirs
-from racecheck.affinity import OneCpu
-from racecheck.batch import Batch
-from racecheck.carrier import Carrier, trace_like_a_new_thread
-from racecheck.carrier_pool import CarrierPool
-from racecheck.carrier_pool import supported as carrier_pool_supported
 from racecheck.config import Config, resolve
-from racecheck.coverage import ChoiceTree, Progress, Steering, exhausted_note, interleaving_key, schedule_digest
-from racecheck.database import FailureDatabase
-from racecheck.divergence import LIKELY_CAUSE, Replayer, compare_runs
+from racecheck.control import external as _external
+from racecheck.control import instrument as _instrument
+from racecheck.control import lines as _lines
+from racecheck.control import tempdirs as _tempdirs
+from racecheck.control.threads import controlled_thread_class
 from racecheck.errors import ReplayDivergence, TokenError
-from racecheck.race import WAITING, Race, find_race, same_race
-from racecheck.scheduler import VALUE_PICK, FailureInfo, Run, RunConfig
-from racecheck.shrink import Probe, fewest_preemptions, normalize, shrink
-from racecheck.strategies import Chooser, make_strategy
-from racecheck.threads import controlled_thread_class
-from racecheck.tokens import Token, decode, shape_of, short_hash
-from racecheck.trace import TraceEvent, render
+from racecheck.runtime.affinity import OneCpu
+from racecheck.runtime.batch import Batch
+from racecheck.runtime.carrier import Carrier, trace_like_a_new_thread
+from racecheck.runtime.carrier_pool import CarrierPool
+from racecheck.runtime.carrier_pool import supported as carrier_pool_supported
+from racecheck.runtime.scheduler import VALUE_PICK, FailureInfo, Run, RunConfig
+from racecheck.runtime.trace import TraceEvent, render
+from racecheck.search.coverage import ChoiceTree, Progress, Steering, exhausted_note, interleaving_key, schedule_digest
+from racecheck.search.database import FailureDatabase
+from racecheck.search.divergence import LIKELY_CAUSE, Replayer, compare_runs
+from racecheck.search.race import WAITING, Race, find_race, same_race
+from racecheck.search.shrink import Probe, fewest_preemptions, normalize, shrink
+from racecheck.search.strategies import Chooser, make_strategy
+from racecheck.search.tokens import Token, decode, shape_of, short_hash
 
 __racecheck_engine__ = True
 
@@ -206,7 +206,7 @@ class _Session:
     def run_batch(
         self, next_chooser: Callable[[], Chooser | None], after: Callable[[Run], bool], locate: bool
     ) -> Run | None:
-        """Schedules back to back on the carrier (``racecheck.batch``), while this thread supervises: each gets its
+        """Schedules back to back on the carrier (``runtime.batch``), while this thread supervises: each gets its
         chooser from ``next_chooser`` (None: no more), and ``after`` (on the carrier) accounts for each run that
         ended normally and says whether to go on. Returns the run the batch ended with: the one ``after`` declined,
         the one the supervisor took over (stuck in uncontrolled code; ``after`` never saw it), or the last one

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from racecheck import parallel
+from racecheck.frontends import parallel
 
 __racecheck_engine__ = True
 
@@ -25,7 +25,7 @@ FIXED_SCENARIOS = (("delete-while-queued", 1.0), ("trainer-fit", 0.05))  # share
 
 
 def run_demo(schedules: int, seed: int, echo: Callable[[str], None]) -> int:
-    from racecheck.cli import InputError, _catalogue, _cell_line, failure_block, replay_cli_token
+    from racecheck.frontends.cli import InputError, _catalogue, _cell_line, failure_block, replay_cli_token
 
     catalogue_name = parallel.catalogue_name()
     catalogue = _catalogue(catalogue_name)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from racecheck.clitoken import CliToken
+from racecheck.frontends.clitoken import CliToken
 from racecheck.report.model import CellResult, FailureRecord
 
 __racecheck_engine__ = True
@@ -146,7 +146,7 @@ def execute_unit(unit: dict, on_schedule: Callable[[dict, Any], None] | None = N
 
     The answer carries the interleaving key and schedule digest of every schedule run, so a cell explored in
     several chunks (and processes) counts its distinct interleavings and schedules over all of them."""
-    from racecheck.explore import explore
+    from racecheck.search.explore import explore
 
     keys: list[str] = []
     schedules: list[str] = []
@@ -201,7 +201,7 @@ def execute_unit(unit: dict, on_schedule: Callable[[dict, Any], None] | None = N
 # ----- backends: where units run -----------------------------------------------------------------------------------
 
 _REMOTE_SOURCE = """
-import racecheck.parallel as _rc_parallel
+import racecheck.frontends.parallel as _rc_parallel
 _rc_parallel.serve(channel)
 """
 

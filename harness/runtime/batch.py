@@ -27,10 +27,10 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck import runtime
-from racecheck.carrier import Carrier
-from racecheck.latch import Latch
-from racecheck.scheduler import Run, Watch, poll_interval
-from racecheck.strategies import Chooser
+from racecheck.runtime.carrier import Carrier
+from racecheck.runtime.latch import Latch
+from racecheck.runtime.scheduler import Run, Watch, poll_interval
+from racecheck.search.strategies import Chooser
 
 __racecheck_engine__ = True
 

@@ -3,7 +3,7 @@
 Exit status, for every command: 0 nothing found, 1 a race found (or a gate regression, or a replay that diverged),
 2 usage or input error (unknown scenario, malformed token, unimportable target, bad baseline file, bad option),
 always as exactly one line on stderr and never a traceback. Explorations are delegated to
-:mod:`racecheck.parallel` (so ``--jobs`` and ``--tx`` give the same answer as one process) and reports to
+:mod:`racecheck.frontends.parallel` (so ``--jobs`` and ``--tx`` give the same answer as one process) and reports to
 :mod:`racecheck.report`. Scenarios come from :mod:`racecheck.scenarios`, or from the module named by the
 ``RACECHECK_CATALOGUE`` environment variable (a plug-in catalogue with the same API).
 """
@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import click
-from racecheck import parallel
-from racecheck.clitoken import decode as decode_cli_token
 from racecheck.errors import ReplayDivergence, TokenError
+from racecheck.frontends import parallel
+from racecheck.frontends.clitoken import decode as decode_cli_token
 from racecheck.report.model import CellResult, FailureRecord
-from racecheck.strategies import STRATEGIES
+from racecheck.search.strategies import STRATEGIES
 
 __racecheck_engine__ = True
 
@@ -393,7 +393,7 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
 def replay_cli_token(token: str) -> tuple[str, CellResult | None, str]:
     """Replay a CLI token: (label, the failure as a cell or None, the trace). Raises InputError for a bad token,
     target or catalogue, and ReplayDivergence when the code under test left the recorded schedule."""
-    from racecheck.explore import replay
+    from racecheck.search.explore import replay
 
     try:
         parsed = decode_cli_token(token)  # a malformed token is refused before anything is imported or run
@@ -533,10 +533,7 @@ def gate(baseline: str, report_dir: str | None, jobs: int, update: bool) -> None
 @click.option("--seed", type=click.IntRange(-(2**62), 2**62), default=0, show_default=True)
 def demo(schedules: int, seed: int) -> None:
     """Reproduce the upstream race on stock Lightning, replay its token, then verify the fixed IO."""
-    from racecheck import demo as demo_steps
+    from racecheck.frontends.cli import demo as demo_steps
 
     sys.exit(demo_steps.run_demo(schedules, seed, echo=click.echo))
 
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NoReturn
 
-from racecheck import cleanup as _cleanup
 from racecheck import runtime
-from racecheck.cleanup import Cleaned
 from racecheck.errors import Crashed, Deadlock, RacecheckError, StepLimitExceeded, UncontrolledBlocking, _Abort
-from racecheck.latch import Latch
-from racecheck.strategies import Chooser
-from racecheck.trace import TraceEvent, display_path, frame_path
+from racecheck.runtime import cleanup as _cleanup
+from racecheck.runtime.cleanup import Cleaned
+from racecheck.runtime.latch import Latch
+from racecheck.runtime.trace import TraceEvent, display_path, frame_path
+from racecheck.search.strategies import Chooser
 
 __racecheck_engine__ = True
 
@@ -222,7 +222,7 @@ class Run:
         self._yielders: list[ThreadRecord] = []  # threads with a non-empty yield_to (fair scheduling)
         self._lonely_yielder: ThreadRecord | None = None  # yielded at the previous step with no one else to run
         self._max_steps = self.config.max_steps
-        self.outside = 0  # threads inside a call that waits on another process (racecheck.external): not stuck
+        self.outside = 0  # threads inside a call that waits on another process (racecheck.control.external): not stuck
         self.cleanups: list[tuple[str, Callable[[], bool]]] = []  # undone if the run cannot be unwound
         self.cleaned: list[Cleaned] = []  # what was undone after threads that could not be unwound (cleanup.py)
         self._leaks_reported = False
@@ -231,7 +231,7 @@ class Run:
         # objects made and freed): explore turns it off for schedules nobody will read, and runs a failing one
         # again with it on (same decisions, same trace, now with locations) before reporting it.
         self.locate = True
-        # How a controlled thread's OS side is started: on a reused carrier (``racecheck.carrier_pool``, set by
+        # How a controlled thread's OS side is started: on a reused carrier (``racecheck.runtime.carrier_pool``, set by
         # explore), or with None by ``Thread.start``'s own machinery (a new OS thread).
         self.launch: Callable[[Any], None] | None = None
 
@@ -783,7 +783,7 @@ class Watch:
             return False
         elapsed = now - self.last_progress
         if run.outside and elapsed < outside_limit(self.watchdog):
-            return False  # waiting on another process (racecheck.external): progress elsewhere, within a bound
+            return False  # waiting on another process (racecheck.control.external): progress elsewhere, within a bound
         if elapsed < self.watchdog / 2:
             return False
         where = run._current_frame_key(run.current)
@@ -798,7 +798,7 @@ class Watch:
 
 def unwind(rec: ThreadRecord) -> NoReturn:
     """Stop ``rec``'s code: its run is being stopped. ``rec.unwinding`` says it was told, so the line tracer, which
-    tells a thread of a stopped run at its next line point, tells each thread once (``racecheck.lines``)."""
+    tells a thread of a stopped run at its next line point, tells each thread once (``racecheck.control.lines``)."""
     rec.unwinding = True
     raise _Abort()
 
@@ -817,7 +817,7 @@ def poll_interval(watchdog: float | None) -> float | None:
 
 
 def outside_limit(watchdog: float) -> float:
-    """How long a wait on another process (racecheck.external) may last before it is called a hang: 15 watchdogs
+    """How long a wait on another process (racecheck.control.external) may last before it is called a hang: 15 watchdogs
     (30 s by default), so a small watchdog makes a child that never answers a short failure too."""
     return watchdog * 15
 

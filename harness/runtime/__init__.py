@@ -5,7 +5,7 @@ Everything that wants to be a scheduling point (sync primitives, the fake filesy
 goes through the ``Run`` object returned by :func:`current_run`. Outside a controlled run it returns None and
 callers must behave exactly like the real thing, so instrumented code stays usable by uncontrolled threads.
 
-The Run protocol (implemented in ``racecheck.scheduler``)::
+The Run protocol (implemented in ``racecheck.runtime.scheduler``)::
 
     run.schedule(op, *, enabled=None, timeout=None, yielding=False, skip=0) -> bool
         A scheduling point. ``op`` is a short, deterministic text for the trace ("fs.open /a.ckpt wb").

@@ -33,8 +33,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from racecheck import affinity, runtime
-from racecheck.cleanup import Leftover
+from racecheck import runtime
+from racecheck.runtime import affinity
+from racecheck.runtime.cleanup import Leftover
 
 __racecheck_engine__ = True
 

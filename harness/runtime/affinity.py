@@ -7,7 +7,7 @@ the other CPU warmed. Measured on the 2-core reference VM (``benchmarks/bench_en
 alternating A/B run): 66% of the uncontrolled throughput with the threads free to move, 81% on one CPU.
 
 Which CPU: the one the explorer's own thread is on when it hands a batch of schedules to the carrier (the kernel
-just put it there, so it is free enough), asked again at every batch (``racecheck.batch``: at most 32 schedules),
+just put it there, so it is free enough), asked again at every batch (``runtime.batch``: at most 32 schedules),
 so two explorations in parallel processes (pytest-xdist) that happened to land on the same CPU part again at
 their next batch. Only the carrier is pinned;
 the threads its test function starts inherit the mask from it, which is how every controlled thread gets it
@@ -103,7 +103,7 @@ class OneCpu:
             _set_policy(native, _BATCH)
 
     def follow(self, thread: threading.Thread) -> None:
-        """Put another carrier (one that runs the threads a root starts, ``racecheck.carrier_pool``) where the last
+        """Put another carrier (one that runs the threads a root starts, ``runtime.carrier_pool``) where the last
         ``place`` put the root's, under SCHED_BATCH: it was pinned where the thread that created it ran, and the
         root's carrier may have moved since."""
         if not self.active or self._placed is None:

@@ -5,7 +5,7 @@ Why: starting an OS thread is the largest single cost a schedule adds that is no
 Measured in place on the micro workload (``benchmarks/bench_engine.py``; one executor worker per schedule, on the
 2-core reference VM): ``Thread.start()`` under control took 52-55 µs of a 1.4 ms schedule (the clone, the new
 thread's bootstrap, two context switches on the one CPU the controlled threads share), against ~7 µs for handing a
-body to a carrier that waits for one. The root of every schedule already runs on a carrier (``racecheck.carrier``);
+body to a carrier that waits for one. The root of every schedule already runs on a carrier (``runtime.carrier``);
 this module gives the threads the root starts the same.
 
 What a fresh thread gives its body, and how a reused one gives the same (``tests/engine/test_carrier_pool.py``
@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck import runtime
-from racecheck.carrier import Carrier, trace_like_a_new_thread
+from racecheck.runtime.carrier import Carrier, trace_like_a_new_thread
 
 __racecheck_engine__ = True
 

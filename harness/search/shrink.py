@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from racecheck.strategies import BoundedDFS, Chooser
+from racecheck.search.strategies import BoundedDFS, Chooser
 
 __racecheck_engine__ = True
 

@@ -24,7 +24,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from racecheck import runtime
-from racecheck.cleanup import Leftover
+from racecheck.runtime.cleanup import Leftover
 
 __racecheck_engine__ = True
 

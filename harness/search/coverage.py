@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from itertools import chain, groupby
 from operator import attrgetter, itemgetter
 
-from racecheck.race import MEMORY, access_of
-from racecheck.strategies import Chooser
-from racecheck.trace import TraceEvent
+from racecheck.runtime.trace import TraceEvent
+from racecheck.search.race import MEMORY, access_of
+from racecheck.search.strategies import Chooser
 
 __racecheck_engine__ = True
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from racecheck.scheduler import VALUE_PICK
-from racecheck.strategies import Chooser
+from racecheck.runtime.scheduler import VALUE_PICK
+from racecheck.search.strategies import Chooser
 
 __racecheck_engine__ = True
 
