@@ -24,9 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from racecheck.search.registry import STRATEGY_NAMES
+
 __racecheck_engine__ = True
 
-STRATEGY_NAMES = ("random", "pct", "dfs", "pos")
 LOCATION_MODES = ("failures", "always")
 
 

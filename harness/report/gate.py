@@ -17,12 +17,12 @@ import time
 from dataclasses import dataclass
 
 from racecheck.report.model import CellResult
+from racecheck.search.registry import STRATEGY_NAMES
 
 __racecheck_engine__ = True
 
 SCHEMA = "racecheck-baseline/1"
 MAX_BASELINE_BYTES = 1 << 20
-STRATEGIES = ("random", "pct", "dfs")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 _TARGET = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.]*$")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -112,7 +112,8 @@ def parse(text: str | bytes, source: str = "baseline") -> Baseline:
                      f"{where}: {name!r} must be a name ([A-Za-z0-9_-])")
         _require(isinstance(cell.get("target"), str) and bool(_TARGET.match(cell["target"])),
                  f"{where}: 'target' must look like 'package.module:Attr'")
-        _require(cell.get("strategy") in STRATEGIES, f"{where}: 'strategy' must be one of {', '.join(STRATEGIES)}")
+        _require(cell.get("strategy") in STRATEGY_NAMES,
+                 f"{where}: 'strategy' must be one of {', '.join(STRATEGY_NAMES)}")
         _require(_int(cell.get("seed"), -(2**63), 2**63 - 1), f"{where}: 'seed' must be an integer")
         _require(_int(cell.get("schedules"), 1, 1_000_000), f"{where}: 'schedules' must be an integer in 1..1000000")
         _require(cell.get("expect") in ("race", "clean"), f"{where}: 'expect' must be 'race' or 'clean'")

@@ -28,9 +28,9 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.runtime.carrier import Carrier
+from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.latch import Latch
 from racecheck.runtime.scheduler import Run, Watch, poll_interval
-from racecheck.search.strategies import Chooser
 
 __racecheck_engine__ = True
 

@@ -27,10 +27,10 @@ from typing import Any, NoReturn
 from racecheck import runtime
 from racecheck.errors import Crashed, Deadlock, RacecheckError, StepLimitExceeded, UncontrolledBlocking, _Abort
 from racecheck.runtime import cleanup as _cleanup
+from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.cleanup import Cleaned
 from racecheck.runtime.latch import Latch
 from racecheck.runtime.trace import TraceEvent, display_path, frame_path
-from racecheck.search.strategies import Chooser
 
 __racecheck_engine__ = True
 

@@ -13,28 +13,11 @@ from __future__ import annotations
 
 import random
 from _random import Random as _CoreRandom
-from collections.abc import Sequence
 from hashlib import sha512 as _sha512
 
+from racecheck.runtime.chooser import Chooser
+
 __racecheck_engine__ = True
-
-
-class Chooser:
-    """One execution's source of decisions."""
-
-    def pick_thread(
-        self, enabled: Sequence[int], current_enabled: bool, yielding: bool, current: int | None = None
-    ) -> int:
-        """Index into ``enabled`` (logical thread ids; ``enabled[0]`` is the current thread if current_enabled).
-
-        ``yielding``: the current thread just yielded (``sleep``, a polling retry); the scheduler has already left it
-        out of ``enabled`` while anyone else can run (fair scheduling), so leaving it is never a preemption.
-        ``current``: the logical id of the thread at the scheduling point, None when it is exiting.
-        """
-        raise NotImplementedError
-
-    def pick_value(self, n: int, label: str) -> int:
-        raise NotImplementedError
 
 
 class Strategy:
@@ -309,17 +292,9 @@ class BoundedDFS(Strategy):
 
 
 def make_strategy(name: str, seed: int, depth: int, preemption_bound: int | None) -> Strategy:
-    if name == "random":
-        return RandomWalk(seed)
-    if name == "pct":
-        return PCT(seed, depth=depth)
-    if name == "dfs":
-        return BoundedDFS(seed, preemption_bound=preemption_bound)
-    if name == "pos":
-        from racecheck.search.pos import POS  # its own module: it reads resources through racecheck.search.race
+    """The strategy ``name`` as the registry builds it (kept for callers that pass Config's options by position)."""
+    from racecheck.search import registry
 
-        return POS(seed)
-    raise ValueError(f"unknown strategy {name!r} (choose random, pct, dfs or pos)")
+    return registry.build(name, seed, depth=depth, preemption_bound=preemption_bound)
 
 
-STRATEGIES = ("random", "pct", "dfs", "pos")

@@ -24,7 +24,7 @@ from racecheck.errors import ReplayDivergence, TokenError
 from racecheck.frontends import parallel
 from racecheck.frontends.clitoken import decode as decode_cli_token
 from racecheck.report.model import CellResult, FailureRecord
-from racecheck.search.strategies import STRATEGIES
+from racecheck.search.registry import STRATEGY_NAMES as STRATEGIES
 
 __racecheck_engine__ = True
 
