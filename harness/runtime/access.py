@@ -1,0 +1,94 @@
+"""What a scheduling step touches, recorded by the primitive or fake-filesystem operation that emits it.
+
+Every step of a run can carry a tuple of ``Access`` values: the object it touches (by its logical identity within
+the run: ``Lock#2``, ``file /racefs/a.ckpt``, ``dir /racefs``, ``thread T1``), the kind of access, and for files the
+path and, for namespace operations, the parent directory. The search layer decides from these alone which steps
+commute (``racecheck.search.dependency``); nothing reads an operation's display text to find out what it did, so
+rewording a trace line changes no count, priority or exhaustion claim.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__racecheck_engine__ = True
+
+
+class Access(NamedTuple):
+    """One object one step touches, and how. A NamedTuple: one is built at most steps, and tuples of them are
+    compared and hashed by the search layer."""
+
+    obj: str
+    kind: str
+    path: str = ""
+    parent: str = ""
+
+
+# The kinds, grouped as the dependency relation reads them (docs/dependency.md gives the reasons).
+READ = "read"  # looks without changing: is_set, qsize, empty, full, stat, exists, read, listdir of a file
+WRITE = "write"
+ACQUIRE = "acquire"
+RELEASE = "release"
+WAIT = "wait"
+NOTIFY = "notify"
+PUT = "put"
+GET = "get"
+CREATE = "create"
+REMOVE = "remove"
+RENAME = "rename"
+OPEN = "open"
+LIST = "list"  # a directory's listing: conflicts with every change of its entries
+ENTRY = "entry"  # a name appearing in or vanishing from a directory: commutes with other entries' changes
+START = "start"
+BEGIN = "begin"
+JOIN = "join"
+END = "end"
+CLOCK = "clock"  # a wait on virtual time
+
+KINDS = frozenset({READ, WRITE, ACQUIRE, RELEASE, WAIT, NOTIFY, PUT, GET, CREATE, REMOVE, RENAME, OPEN, LIST, ENTRY,
+                   START, BEGIN, JOIN, END, CLOCK})
+
+MEMORY_OBJ = "memory"  # plain shared state: what a bare racecheck.point() or a thread's first step may touch
+MEMORY = (Access(MEMORY_OBJ, WRITE),)
+NOTHING: tuple[Access, ...] = ()
+
+
+def on(obj: str, kind: str) -> tuple[Access, ...]:
+    """A step that touches one object."""
+    return (Access(obj, kind),)
+
+
+def thread_obj(tid: int) -> str:
+    return f"thread T{tid}"
+
+
+def _parent(path: str) -> str:
+    head = path.rstrip("/\\").rsplit("/", 1)[0]
+    return head or "/"
+
+
+def ancestors(path: str, root: str = "/") -> list[str]:
+    """The directories a lookup of ``path`` walks through, outermost first, below ``root``."""
+    found = []
+    parent = _parent(path)
+    while parent != path and len(parent) > len(root.rstrip("/")):
+        found.append(parent)
+        path, parent = parent, _parent(parent)
+    return found[::-1]
+
+
+def file_access(kind: str, path: str, namespace: bool = False, root: str = "/") -> tuple[Access, ...]:
+    """A file operation on ``path``. Its lookup reads every directory above it (so removing or renaming one of
+    them conflicts with it); a namespace operation (a name appears or vanishes) also touches its parent's
+    entries, which commutes with other names' changes there but conflicts with a listing."""
+    walk = tuple(Access(f"file {d}", READ, d) for d in ancestors(path, root))
+    found = Access(f"file {path}", kind, path)
+    if not namespace:
+        return (*walk, found)
+    parent = _parent(path)
+    return (*walk, found._replace(parent=parent), Access(f"dir {parent}", ENTRY, path, parent))
+
+
+def listing(path: str) -> tuple[Access, ...]:
+    """A listing of directory ``path`` (listdir, scandir, walk's steps)."""
+    return (Access(f"dir {path.rstrip('/') or '/'}", LIST, path),)

@@ -1,0 +1,303 @@
+"""Dynamic partial-order reduction (``strategy="dpor"``): every class of equivalent interleavings, with no bound.
+
+Two schedules that differ only in the order of steps that commute (``racecheck.search.dependency``) run the same
+way; exhaustive search (dfs) runs both, this runs one of them and proves the others by the reduction. The algorithm
+is source-set DPOR with sleep sets (Abdulla, Aronis, Jonsson and Sagonas, POPL 2014; Flanagan and Godefroid,
+POPL 2005; Godefroid 1996), in its stateless form:
+
+* An execution runs to its end, taking option 0 (keep running the current thread) wherever the search has no
+  other plan, and records at every decision the candidate threads and which one ran.
+* Afterwards every *race* is found: a step ``i`` and a later step ``j`` of another thread that conflict and are
+  not already ordered through other steps (happens-before by program order and conflicts). Its order could be
+  reversed, so at the decision before ``i`` the search makes sure that one thread able to start the reversal is
+  among the options still to try (the *backtrack set*): the *initials* of the steps after ``i`` that do not
+  depend on it, followed by ``j`` (source sets, Abdulla et al., "Optimal dynamic partial order reduction", POPL
+  2014). The thread of ``j`` alone, as in Flanagan and Godefroid's first algorithm, is not enough once sleep sets
+  prune: tests/search/test_dpor_model.py has the program that shows it. When none of the initials could run
+  there (blocked, not yet started), every candidate there is added, which keeps the search sound for threads
+  that block, wait on time or are started later.
+* Threads still waiting when the run ended (a deadlock, a blocked background thread) take part with the operation
+  they were waiting in, so orders that would have let them run are tried too.
+* Sleep sets: once an option has been explored at a decision, later siblings carry it "asleep" until a step that
+  conflicts with its step runs; an asleep thread is not chosen, since every schedule that starts with it was
+  covered by the earlier sibling. A run in which every candidate is asleep is finished anyway (it is a real
+  schedule, and its failures are real) but it adds no new class.
+* Value choices of extensions (faults, crashes) branch on every value, like dfs.
+
+The next execution replays the path to the deepest decision with an option left (a prefix of choices, checked
+against the recorded candidates: a program that does not follow its own prefix raises ``ReplayDivergence``) and
+takes that option. The search is a subset of dfs's tree, so it never runs more schedules than unbounded dfs, and
+``exhausted`` (no option left anywhere) means every class of equivalent interleavings was explored. With
+``preemption_bound`` set, options that would exceed it are not tried (as dfs does), and the claim is for schedules
+within the bound.
+
+What the reduction assumes (docs/dependency.md): code between two scheduling points touches only objects its
+step's accesses name, or plain memory no other thread touches between points (a program that shares plain memory
+without a lock marks the place with ``racecheck.point()``, which conflicts with every other such point); and a
+thread's next operation from a state does not depend on the order of steps that commute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from racecheck import runtime
+from racecheck.errors import ReplayDivergence
+from racecheck.runtime.access import Access
+from racecheck.runtime.chooser import Chooser
+from racecheck.search.dependency import accesses_conflict, dependent
+from racecheck.search.strategy import Strategy
+
+__racecheck_engine__ = True
+
+Accesses = tuple[Access, ...]
+
+THREAD, VALUE = "thread", "value"
+
+
+class Node:
+    """One decision on the current path of the search: its options, what was explored from it and what is left."""
+
+    __slots__ = ("kind", "step", "options", "chosen", "backtrack", "done", "sleep", "explored", "costly", "used")
+
+    def __init__(self, kind: str, step: int, options: tuple[int, ...], chosen: int, sleep: dict[int, Accesses],
+                 costly: bool, used: int) -> None:
+        self.kind = kind
+        self.step = step  # the trace step the decision chose (for a value: the step that made the choice)
+        self.options = options  # candidate thread ids in the scheduler's order, or range(arity) for a value
+        self.chosen = chosen  # index into options
+        self.backtrack = {chosen}  # indices to explore from here
+        self.done = {chosen}  # indices explored (or being explored) from here
+        self.sleep = sleep  # asleep on arrival: thread id -> the accesses of its step
+        self.explored: dict[int, Accesses] = {}  # thread id -> the accesses of its step when it ran from here
+        self.costly = costly  # leaving option 0 here is a preemption
+        self.used = used  # preemptions spent before this decision
+
+    def pending(self, bound: int | None) -> list[int]:
+        """Indices still to explore, in option order: in the backtrack set, not done, not asleep, within bound."""
+        left = []
+        for index in sorted(self.backtrack - self.done):
+            if self.kind == THREAD and self.options[index] in self.sleep:
+                continue
+            if bound is not None and self.costly and index and self.used + 1 > bound:
+                continue
+            left.append(index)
+        return left
+
+
+class Step:
+    """A completed step of an execution: the thread, the trace step number and everything the step touched."""
+
+    __slots__ = ("tid", "number", "accesses")
+
+    def __init__(self, tid: int, number: int, accesses: Accesses) -> None:
+        self.tid = tid
+        self.number = number
+        self.accesses = accesses
+
+
+def steps_of(trace: Sequence[Any], complete: bool = True) -> list[Step]:
+    """The steps of a trace, each with its own access and those of the notes (releases, notifies) its thread made
+    before the next step. ``complete=False`` leaves out the last step: its thread is still running it."""
+    steps: list[Step] = []
+    for event in trace:
+        if event.switch == "info":
+            if steps and steps[-1].tid == event.tid:
+                steps[-1].accesses += event.access
+            continue
+        steps.append(Step(event.tid, event.step, tuple(event.access)))
+    if not complete and steps:
+        steps.pop()
+    return steps
+
+
+def happens_before(steps: Sequence[Step]) -> tuple[list[int], list[tuple[int, int]]]:
+    """Happens-before over an execution's steps (program order and conflicts) and its races.
+
+    Returns ``before`` (``before[j]`` has bit ``i`` set when step i happens before step j; steps number in the
+    hundreds, so ints are the cheapest sets) and the races: every (i, j) where i and j belong to different threads,
+    conflict, and i is not ordered before j through other steps, so the pair could run the other way round.
+    Earlier accesses are indexed by object, so a step is compared only with the steps that touched its objects."""
+    before: list[int] = []
+    last_of: dict[int, int] = {}
+    touched: dict[str, list[tuple[int, Access]]] = {}  # object -> (step index, access), in trace order
+    found = []
+    for j, step in enumerate(steps):
+        conflicting: set[int] = set()
+        for access in step.accesses:
+            for i, earlier in touched.get(access.obj, ()):
+                if steps[i].tid != step.tid and i not in conflicting and accesses_conflict(earlier, access):
+                    conflicting.add(i)
+        direct = sorted(conflicting)
+        previous = last_of.get(step.tid)
+        if previous is not None:
+            direct.append(previous)
+        closure = 0
+        for k in direct:
+            closure |= before[k] | (1 << k)
+        for i in sorted(conflicting):
+            through_others = 0
+            for k in direct:
+                if k != i:
+                    through_others |= before[k] | (1 << k)
+            if not (through_others >> i) & 1:
+                found.append((i, j))
+        before.append(closure)
+        last_of[step.tid] = j
+        for access in step.accesses:
+            touched.setdefault(access.obj, []).append((j, access))
+    return before, found
+
+
+def initials(steps: Sequence[Step], before: Sequence[int], i: int, j: int) -> list[int]:
+    """The threads that could start the reversal of race (i, j) at the decision before i (Abdulla et al.'s
+    initials of notdep(i).j): the steps after i that do not happen after i, then j; a thread is an initial when
+    its first step in that sequence conflicts with no earlier step of another thread in it."""
+    sequence = [k for k in range(i + 1, len(steps)) if k != j and not (before[k] >> i) & 1] + [j]
+    found: list[int] = []
+    seen: set[int] = set()
+    for position, k in enumerate(sequence):
+        tid = steps[k].tid
+        if tid in seen:
+            continue
+        seen.add(tid)
+        if not any(steps[m].tid != tid and dependent(steps[m].accesses, steps[k].accesses)
+                   for m in sequence[:position]):
+            found.append(tid)
+    return found
+
+
+class DPORChooser(Chooser):
+    """One execution of the search: replays ``prefix`` (shared nodes of the path, the last one with its new
+    choice), then takes the first option not asleep at every later decision, recording each as a new node."""
+
+    def __init__(self, prefix: list[Node]) -> None:
+        self.prefix = prefix
+        self.nodes: list[Node] = []
+        self.run: Any = None
+        self.sleep: dict[int, Accesses] = {}
+        self.seen = 0  # steps of the trace already taken into account
+        self.redundant = False  # every candidate was asleep at some decision: this schedule adds no new class
+        self.preemptions = 0
+
+    # -- what the run did since the last decision ----------------------------------------------------------------
+    def _absorb(self, complete: bool) -> None:
+        run = self.run
+        if run is None:
+            self.run = run = runtime.current_run()
+            if run is None:
+                return
+        steps = steps_of(run.trace, complete)
+        for step in steps[self.seen:]:
+            if self.sleep:
+                self.sleep = {tid: acc for tid, acc in self.sleep.items()
+                              if tid != step.tid and not dependent(acc, step.accesses)}
+        self.seen = max(self.seen, len(steps))
+
+    def _arrive(self, kind: str, options: tuple[int, ...], costly: bool) -> int:
+        position = len(self.nodes)
+        step = self.run.steps if self.run is not None else 0
+        if position < len(self.prefix):
+            node = self.prefix[position]
+            if node.kind != kind or node.options != options:
+                raise ReplayDivergence(
+                    "partial-order search diverged: the code under test offered other options on a replayed prefix"
+                )
+            node.step = step
+            if position == len(self.prefix) - 1:
+                # The branch: asleep are those asleep on arrival, plus the siblings explored before this option.
+                self.sleep = dict(node.sleep)
+                if kind == THREAD:
+                    for index in node.done:
+                        tid = node.options[index]
+                        if index != node.chosen and tid in node.explored:
+                            self.sleep[tid] = node.explored[tid]
+            else:
+                self.sleep = {}
+        else:
+            chosen = 0
+            if kind == THREAD:
+                awake = [i for i, tid in enumerate(options) if tid not in self.sleep]
+                if awake:
+                    chosen = awake[0]
+                else:
+                    self.redundant = True
+            node = Node(kind, step, options, chosen, dict(self.sleep), costly, self.preemptions)
+            if kind == VALUE:
+                node.backtrack = set(range(len(options)))
+        if node.costly and node.chosen:
+            self.preemptions += 1
+        self.nodes.append(node)
+        return node.chosen
+
+    def pick_thread(self, enabled, current_enabled, yielding, current=None):
+        self._absorb(True)
+        return self._arrive(THREAD, tuple(enabled), current_enabled and not yielding)
+
+    def pick_value(self, n, label):
+        self._absorb(False)
+        return self._arrive(VALUE, tuple(range(n)), False)
+
+    def finish(self) -> list[Step]:
+        """The execution's steps once it has ended, with the waiting threads' operations as pseudo-steps."""
+        if self.run is None:
+            return []
+        steps = steps_of(self.run.trace, True)
+        for rec in getattr(self.run, "threads", ()):
+            if getattr(rec, "launched", False) and not getattr(rec, "finished", True) and getattr(rec, "access", ()):
+                steps.append(Step(rec.tid, -1, tuple(rec.access)))
+        return steps
+
+
+class DPOR(Strategy):
+    """The search over decisions; see the module docstring."""
+
+    name = "dpor"
+
+    def __init__(self, seed: int = 0, preemption_bound: int | None = None) -> None:
+        super().__init__(seed)
+        self.bound = preemption_bound
+        self.next_prefix: list[Node] | None = []
+        self.redundant = 0  # schedules that added no new class (every candidate asleep somewhere)
+
+    def new_execution(self, index: int) -> Chooser | None:
+        if self.next_prefix is None:
+            self.exhausted = True
+            return None
+        return DPORChooser(self.next_prefix)
+
+    def end_execution(self, chooser: Chooser, steps: int) -> None:
+        assert isinstance(chooser, DPORChooser)
+        path = chooser.nodes
+        if chooser.redundant:
+            self.redundant += 1
+        done_steps = chooser.finish()
+        at_step = {node.step: node for node in path if node.kind == THREAD}
+        for step in done_steps:
+            node = at_step.get(step.number)
+            if node is not None:
+                node.explored.setdefault(node.options[node.chosen], step.accesses)
+        before, found = happens_before(done_steps)
+        for i, j in found:
+            node = at_step.get(done_steps[i].number)
+            if node is None:
+                continue  # the step ran alone: there was no other option at that point
+            starters = initials(done_steps, before, i, j)
+            wanted = [index for index, tid in enumerate(node.options) if tid in starters]
+            if not wanted:
+                node.backtrack.update(range(len(node.options)))  # none of them could run there: try everyone
+            elif not node.backtrack.intersection(wanted):
+                awake = [index for index in wanted if node.options[index] not in node.sleep]
+                if awake:
+                    node.backtrack.add(awake[0])
+        for depth in range(len(path) - 1, -1, -1):
+            node = path[depth]
+            left = node.pending(self.bound)
+            if left:
+                node.chosen = left[0]
+                node.done.add(left[0])
+                self.next_prefix = path[: depth + 1]
+                return
+        self.next_prefix = None
+        self.exhausted = True
