@@ -123,6 +123,7 @@ FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Config))
 
 
 def check_names(shortcuts: dict[str, Any], where: str) -> None:
+    """TypeError naming the first of ``shortcuts`` that is not a Config field (``where``: the function called)."""
     unknown = [name for name in shortcuts if name not in FIELD_NAMES]
     if unknown:
         raise TypeError(

@@ -17,7 +17,8 @@ schedule not yet run, because only picks that lead into subtrees already run to 
 per-schedule bound still holds).
 
 ``Progress`` is what an exploration tells a ``progress=`` callback after every schedule: the engine reports plain
-numbers and the CLI or pytest plugin decides how to show them (the engine knows nothing of rich).
+numbers and the CLI or pytest plugin decides how to show them (the engine knows nothing of rich). ``Coverage`` is
+an exploration's account of all this: it counts every finished schedule into the ``Result`` and tells the callback.
 """
 
 from __future__ import annotations
@@ -28,10 +29,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, groupby
 from operator import attrgetter, itemgetter
+from typing import TYPE_CHECKING
 
+from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.trace import TraceEvent
 from racecheck.search.race import MEMORY, access_of
-from racecheck.search.strategies import Chooser
+
+if TYPE_CHECKING:
+    from racecheck.config import Config
+    from racecheck.runtime.scheduler import Run
+    from racecheck.search.result import Result
 
 __racecheck_engine__ = True
 
@@ -68,9 +75,8 @@ class _Accesses(dict):
 _ACCESSES = _Accesses()
 
 # Accesses in resource order -> key. The key is a function of that list alone, and an exploration meets the same
-# few interleavings again and again (the micro workload: 5 among 265 distinct schedules), so a repeat costs a
-# hash and a lookup instead of building and hashing the text (measured: 14.0 -> 6.2 µs per micro-workload trace
-# of 29 events, in a loop over 100 of them).
+# few interleavings again and again (far fewer interleavings than distinct schedules), so a repeat costs a hash
+# and a lookup instead of building and hashing the text, which is much cheaper.
 _KEYS: dict[tuple, str] = {}
 _KEY_LIMIT = 1 << 12
 
@@ -294,3 +300,69 @@ class Steering(Chooser):
 
     def pick_value(self, n, label):
         return self._steer(n, self.inner.pick_value(n, label))
+
+
+class Coverage:
+    """What an exploration has covered so far: distinct schedules (a ``ChoiceTree``), distinct interleavings,
+    and the ``progress`` callback that is told after every schedule."""
+
+    # Traces whose interleaving keys are not computed yet, at most this many (or this many events) at a time.
+    _PENDING_RUNS = 64
+    _PENDING_EVENTS = 1 << 14
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        # dfs never repeats itself and knows when it is done; the sampling strategies learn it from the tree
+        self.tree = ChoiceTree() if config.strategy != "dfs" else None
+        self.steering = self.tree is not None and config.skip_duplicates
+        self.keys: set[str] = set()
+        self._pending: list[list] = []  # traces of counted schedules whose keys ``settle`` has yet to add
+        self._pending_events = 0
+
+    def chooser(self, inner: Chooser) -> Chooser:
+        return Steering(inner, self.tree) if self.steering and self.tree is not None else inner
+
+    @property
+    def exhausted(self) -> bool:
+        """Every schedule of the space has run (only claimed when duplicates are skipped: with independent
+        samples the budget is spent as asked)."""
+        return self.steering and self.tree is not None and self.tree.complete
+
+    def count(self, run: Run, index: int, result: Result, done: bool = False) -> None:
+        """Account for one finished schedule in ``result`` and tell the progress callback (``done``: the strategy
+        itself knows the space is finished, as dfs does).
+
+        Without a progress callback, nothing reads the interleaving count before the exploration ends, so keys are
+        computed in batches (``settle``): run between schedules, the key's code and data are evicted by the
+        workload each time, and computing one took much longer than in a loop over many traces."""
+        if self.config.progress is not None:
+            key = interleaving_key(run.trace)
+            self.keys.add(key)
+            result.interleavings = len(self.keys)
+        else:
+            self._pending.append(run.trace)
+            self._pending_events += len(run.trace)
+            if len(self._pending) >= self._PENDING_RUNS or self._pending_events >= self._PENDING_EVENTS:
+                self.settle(result)
+        if self.tree is not None:
+            self.tree.add(run.choices, run.arities)
+            result.distinct = self.tree.distinct
+        else:
+            result.distinct += 1
+        result.schedules += 1
+        result.max_steps_seen = max(result.max_steps_seen, run.steps)
+        result.crashes += int(run.crashed)
+        if self.config.progress is not None:
+            self.config.progress(Progress(
+                schedules=result.schedules, requested=self.config.schedules, interleavings=result.interleavings,
+                distinct=result.distinct, failures=len(result.failures), exhausted=done or self.exhausted, index=index,
+                interleaving=key, schedule=schedule_digest(run.choices), failed=run.failure is not None,
+            ))
+
+    def settle(self, result: Result) -> None:
+        """Add the keys of the schedules counted since the last call: ``result.interleavings`` is exact after it."""
+        pending, self._pending, self._pending_events = self._pending, [], 0
+        keys = self.keys
+        for trace in pending:
+            keys.add(interleaving_key(trace))
+        result.interleavings = len(keys)

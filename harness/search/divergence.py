@@ -4,9 +4,9 @@ A schedule is only the sequence of decisions; if the code under test does someth
 (a thread it did not start, real time, unseeded randomness, a process id in a decision), the same decisions lead
 somewhere else. Two detectors, one vocabulary (threads, operations, source lines; never choice indexes):
 
-* ``Replayer`` follows a token's choices and checks, at every decision, that the thread the token recorded as
-  chosen is the one that runs; the first mismatch becomes a ``ReplayDivergence`` naming the step, the thread and
-  operation the token expected, and what ran instead.
+* ``Replayer`` (``racecheck.search.replay``) follows a token's choices and checks, at every decision, that the
+  thread the token recorded as chosen is the one that runs; the first mismatch becomes a ``ReplayDivergence``
+  naming the step, the thread and operation the token expected, and what ran instead.
 * ``compare_runs`` (``check_determinism=True``, Shuttle's idea) runs a schedule twice and compares the two traces
   event by event.
 
@@ -16,11 +16,7 @@ What a token checks against (which thread each decision picked, and at which ste
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
-
-from racecheck.runtime.scheduler import VALUE_PICK
-from racecheck.search.strategies import Chooser
 
 __racecheck_engine__ = True
 
@@ -30,155 +26,8 @@ LIKELY_CAUSE = (
 )
 
 
-class Replayer(Chooser):
-    """Feeds recorded choices back (past their end, 0: keep the current thread, no fault) and, given the recorded
-    picks and steps, checks every decision against them. ``divergence`` is the first mismatch, as a sentence.
-    ``run`` is set by the caller once the Run exists; what this run picked so far is ``run.picked``."""
-
-    def __init__(
-        self, choices: Sequence[int], picked: Sequence[int] | None = None, steps: Sequence[int] | None = None
-    ) -> None:
-        self.run: Any = None
-        self.choices = list(choices)
-        self.expected = None if not picked and not steps else list(picked or ())
-        self.expected_steps = list(steps) if steps else None
-        self.position = 0
-        self.divergence: str | None = None
-
-    def _recorded(self, position: int) -> int:
-        return self.choices[position] if position < len(self.choices) else 0
-
-    def pick_thread(
-        self, enabled: Sequence[int], current_enabled: bool, yielding: bool, current: int | None = None
-    ) -> int:
-        position = self.position
-        self.position += 1
-        index = self._recorded(position)
-        if self.divergence is None and not self._check_step(position):
-            self._check_thread(position, enabled, index)
-        if index >= len(enabled):
-            index = 0
-        return index
-
-    def pick_value(self, n: int, label: str) -> int:
-        position = self.position
-        self.position += 1
-        value = self._recorded(position)
-        if self.divergence is None and not self._check_step(position):
-            expected = self._expected(position)
-            if expected is not None and expected > VALUE_PICK:
-                self._diverge(
-                    f"the token expected T{expected - 1} to run next ({self._describe(expected - 1)}), but "
-                    f"{self._running()} asked for a value for {label!r} instead"
-                )
-            elif expected is not None and expected < 0:
-                self._diverge(f"the token's schedule had ended, but {self._running()} asked for a value for {label!r}")
-            elif value >= n:
-                self._diverge(f"the token recorded a value for {label!r} that this run does not offer")
-        if value >= n:
-            value = 0
-        return value
-
-    def finish(self) -> None:
-        """After the run: did it end where the recorded schedule ended?"""
-        run = self.run
-        if self.divergence is not None or run is None:
-            return
-        if self.expected is not None and len(run.picked) < len(self.expected):
-            missing = self.expected[len(run.picked)]
-            who = f"T{missing - 1} to run next" if missing > VALUE_PICK else "a value to be drawn"
-            self._diverge(f"the run ended, but the token expected {who}", step=run.steps)
-        elif self.expected_steps and run.steps != self.expected_steps[-1]:
-            end = self.expected_steps[-1]
-            if run.steps > end:
-                went_on = self._at_step(end + 1)
-                self._diverge(f"the token's schedule ended here, but the run went on: {went_on}", end + 1)
-            else:
-                self._diverge(f"the run ended, but the token's schedule went on until step {end}", run.steps)
-
-    def _expected(self, position: int) -> int | None:
-        if self.expected is None:
-            return None
-        if position >= len(self.expected):
-            return -1
-        return self.expected[position]
-
-    def _check_step(self, position: int) -> bool:
-        """A decision must come at the step the token recorded it; say which thread ran where it did not."""
-        if self.expected_steps is None or position >= len(self.expected_steps) - 1:
-            return False
-        want, now = self.expected_steps[position], self.run.steps if self.run is not None else 0
-        if want == now:
-            return False
-        expected = self._expected(position)
-        if expected is not None and expected > VALUE_PICK:
-            who = f"T{expected - 1} to run next ({self._describe(expected - 1, now=True)})"
-        else:
-            who = "a value to be drawn (a fault or data choice)"
-        if now > want:
-            instead = self._at_step(want)
-            self._diverge(f"the token expected {who}; ran instead: {instead}, the only one that could", want)
-        else:
-            picked = self.run.picked if self.run is not None else ()
-            alone = f"T{picked[-1] - 1}" if picked and picked[-1] > VALUE_PICK else "one thread"
-            self._diverge(
-                f"the token expected {alone} to run on alone until step {want}, but here other threads could run "
-                f"({self._running()})",
-                now,
-            )
-        return True
-
-    def _check_thread(self, position: int, enabled: Sequence[int], index: int) -> None:
-        expected = self._expected(position)
-        ran = enabled[index] if index < len(enabled) else enabled[0]
-        instead = f"ran instead: T{ran} ({self._describe(ran)})"
-        if expected == -1:
-            self._diverge(f"the token's schedule had ended, but the run went on: {instead}")
-        elif expected == VALUE_PICK:
-            self._diverge(f"the token expected a value to be drawn here (a fault or data choice); {instead}")
-        elif expected is not None:
-            tid = expected - 1
-            if tid != ran:
-                self._diverge(f"the token expected T{tid} to run next ({self._describe(tid)}); {instead}")
-        elif index >= len(enabled):
-            names = ", ".join(f"T{t}" for t in enabled)
-            self._diverge(f"the token chose among more threads than could run here (only {names}); {instead}")
-
-    def _describe(self, tid: int, now: bool = False) -> str:
-        run = self.run
-        if run is None:
-            return "state unknown"
-        if tid >= len(run.threads):
-            return "it was never started in this run"
-        rec = run.threads[tid]
-        if rec.finished:
-            return "it had already finished"
-        if not rec.launched:
-            return "it was not started yet"
-        where = f"'{rec.op}' @{rec.loc}" if rec.loc else f"'{rec.op}'"
-        if now:  # detected later than it happened: where the thread is now, not whether it could run then
-            return f"now at {where}"
-        return f"at {where}, {'runnable' if rec.can_run() else 'blocked'}"
-
-    def _running(self) -> str:
-        run = self.run
-        rec = None if run is None else run.current
-        return "no thread" if rec is None else f"T{rec.tid} at '{rec.op}'"
-
-    def _at_step(self, step: int) -> str:
-        """What the trace shows at ``step`` (thread, operation, source line)."""
-        for event in reversed(self.run.trace if self.run is not None else ()):
-            if event.step == step and event.switch != "info":
-                return _event_text(event)
-        return f"the thread running at step {step}"
-
-    def _diverge(self, what: str, step: int | None = None) -> None:
-        if step is None:
-            step = self.run.steps if self.run is not None else 0
-        self.divergence = f"replay diverged from the token at step {step}: {what}. Likely cause: {LIKELY_CAUSE}"
-
-
-def _event_text(event: Any) -> str:
+def event_text(event: Any) -> str:
+    """A trace event in the user's terms: the thread, its operation and its source line."""
     where = f" @{event.loc}" if event.loc else ""
     return f"T{event.tid} '{event.op}'{where}"
 
@@ -191,14 +40,14 @@ def compare_runs(first: Any, second: Any, outcome: Any) -> str | None:
         if left != right:
             return (
                 f"the same schedule ran differently the second time, at step {left.step}: first run "
-                f"{_event_text(left)}, second run {_event_text(right)}. Likely cause: {LIKELY_CAUSE}"
+                f"{event_text(left)}, second run {event_text(right)}. Likely cause: {LIKELY_CAUSE}"
             )
     if len(a) != len(b):
         longer, name = (a, "first") if len(a) > len(b) else (b, "second")
         extra = longer[min(len(a), len(b))]
         return (
             f"the same schedule ran differently the second time, at step {extra.step}: only the {name} run went on "
-            f"with {_event_text(extra)}. Likely cause: {LIKELY_CAUSE}"
+            f"with {event_text(extra)}. Likely cause: {LIKELY_CAUSE}"
         )
     if outcome(first) != outcome(second):
         return (

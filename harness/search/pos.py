@@ -19,13 +19,17 @@ import random
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime.chooser import Chooser
 from racecheck.search.race import access_of
-from racecheck.search.strategies import Chooser, Strategy
+from racecheck.search.strategy import Strategy
 
 __racecheck_engine__ = True
 
 
-class _POSChooser(Chooser):
+class POSChooser(Chooser):
+    """One POS execution: a random priority per pending operation (a thread's next step), re-drawn for the
+    operations that race with each step that ran; the highest-priority enabled thread runs."""
+
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.priority: dict[tuple[int, int], float] = {}  # (thread, its step number) of a pending operation
@@ -79,4 +83,4 @@ class POS(Strategy):
     name = "pos"
 
     def new_execution(self, index):
-        return _POSChooser(self._stream(f"pos:{self.seed}:{index}"))
+        return POSChooser(self.stream(f"pos:{self.seed}:{index}"))

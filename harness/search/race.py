@@ -21,8 +21,8 @@ from functools import lru_cache
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.trace import TraceEvent, normalize_addresses
-from racecheck.search.strategies import Chooser
 
 __racecheck_engine__ = True
 

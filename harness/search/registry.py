@@ -1,8 +1,9 @@
 """The one table of exploration strategies: their names, what each is for, and where each is built.
 
 Config validates against it, the CLI and the pytest plugin offer its names, the gate accepts them, and ``build``
-makes a strategy from it. It imports nothing of racecheck and loads a strategy's module only when one is built,
-so a front end can list the names without loading the engine.
+makes a strategy from it (``make_strategy`` is the same with Config's options by position). It imports nothing of
+racecheck and loads a strategy's module only when one is built, so a front end can list the names without loading
+the engine.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ class StrategyEntry:
 
 
 ENTRIES: tuple[StrategyEntry, ...] = (
-    StrategyEntry("random", "racecheck.search.strategies", "RandomWalk", (),
+    StrategyEntry("random", "racecheck.search.random_walk", "RandomWalk", (),
                   "uniform choice among the runnable threads at every point"),
-    StrategyEntry("pct", "racecheck.search.strategies", "PCT", ("depth",),
+    StrategyEntry("pct", "racecheck.search.pct", "PCT", ("depth",),
                   "probabilistic concurrency testing: random priorities, depth-1 change points"),
-    StrategyEntry("dfs", "racecheck.search.strategies", "BoundedDFS", ("preemption_bound",),
+    StrategyEntry("dfs", "racecheck.search.dfs", "BoundedDFS", ("preemption_bound",),
                   "exhaustive depth-first search within a preemption bound"),
     StrategyEntry("pos", "racecheck.search.pos", "POS", (),
                   "partial order sampling: random priorities reset on conflicting accesses"),
@@ -52,3 +53,8 @@ def build(name: str, seed: int, **options: Any) -> Any:
     found = entry(name)
     factory = getattr(importlib.import_module(found.module), found.factory)
     return factory(seed, **{key: options[key] for key in found.options if key in options})
+
+
+def make_strategy(name: str, seed: int, depth: int, preemption_bound: int | None) -> Any:
+    """The strategy ``name`` as ``build`` makes it, with Config's options by position (what an exploration calls)."""
+    return build(name, seed, depth=depth, preemption_bound=preemption_bound)

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from racecheck.search.strategies import BoundedDFS, Chooser
+from racecheck.runtime.chooser import Chooser
+from racecheck.search.dfs import BoundedDFS
 
 __racecheck_engine__ = True
 

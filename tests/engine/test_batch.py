@@ -41,15 +41,15 @@ def test_no_batch_is_started_once_the_budget_is_spent(monkeypatch, schedules, ba
     """Each batch is a hand-over to the carrier and back; one started only to find nothing left to run is waste."""
     import importlib
 
-    explore_module = importlib.import_module("racecheck.search.explore")
+    session_module = importlib.import_module("racecheck.search.session")
     started = []
-    real_run_batch = explore_module._Session.run_batch
+    real_run_batch = session_module.Session.run_batch
 
     def counting(self, *args, **kwargs):
         started.append(1)
         return real_run_batch(self, *args, **kwargs)
 
-    monkeypatch.setattr(explore_module._Session, "run_batch", counting)
+    monkeypatch.setattr(session_module.Session, "run_batch", counting)
 
     def fn():
         t = threading.Thread(target=racecheck.point, args=("worker",))

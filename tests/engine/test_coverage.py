@@ -20,10 +20,10 @@ import racecheck
 from classic_bugs import lost_update_fixed
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.trace import TraceEvent
 from racecheck.search.coverage import ChoiceTree, Progress, Steering, interleaving_key, schedule_digest
 from racecheck.search.race import MEMORY, access_of
-from racecheck.search.strategies import Chooser
 
 
 def _events(*steps):

@@ -20,7 +20,7 @@ import threading
 import pytest
 import racecheck
 from racecheck import runtime
-from racecheck.search import strategies
+from racecheck.search import pct, random_walk
 
 SEEDS = range(4)
 PER_SEED = 250  # 1000 schedules per program
@@ -158,14 +158,14 @@ def test_pct_reaches_every_interleaving_within_d_minus_1_preemptions(kind, noise
 
 def _fired_fraction(monkeypatch, program) -> float:
     counts = {"drawn": 0, "fired": 0}
-    original = strategies.PCT.end_execution
+    original = pct.PCT.end_execution
 
     def counting(self, chooser, steps):
         counts["drawn"] += len(chooser.change_points)
         counts["fired"] += chooser.fired
         original(self, chooser, steps)
 
-    monkeypatch.setattr(strategies.PCT, "end_execution", counting)
+    monkeypatch.setattr(pct.PCT, "end_execution", counting)
     result = racecheck.explore(program, strategy="pct", depth=3, schedules=200, seed=0, skip_duplicates=False)
     monkeypatch.undo()
     assert result.ok, result.failure
@@ -198,8 +198,8 @@ def test_change_points_fire(monkeypatch):
 @pytest.mark.parametrize(
     ("strategy", "text"),
     [
-        (lambda: strategies.PCT(seed=5, depth=3), "pct:5:{index}:3"),
-        (lambda: strategies.RandomWalk(seed=5), "random:5:{index}"),
+        (lambda: pct.PCT(seed=5, depth=3), "pct:5:{index}:3"),
+        (lambda: random_walk.RandomWalk(seed=5), "random:5:{index}"),
     ],
 )
 def test_an_execution_draws_the_stream_its_seed_text_names(strategy, text):

@@ -8,7 +8,7 @@ import racecheck
 from classic_bugs import BUGS
 from racecheck.runtime.scheduler import Run
 from racecheck.runtime.trace import TraceEvent
-from racecheck.search.pos import _POSChooser
+from racecheck.search.pos import POSChooser
 
 NAMES = sorted(BUGS)
 
@@ -43,7 +43,7 @@ class _Rec:
 
 
 def test_only_racing_pending_operations_are_redrawn():
-    chooser = _POSChooser(random.Random(0))
+    chooser = POSChooser(random.Random(0))
     run = Run.__new__(Run)
     run.trace = []
     run.threads = [_Rec(0, "acquire Lock#1"), _Rec(1, "acquire Lock#1"), _Rec(2, "acquire Lock#2")]

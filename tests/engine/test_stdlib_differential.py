@@ -27,7 +27,8 @@ import racecheck
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from racecheck.runtime import current_thread_record
-from racecheck.search.strategies import Chooser, Strategy
+from racecheck.runtime.chooser import Chooser
+from racecheck.search.strategy import Strategy
 
 T = 0.001  # a real timeout: short enough to cost nothing in the stdlib run, virtual under racecheck
 
@@ -644,7 +645,7 @@ def test_a_failed_non_blocking_attempt_is_a_yielding_point(monkeypatch):
         def new_execution(self, index):
             return _SpyChooser(log)
 
-    monkeypatch.setattr(importlib.import_module("racecheck.search.explore"), "make_strategy", lambda *args: Spy())
+    monkeypatch.setattr(importlib.import_module("racecheck.search.exploration"), "make_strategy", lambda *args: Spy())
 
     def program():
         lock, q = threading.Lock(), queue.Queue()

@@ -8,15 +8,16 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from racecheck.search.strategies import PCT, RandomWalk, change_points
+from racecheck.search.pct import PCT, change_points
+from racecheck.search.random_walk import RandomWalk
 
 
 @given(st.text(max_size=40))
 @settings(max_examples=200, deadline=None)
 def test_the_reused_generator_is_reseeded_to_the_stream_a_fresh_one_would_give(text):
     strategy = RandomWalk(0)
-    strategy._stream("something else first")
-    rng = strategy._stream(text)
+    strategy.stream("something else first")
+    rng = strategy.stream(text)
     assert rng.getstate() == random.Random(text).getstate()
     assert rng.random() == random.Random(text).random()
 

@@ -1,0 +1,119 @@
+"""One exploration, or one replay, of a test function under a resolved Config: the search from end to end.
+
+``run_exploration`` replays the failure database's schedules first, then runs the strategy's schedules
+(``schedule_loop``), collects and shrinks failures (``findings``), and saves what failed; ``run_replay`` runs exactly
+the schedule a token describes and checks that it did. ``racecheck.api`` builds the Config from keyword shortcuts
+and calls these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from racecheck.errors import ReplayDivergence, TokenError
+from racecheck.search.coverage import Coverage
+from racecheck.search.database import FailureDatabase
+from racecheck.search.divergence import LIKELY_CAUSE
+from racecheck.search.findings import collect
+from racecheck.search.registry import make_strategy
+from racecheck.search.replay import Replayer
+from racecheck.search.result import Result, failure_of, render_run
+from racecheck.search.schedule_loop import Schedules
+from racecheck.search.session import Session
+from racecheck.search.tokens import decode, shape_of, short_hash
+
+if TYPE_CHECKING:
+    from racecheck.config import Config
+
+__racecheck_engine__ = True
+
+
+def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
+    """``racecheck.explore`` once its Config is resolved: up to ``cfg.schedules`` schedules of ``cfg.strategy``
+    (the failure database's first), every failure shrunk and given its token and racing pair."""
+    session = Session(fn, cfg)
+    strat = make_strategy(cfg.strategy, cfg.seed, cfg.depth, cfg.bound)
+    result = Result(ok=True, schedules=0, strategy=cfg.strategy, seed=cfg.seed, config=cfg)
+    coverage = Coverage(cfg)
+    database = FailureDatabase(cfg.database) if cfg.database is not None else None
+    db_key = f"{session.target}|{session.config_key}"
+    # Source locations cost a stack walk at every point: computed for every schedule only when asked, or when
+    # schedules are compared event by event (check_determinism); otherwise a failing one is run again with them.
+    locate_all = cfg.locations == "always" or cfg.check_determinism
+    with session.controlled():
+        stop = database is not None and replay_database(session, database, db_key, result, coverage)
+        if not stop:
+            Schedules(session, strat, coverage, result).run(locate_all)
+        result.exhausted = strat.exhausted or coverage.exhausted
+        coverage.settle(result)
+    if database is not None:
+        for failure in result.failures:
+            database.save(db_key, failure.token)
+    if result.failure is not None:
+        result.ok = False
+        result.trace = result.failure.trace
+    return result
+
+
+def replay_database(
+    session: Session, database: FailureDatabase, key: str, result: Result, coverage: Coverage
+) -> bool:
+    """Run the schedules that failed before, first; a kept token that no longer fails (or no longer fits the
+    test) is dropped. True when they alone found ``max_failures`` distinct failures."""
+    for text in database.fetch(key):
+        try:
+            parsed = decode(text)
+        except TokenError:
+            database.delete(key, text)
+            continue
+        if parsed.target != short_hash(session.target) or parsed.config != short_hash(session.config_key):
+            continue  # another test or configuration sharing the key digest: leave it alone
+        replayer = Replayer(parsed.choices, parsed.picked, parsed.steps)
+        run = session.run_once(replayer)
+        result.replayed += 1
+        result.leaked_threads.extend(run.leaked)
+        if run.failure is None or replayer.divergence is not None:
+            database.delete(key, text)
+            coverage.count(run, -1, result)
+            continue
+        stop = collect(session, run, parsed.index, result, (parsed.strategy, parsed.seed))
+        coverage.count(run, -1, result)
+        if stop:
+            return True
+    return False
+
+
+def run_replay(fn: Callable[[], Any], token: str, cfg: Config) -> Result:
+    """``racecheck.replay`` once its Config is resolved: exactly the schedule ``token`` describes, checked to have
+    followed it (TokenError for a token of another test or configuration, ReplayDivergence where it did not)."""
+    parsed = decode(token)
+    session = Session(fn, cfg)
+    if parsed.target != short_hash(session.target):
+        raise TokenError(f"token was recorded for another test function, not {session.target}")
+    if parsed.config != short_hash(session.config_key):
+        raise TokenError(f"token was recorded with another configuration ({session.config_key!r} does not match)")
+    with session.controlled():
+        replayer = Replayer(parsed.choices, parsed.picked, parsed.steps)
+        run = session.run_once(replayer)
+        divergence = replayer.divergence
+        if divergence is None and shape_of(run.arities) != parsed.shape:
+            divergence = (
+                f"replay diverged from the token: the same threads ran at the same steps, but other threads could "
+                f"run at some decisions than when it was recorded. Likely cause: {LIKELY_CAUSE}"
+            )
+        if divergence is None and cfg.check_determinism:
+            divergence = session.check_determinism(run)
+    if divergence is not None:
+        raise ReplayDivergence(divergence)
+    result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed, config=cfg,
+                    interleavings=1, distinct=1)
+    result.max_steps_seen = run.steps
+    result.crashes = int(run.crashed)
+    result.leaked_threads = list(run.leaked)
+    if run.failure is not None:
+        result.failure = failure_of(run, parsed.encode(), parsed.index, run, 0)
+        result.failure.signature = run.failure.signature()
+        result.failures.append(result.failure)
+    result.trace = render_run(run)
+    return result

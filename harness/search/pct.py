@@ -1,0 +1,142 @@
+"""Probabilistic Concurrency Testing (``strategy="pct"``): random thread priorities and depth-1 change points."""
+
+from __future__ import annotations
+
+import random
+
+from racecheck.runtime.chooser import Chooser
+from racecheck.search.strategy import Strategy
+
+__racecheck_engine__ = True
+
+
+class PCTChooser(Chooser):
+    """One PCT execution: a random priority order, and d-1 change points among the decisions.
+
+    Priorities are two lists, highest first: ``high`` holds every thread in a uniformly random order (a new thread
+    is inserted at a random position when first seen, which keeps the whole order a uniform permutation), ``low``
+    holds threads lowered at a change point (or because they yielded), later ones below earlier ones, all below
+    every ``high`` thread: the paper's priorities d-1 > ... > 1 below the initial ones >= d.
+    """
+
+    def __init__(self, rng: random.Random, change_points: frozenset[int]) -> None:
+        self.rng = rng
+        self.change_points = change_points
+        self.high: list[int] = []
+        self.low: list[int] = []
+        self.known: set[int] = set()  # every tid in high or low: one C-level check per decision for new threads
+        self.decisions = 0  # decisions with a running thread: the k of the bound, and what change points count
+        self.fired = 0
+
+    def _know(self, tid: int) -> None:
+        if tid not in self.known:
+            self.known.add(tid)
+            self.high.insert(self.rng.randrange(len(self.high) + 1), tid)
+
+    def _lower(self, tid: int) -> None:
+        if tid in self.high:
+            self.high.remove(tid)
+        elif tid in self.low:
+            self.low.remove(tid)
+        self.low.append(tid)
+
+    def pick_thread(self, enabled, current_enabled, yielding, current=None):
+        known = self.known
+        if not known.issuperset(enabled):  # a thread seen for the first time (only in a run's first decisions)
+            for tid in enabled:
+                self._know(tid)
+        if current is not None:
+            # A decision taken while a thread is running (not while one exits): the thread at the scheduling point
+            # is "the running thread" of the paper, and a change point here lowers it whether or not it can go on.
+            if current not in known:
+                self._know(current)
+            self.decisions += 1
+            if self.decisions in self.change_points:
+                self.fired += 1
+                self._lower(current)
+            elif yielding:
+                # A yielding thread waits for someone else: below everyone, so a polling loop cannot starve them.
+                self._lower(current)
+        for tid in self.high:  # the highest priority first; ``enabled`` holds a few distinct ids
+            if tid in enabled:
+                return enabled.index(tid)
+        for tid in self.low:
+            if tid in enabled:
+                return enabled.index(tid)
+        raise AssertionError("PCT: an enabled thread has no priority")  # unreachable: every enabled tid is known
+
+    def pick_value(self, n, label):
+        return self.rng.randrange(n)
+
+
+class PCT(Strategy):
+    """Probabilistic Concurrency Testing (Burckhardt et al., ASPLOS 2010), counting decisions as Shuttle does.
+
+    Random distinct priorities per thread; the highest-priority enabled thread runs; at d-1 change points the
+    running thread drops below all others (a later change point lower still). A bug of depth d among n threads
+    and k decisions is found with probability >= 1/(n*k^(d-1)) per execution.
+
+    k counts *decisions* only (points where more than one thread could run): steps without a choice cannot
+    preempt anyone, so a change point there would be thrown away. The change points of an execution are drawn
+    uniformly, without repetition, from 1..k where k is the largest decision count seen in earlier executions
+    (the first execution has none and measures k), so each drawn point falls on a decision that exists in an
+    execution as long as the longest one seen. ``points_drawn``/``points_fired`` count them for the record.
+    """
+
+    name = "pct"
+
+    def __init__(self, seed: int = 0, depth: int = 3) -> None:
+        super().__init__(seed)
+        if depth < 1:
+            raise ValueError("pct depth must be >= 1")
+        self.depth = depth
+        self.max_decisions = 0
+        self.points_drawn = 0
+        self.points_fired = 0
+
+    def new_execution(self, index):
+        rng = self.stream(f"pct:{self.seed}:{index}:{self.depth}")
+        count = min(self.depth - 1, self.max_decisions)
+        points = change_points(rng, self.max_decisions, count) if count else frozenset()
+        return PCTChooser(rng, points)
+
+    def end_execution(self, chooser, steps):
+        if isinstance(chooser, PCTChooser):
+            self.max_decisions = max(self.max_decisions, chooser.decisions)
+            self.points_drawn += len(chooser.change_points)
+            self.points_fired += chooser.fired
+
+
+def change_points(rng: random.Random, decisions: int, count: int) -> frozenset[int]:
+    """``count`` distinct decisions of ``1..decisions``: the set ``rng.sample(range(1, decisions + 1), count)``
+    gives, from the same draws in the same order (so every seed keeps its schedules), without ``sample``'s
+    generality (its argument checks and helper calls were a large share of a PCT execution's setup).
+    Up to five points (depth 6), which is where ``sample`` keeps using the same two algorithms; beyond, it is asked.
+    """
+    if count > 5:
+        return frozenset(rng.sample(range(1, decisions + 1), k=count))
+    getrandbits = rng.getrandbits
+    if decisions <= 21:  # sample's pool algorithm: a drawn slot is refilled from the end
+        pool = list(range(1, decisions + 1))
+        points = []
+        for i in range(count):
+            left = decisions - i
+            bits = left.bit_length()
+            j = getrandbits(bits)
+            while j >= left:
+                j = getrandbits(bits)
+            points.append(pool[j])
+            pool[j] = pool[left - 1]
+        return frozenset(points)
+    bits = decisions.bit_length()  # sample's set algorithm: draw again on a repeat
+    chosen: set[int] = set()
+    for _ in range(count):
+        j = getrandbits(bits)
+        while j >= decisions:
+            j = getrandbits(bits)
+        while j in chosen:
+            j = getrandbits(bits)
+            while j >= decisions:
+                j = getrandbits(bits)
+        chosen.add(j)
+    return frozenset(j + 1 for j in chosen)

@@ -1,0 +1,166 @@
+"""Replaying a recorded schedule (a token's choices, a shrinking candidate, a run's own decisions) and noticing
+where the code under test left it.
+
+``Replayer`` follows recorded choices and checks, at every decision, that the thread the record says was chosen is
+the one that runs; the first mismatch becomes ``divergence``: a sentence naming the step, the thread and operation
+the record expected, and what ran instead (``racecheck.search.divergence`` has the vocabulary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from racecheck.runtime.chooser import Chooser
+from racecheck.runtime.scheduler import VALUE_PICK
+from racecheck.search.divergence import LIKELY_CAUSE, event_text
+
+__racecheck_engine__ = True
+
+
+class Replayer(Chooser):
+    """Feeds recorded choices back (past their end, 0: keep the current thread, no fault) and, given the recorded
+    picks and steps, checks every decision against them. ``divergence`` is the first mismatch, as a sentence.
+    ``run`` is set by the caller once the Run exists; what this run picked so far is ``run.picked``."""
+
+    def __init__(
+        self, choices: Sequence[int], picked: Sequence[int] | None = None, steps: Sequence[int] | None = None
+    ) -> None:
+        self.run: Any = None
+        self.choices = list(choices)
+        self.expected = None if not picked and not steps else list(picked or ())
+        self.expected_steps = list(steps) if steps else None
+        self.position = 0
+        self.divergence: str | None = None
+
+    def _recorded(self, position: int) -> int:
+        return self.choices[position] if position < len(self.choices) else 0
+
+    def pick_thread(
+        self, enabled: Sequence[int], current_enabled: bool, yielding: bool, current: int | None = None
+    ) -> int:
+        position = self.position
+        self.position += 1
+        index = self._recorded(position)
+        if self.divergence is None and not self._check_step(position):
+            self._check_thread(position, enabled, index)
+        if index >= len(enabled):
+            index = 0
+        return index
+
+    def pick_value(self, n: int, label: str) -> int:
+        position = self.position
+        self.position += 1
+        value = self._recorded(position)
+        if self.divergence is None and not self._check_step(position):
+            expected = self._expected(position)
+            if expected is not None and expected > VALUE_PICK:
+                self._diverge(
+                    f"the token expected T{expected - 1} to run next ({self._describe(expected - 1)}), but "
+                    f"{self._running()} asked for a value for {label!r} instead"
+                )
+            elif expected is not None and expected < 0:
+                self._diverge(f"the token's schedule had ended, but {self._running()} asked for a value for {label!r}")
+            elif value >= n:
+                self._diverge(f"the token recorded a value for {label!r} that this run does not offer")
+        if value >= n:
+            value = 0
+        return value
+
+    def finish(self) -> None:
+        """After the run: did it end where the recorded schedule ended?"""
+        run = self.run
+        if self.divergence is not None or run is None:
+            return
+        if self.expected is not None and len(run.picked) < len(self.expected):
+            missing = self.expected[len(run.picked)]
+            who = f"T{missing - 1} to run next" if missing > VALUE_PICK else "a value to be drawn"
+            self._diverge(f"the run ended, but the token expected {who}", step=run.steps)
+        elif self.expected_steps and run.steps != self.expected_steps[-1]:
+            end = self.expected_steps[-1]
+            if run.steps > end:
+                went_on = self._at_step(end + 1)
+                self._diverge(f"the token's schedule ended here, but the run went on: {went_on}", end + 1)
+            else:
+                self._diverge(f"the run ended, but the token's schedule went on until step {end}", run.steps)
+
+    def _expected(self, position: int) -> int | None:
+        if self.expected is None:
+            return None
+        if position >= len(self.expected):
+            return -1
+        return self.expected[position]
+
+    def _check_step(self, position: int) -> bool:
+        """A decision must come at the step the token recorded it; say which thread ran where it did not."""
+        if self.expected_steps is None or position >= len(self.expected_steps) - 1:
+            return False
+        want, now = self.expected_steps[position], self.run.steps if self.run is not None else 0
+        if want == now:
+            return False
+        expected = self._expected(position)
+        if expected is not None and expected > VALUE_PICK:
+            who = f"T{expected - 1} to run next ({self._describe(expected - 1, now=True)})"
+        else:
+            who = "a value to be drawn (a fault or data choice)"
+        if now > want:
+            instead = self._at_step(want)
+            self._diverge(f"the token expected {who}; ran instead: {instead}, the only one that could", want)
+        else:
+            picked = self.run.picked if self.run is not None else ()
+            alone = f"T{picked[-1] - 1}" if picked and picked[-1] > VALUE_PICK else "one thread"
+            self._diverge(
+                f"the token expected {alone} to run on alone until step {want}, but here other threads could run "
+                f"({self._running()})",
+                now,
+            )
+        return True
+
+    def _check_thread(self, position: int, enabled: Sequence[int], index: int) -> None:
+        expected = self._expected(position)
+        ran = enabled[index] if index < len(enabled) else enabled[0]
+        instead = f"ran instead: T{ran} ({self._describe(ran)})"
+        if expected == -1:
+            self._diverge(f"the token's schedule had ended, but the run went on: {instead}")
+        elif expected == VALUE_PICK:
+            self._diverge(f"the token expected a value to be drawn here (a fault or data choice); {instead}")
+        elif expected is not None:
+            tid = expected - 1
+            if tid != ran:
+                self._diverge(f"the token expected T{tid} to run next ({self._describe(tid)}); {instead}")
+        elif index >= len(enabled):
+            names = ", ".join(f"T{t}" for t in enabled)
+            self._diverge(f"the token chose among more threads than could run here (only {names}); {instead}")
+
+    def _describe(self, tid: int, now: bool = False) -> str:
+        run = self.run
+        if run is None:
+            return "state unknown"
+        if tid >= len(run.threads):
+            return "it was never started in this run"
+        rec = run.threads[tid]
+        if rec.finished:
+            return "it had already finished"
+        if not rec.launched:
+            return "it was not started yet"
+        where = f"'{rec.op}' @{rec.loc}" if rec.loc else f"'{rec.op}'"
+        if now:  # detected later than it happened: where the thread is now, not whether it could run then
+            return f"now at {where}"
+        return f"at {where}, {'runnable' if rec.can_run() else 'blocked'}"
+
+    def _running(self) -> str:
+        run = self.run
+        rec = None if run is None else run.current
+        return "no thread" if rec is None else f"T{rec.tid} at '{rec.op}'"
+
+    def _at_step(self, step: int) -> str:
+        """What the trace shows at ``step`` (thread, operation, source line)."""
+        for event in reversed(self.run.trace if self.run is not None else ()):
+            if event.step == step and event.switch != "info":
+                return event_text(event)
+        return f"the thread running at step {step}"
+
+    def _diverge(self, what: str, step: int | None = None) -> None:
+        if step is None:
+            step = self.run.steps if self.run is not None else 0
+        self.divergence = f"replay diverged from the token at step {step}: {what}. Likely cause: {LIKELY_CAUSE}"

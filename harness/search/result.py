@@ -1,0 +1,152 @@
+"""What explore() and replay() return: ``Result`` and ``Failure``, and how a run's end reads in them.
+
+``failure_of`` turns a failing run into a ``Failure`` (its token, rendered trace, preemption and step counts);
+``outcome`` and ``outcome_line`` say how a run ended, comparably across reruns and in one line of a report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from racecheck.runtime.scheduler import FailureInfo, Run
+from racecheck.runtime.trace import TraceEvent, render
+from racecheck.search.coverage import exhausted_note
+from racecheck.search.race import Race
+
+if TYPE_CHECKING:
+    from racecheck.config import Config
+
+__racecheck_engine__ = True
+
+
+@dataclass
+class Failure:
+    """A failing schedule, shrunk: replay it with ``racecheck.replay(fn, failure.token)``.
+
+    ``kind``: "exception", "deadlock", "uncontrolled-blocking", "step-limit", or "nondeterminism" (with
+    ``check_determinism=True``: the same schedule ran differently twice; ``exception`` is a ReplayDivergence)."""
+
+    token: str
+    kind: str
+    exception: BaseException
+    trace: str
+    events: list[TraceEvent]
+    schedule_index: int
+    preemptions: int
+    steps: int
+    thread: str | None
+    original_preemptions: int
+    original_steps: int
+    shrink_probes: int = 0
+    race: Race | None = None  # the two conflicting operations whose order decides this failure, when found
+    occurrences: int = 1  # failing schedules explored that were this same failure (with max_failures > 1)
+    signature: tuple = ()  # what groups failures: kind, exception type, where raised
+    # what racecheck removed after threads it could not unwind: {"kind", "path", "outcome"} each (the message
+    # only counts them by kind, so that it reads the same in every replay)
+    cleanup: list[dict] = field(default_factory=list)
+
+    @property
+    def message(self) -> str:
+        return f"{type(self.exception).__name__}: {self.exception}"
+
+    def __str__(self) -> str:
+        where = f" in {self.thread}" if self.thread else ""
+        race = f"{self.race}\n" if self.race is not None else ""
+        return race + (
+            f"racecheck found a failing schedule (#{self.schedule_index}, {self.kind}{where}): {self.message}\n"
+            f"preemptions: {self.preemptions} (before shrinking {self.original_preemptions}), steps: {self.steps}\n"
+            f"replay with: racecheck.replay(fn, {self.token!r})\n{self.trace}"
+        )
+
+
+@dataclass
+class Result:
+    """What explore() and replay() return. ``trace``: the rendered trace of the failing schedule (explore) or of
+    the replayed one (replay, failing or not); empty when explore found nothing."""
+
+    ok: bool
+    schedules: int
+    failure: Failure | None = None
+    exhausted: bool = False
+    strategy: str = ""
+    seed: int = 0
+    max_steps_seen: int = 0
+    crashes: int = 0
+    leaked_threads: list[str] = field(default_factory=list)
+    trace: str = ""
+    config: Config | None = None
+    failures: list[Failure] = field(default_factory=list)  # every distinct failure found, first one first
+    interleavings: int = 0  # distinct interleavings explored (by the order of conflicting operations)
+    distinct: int = 0  # distinct schedules (exact choice sequences) explored; with ``exhausted``: the whole space
+    replayed: int = 0  # schedules replayed first from the failure database (counted in ``schedules`` too)
+
+    def raise_on_failure(self) -> None:
+        if self.failure is not None:
+            raise AssertionError(str(self.failure)) from self.failure.exception
+
+    @property
+    def exhausted_note(self) -> str:
+        """``exhausted: all N distinct schedules explored`` when the space was run to its end, else ''."""
+        if not self.exhausted:
+            return ""
+        bound = self.config.bound if self.config is not None else None
+        return exhausted_note(self.distinct, self.strategy, bound)
+
+    def summary(self) -> str:
+        if self.failure is None:
+            done = f"; {self.exhausted_note}" if self.exhausted else ""
+            return (
+                f"ok: {self.schedules} schedules, {self.interleavings} interleavings ({self.strategy}, seed "
+                f"{self.seed}){done}"
+            )
+        more = f" (and {len(self.failures) - 1} more distinct failures)" if len(self.failures) > 1 else ""
+        return (
+            f"FAILED after {self.schedules} schedules: {self.failure.message}; token {self.failure.token}{more}"
+        )
+
+
+def outcome(run: Run) -> tuple:
+    """How a run ended, comparably across reruns: the rendered kind plus the failure's signature."""
+    failure = run.failure
+    if failure is None:
+        return ("a crash" if run.crashed else "passing", run.crashed)
+    return (f"{failure.kind} ({type(failure.exception).__name__})", failure.signature(), failure.tid)
+
+
+def outcome_line(run: Run) -> str:
+    """How a run ended, as the last line of its rendered trace ("-> ok", "-> T1 exception: ValueError: ...")."""
+    failure = run.failure
+    if failure is None:
+        return f"-> crashed: {run.crash_reason}" if run.crashed else "-> ok"
+    who = f"T{failure.tid} " if failure.tid is not None else ""
+    return f"-> {who}{failure.kind}: {type(failure.exception).__name__}: {failure.exception}"
+
+
+def render_run(run: Run) -> str:
+    """The trace of ``run`` as a report shows it, ending with its outcome."""
+    return render(run.trace, len(run.threads), outcome_line(run))
+
+
+def failure_of(
+    run: Run, token: str, index: int, original: Run, probes: int, info: FailureInfo | None = None
+) -> Failure:
+    """The ``Failure`` a report shows for ``run`` (the shrunk run; ``original``: the one first found, for the counts
+    before shrinking; ``probes``: the replays shrinking spent; ``info``: the failure, if not the run's own)."""
+    info = info or run.failure
+    assert info is not None
+    return Failure(
+        token=token,
+        kind=info.kind,
+        exception=info.exception,
+        trace=render_run(run),
+        events=list(run.trace),
+        schedule_index=index,
+        preemptions=run.preemptions,
+        steps=run.steps,
+        thread=None if info.tid is None else f"T{info.tid}",
+        original_preemptions=original.preemptions,
+        original_steps=original.steps,
+        shrink_probes=probes,
+        cleanup=[item.to_dict() for item in run.cleaned],
+    )

@@ -1,0 +1,95 @@
+"""explore's main loop: schedule after schedule of the strategy, until the budget, the space or a stop."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from racecheck.errors import ReplayDivergence
+from racecheck.runtime.chooser import Chooser
+from racecheck.runtime.scheduler import FailureInfo, Run
+from racecheck.search.findings import collect
+from racecheck.search.result import Result, failure_of
+
+if TYPE_CHECKING:
+    from racecheck.search.coverage import Coverage
+    from racecheck.search.session import Session
+    from racecheck.search.strategy import Strategy
+
+__racecheck_engine__ = True
+
+
+class Schedules:
+    """explore's main loop: schedule after schedule of the strategy, until the budget, the space or a stop.
+
+    Runs in batches on the carrier (``Session.run_batch``): ``next_chooser`` and ``after`` run there, and a run
+    that passed is accounted for there too, without waking this thread. A failing run, or every run under
+    ``check_determinism``, needs more runs (shrinking, a second execution), which only this thread may start: it
+    ends the batch and is handled by ``_settle`` here, as is a run the supervisor took over."""
+
+    def __init__(self, session: Session, strat: Strategy, coverage: Coverage, result: Result) -> None:
+        self.session = session
+        self.config = session.config
+        self.strat = strat
+        self.coverage = coverage
+        self.result = result
+        self.index = 0
+        self.chooser: Chooser | None = None
+        self.counted: Run | None = None  # the last run ``after`` accounted for
+
+    def run(self, locate: bool) -> None:
+        """Explore until the budget, the space or a stop: batches on the carrier, and here each run that ended one
+        (``locate``: every schedule's trace gets source locations)."""
+        while not self._finished():  # known here, a batch that would find nothing to run is not started
+            run = self.session.run_batch(self.next_chooser, self.after, locate)
+            if run is None:
+                return
+            if run is not self.counted and self._settle(run):
+                return
+
+    def _finished(self) -> bool:
+        """The budget is spent or the space is run to its end (a batch ends at its size limit or at a failing
+        run, so the last one's end did not say which; starting another only to hear it would cost one more
+        hand-over to the carrier and back)."""
+        return self.index >= self.config.schedules or self.coverage.exhausted or self.strat.exhausted
+
+    def next_chooser(self) -> Chooser | None:
+        """On the carrier: the next schedule's chooser (steered away from schedules already run), or None."""
+        if self._finished():
+            return None
+        chooser = self.strat.new_execution(self.index)
+        if chooser is None:
+            return None
+        self.chooser = chooser
+        return self.coverage.chooser(chooser)
+
+    def after(self, run: Run) -> bool:
+        """On the carrier: account for a run that needs nothing more; False hands it to ``_settle``."""
+        if run.failure is not None or self.config.check_determinism:
+            return False
+        self.strat.end_execution(self.chooser, run.steps)
+        self.result.leaked_threads.extend(run.leaked)
+        self.coverage.count(run, self.index, self.result, self.strat.exhausted)
+        self.index += 1
+        self.counted = run
+        return True
+
+    def _settle(self, run: Run) -> bool:
+        """A run that needs this thread: check determinism, collect a failure, count it. True: stop exploring."""
+        session, cfg, result, index = self.session, self.config, self.result, self.index
+        self.strat.end_execution(self.chooser, run.steps)
+        result.leaked_threads.extend(run.leaked)
+        stop = False
+        if cfg.check_determinism:
+            divergence = session.check_determinism(run)
+            if divergence is not None:
+                token = session.token(run, cfg.strategy, cfg.seed, index)
+                info = FailureInfo("nondeterminism", ReplayDivergence(divergence), None)
+                result.failure = failure_of(run, token, index, run, 0, info)
+                result.failures.append(result.failure)
+                stop = True
+        if not stop and run.failure is not None:
+            run = session.located(run, result)
+            stop = collect(session, run, index, result)
+        self.coverage.count(run, index, result, self.strat.exhausted)
+        self.index += 1
+        return stop

@@ -1,0 +1,235 @@
+"""One exploration or replay of a test function: what every schedule of it shares, and how one schedule runs.
+
+``Session`` wires the pieces together for a test function and a Config: instrumentation of modules, line-level
+preemption, the Thread patch, the carrier thread and the pool of OS threads, the registered extensions (the fake
+filesystem is one), one Run per schedule. It knows no extension by name, and no strategy: it runs whatever chooser
+it is given (``run_once``, ``run_batch``), and runs a schedule again from its record (``located``,
+``check_determinism``).
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable
+from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING, Any
+
+import racecheck.control.sync_facades  # noqa: F401 - importing it registers the sync stand-ins' swaps
+from racecheck import runtime
+from racecheck.control import external, instrument, lines, tempdirs
+from racecheck.control.threads import controlled_thread_class
+from racecheck.runtime.affinity import OneCpu
+from racecheck.runtime.batch import Batch
+from racecheck.runtime.carrier import Carrier, trace_like_a_new_thread
+from racecheck.runtime.carrier_pool import CarrierPool
+from racecheck.runtime.carrier_pool import supported as carrier_pool_supported
+from racecheck.runtime.chooser import Chooser
+from racecheck.runtime.scheduler import Run, RunConfig
+from racecheck.search.divergence import compare_runs
+from racecheck.search.replay import Replayer
+from racecheck.search.result import Result, outcome
+from racecheck.search.shrink import normalize
+from racecheck.search.tokens import Token, shape_of, short_hash
+
+if TYPE_CHECKING:
+    from racecheck.config import Config
+
+__racecheck_engine__ = True
+
+_exploring = runtime.real_allocate_lock()
+
+
+def _target_name(fn: Callable) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
+
+
+class Session:
+    """One exploration or replay of ``fn`` under ``config``: what every schedule of it shares."""
+
+    def __init__(self, fn: Callable[[], Any], config: Config) -> None:
+        if not callable(fn):
+            raise TypeError(f"racecheck needs a callable test function, not {type(fn).__name__}")
+        self.fn = fn
+        self.config = config
+        self.run_config = RunConfig(max_steps=config.max_steps, watchdog=config.watchdog)
+        self.carrier: Carrier | None = None  # the thread every schedule's test function runs on, while usable
+        self.one_cpu = OneCpu(config.one_cpu)  # keeps the carrier, and so every controlled thread, on one CPU
+        # the OS threads the controlled threads a root starts run on, reused from schedule to schedule
+        self.carriers = CarrierPool() if not config.fresh_threads and carrier_pool_supported() else None
+        self.extensions = runtime.extensions_for(config)
+        self.target = _target_name(fn)
+        keys = [ext.config_key(config) for ext in self.extensions]
+        if config.preempt is not None:  # line-level points change the schedule: a token must say it used them
+            keys.append(f"preempt={lines.describe(config.preempt)}")
+        self.config_key = "|".join(keys) if keys else "-"
+
+    def _modules(self) -> list[types.ModuleType]:
+        targets: list[Any] = []
+        home = sys.modules.get(getattr(self.fn, "__module__", "") or "")
+        if home is not None:
+            targets.append(home)
+        targets.extend(self.config.instrument)
+        for ext in self.extensions:
+            targets.extend(ext.modules(self.config))
+        return instrument.resolve_modules(targets)
+
+    def _line_modules(self, instrumented: list[types.ModuleType]) -> list[types.ModuleType]:
+        """Where line-level preemption applies: every instrumented module, or the ones ``preempt`` names."""
+        preempt = self.config.preempt
+        if preempt == "lines":
+            return instrumented
+        named = [preempt] if isinstance(preempt, types.ModuleType) else list(preempt)
+        return instrument.resolve_modules(named)
+
+    @contextmanager
+    def controlled(self):
+        """The setting every schedule of this session runs in: modules instrumented, line-level points traced when
+        asked, threads and waits outside control patched, temporary folders tracked; undone on the way out, the
+        carrier closed. One at a time per process, never inside a controlled run."""
+        if runtime.current_run() is not None:
+            raise RuntimeError("racecheck.explore/replay cannot be nested inside a controlled run")
+        if not _exploring.acquire(False):
+            raise RuntimeError("racecheck runs one exploration at a time per process (use processes for parallelism)")
+        try:
+            modules = self._modules()
+            with ExitStack() as stack:
+                patch = instrument.apply(modules)
+                stack.callback(patch.restore)
+                if self.config.preempt is not None:
+                    stack.enter_context(lines.tracing(lines.files_of(self._line_modules(modules))))
+                stack.enter_context(controlled_thread_class())
+                stack.enter_context(external.waiting_outside())
+                stack.enter_context(tempdirs.tracked())
+                stack.callback(self.one_cpu.restore)  # after the carrier is closed: threads it left keep no pin
+                stack.callback(self._close_carrier)
+                yield
+        finally:
+            _exploring.release()
+
+    def run_once(self, chooser: Chooser, locate: bool = True) -> Run:
+        """One schedule: extensions' begin hooks, the test function, end hooks, crash recovery; always torn down.
+        ``locate``: give every trace event its source location (see ``Run.locate``)."""
+        pending = [chooser]
+        run = self.run_batch(lambda: pending.pop() if pending else None, lambda run: False, locate)
+        assert run is not None
+        return run
+
+    def run_batch(
+        self, next_chooser: Callable[[], Chooser | None], after: Callable[[Run], bool], locate: bool
+    ) -> Run | None:
+        """Schedules back to back on the carrier (``runtime.batch``), while this thread supervises: each gets its
+        chooser from ``next_chooser`` (None: no more), and ``after`` (on the carrier) accounts for each run that
+        ended normally and says whether to go on. Returns the run the batch ended with: the one ``after`` declined,
+        the one the supervisor took over (stuck in uncontrolled code; ``after`` never saw it), or the last one
+        ``after`` accepted when the batch ran out of choosers or reached its size; None if none was run."""
+        if self.carrier is None or not self.carrier.usable:
+            self.carrier = Carrier()
+        carrier = self.carrier
+        self.one_cpu.place(carrier.thread)
+        if self.carriers is not None:
+            self.carriers.place(self.one_cpu.follow)
+        batch = Batch(
+            carrier,
+            lambda run, claim: self._play(run, carrier, claim),
+            next_chooser,
+            lambda chooser: self._prepare(chooser, locate),
+            self._finish,
+            after,
+            self.config.watchdog,
+        )
+        try:
+            carrier.submit(batch.drive)
+            return batch.supervise()
+        except BaseException:
+            batch.interrupt()
+            raise
+        finally:
+            if batch.abandoned and self.carrier is carrier:
+                self.carrier = None
+
+    def _prepare(self, chooser: Chooser, locate: bool) -> Run:
+        run = Run(chooser, self.run_config)
+        run.locate = locate
+        if self.carriers is not None:
+            run.launch = self.carriers.start
+        if isinstance(chooser, Replayer):
+            chooser.run = run
+        for ext in self.extensions:
+            ext.begin_run(run, self.config)
+        return run
+
+    def _play(self, run: Run, carrier: Carrier, claim: Callable[[Any], bool]) -> bool:
+        """On the carrier: the test function as the root thread, end hooks, then crash recovery if it crashed.
+        False when the supervisor took a phase over (it finishes the run then)."""
+        trace_like_a_new_thread()
+        run.play_root(self.fn, carrier.thread)
+        run.done.wait()
+        if not claim(run.done):
+            return False
+        run.teardown()
+        for ext in self.extensions:
+            ext.end_run(run, run.crashed)
+        if run.crashed and self.config.on_crash is not None and run.failure is None:
+            run.reset_for_phase()
+            trace_like_a_new_thread()
+            run.play_root(self.config.on_crash, carrier.thread)
+            run.done.wait()
+            if not claim(run.done):
+                return False
+            run.teardown()
+        return True
+
+    def _finish(self, run: Run, chooser: Chooser, taken_over: bool) -> None:
+        """The end of every run, once its last phase is torn down: normally (on the carrier), or taken over by the
+        supervisor (on this thread, after it unwound what it could; the end hooks of the first phase have not run
+        then)."""
+        if taken_over and not run.recovering:
+            for ext in self.extensions:
+                ext.end_run(run, run.crashed)
+        run.detach()
+        if run.leaked and run.locate:
+            run.drop_locations()
+        if isinstance(chooser, Replayer):
+            chooser.finish()
+
+    def _close_carrier(self) -> None:
+        carrier, self.carrier = self.carrier, None
+        if carrier is not None:
+            carrier.close()
+        if self.carriers is not None:
+            self.carriers.close()
+
+    def located(self, run: Run, result: Result) -> Run:
+        """A failing ``run`` that was executed without source locations, executed again with them (the same
+        decisions replay the same execution); the original when it cannot be or did not replay (then its report
+        has no locations). A run that left a thread stuck in uncontrolled code is never run twice: its trace has no
+        locations however it was run (``Run.drop_locations``), so a replay of its token prints the same."""
+        if run.locate or run.leaked or run.failure is None:
+            return run
+        again, replayer = self._again(run)
+        result.leaked_threads.extend(again.leaked)
+        same = (
+            replayer.divergence is None and again.failure is not None and not again.leaked
+            and again.failure.signature() == run.failure.signature()
+        )
+        return again if same else run
+
+    def check_determinism(self, first: Run) -> str | None:
+        """Run the decisions of ``first`` again; None if it did exactly the same, else where it went elsewhere."""
+        second, replayer = self._again(first)
+        return compare_runs(first, second, outcome) or replayer.divergence
+
+    def _again(self, run: Run) -> tuple[Run, Replayer]:
+        """``run``'s decisions run once more (with source locations), checked step by step against its record."""
+        replayer = Replayer(run.choices, run.picked, run.recorded_steps())
+        return self.run_once(replayer), replayer
+
+    def token(self, run: Run, strategy: str, seed: int, index: int) -> str:
+        """The token that replays ``run`` (its choices, trimmed, and what each decision picked and when), naming
+        this test and configuration and the ``strategy``, ``seed`` and schedule ``index`` it came from."""
+        choices = tuple(normalize(run.choices))
+        return Token(
+            strategy, seed, index, short_hash(self.target), short_hash(self.config_key), shape_of(run.arities),
+            choices, tuple(run.picked), tuple(run.recorded_steps()),
+        ).encode()
