@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from racecheck.scenarios.catalog import CATALOGUE
+from racecheck.scenarios.catalogue import CATALOGUE
 from racecheck.scenarios.core import SEMANTICS, Context, Prepared, Scenario, ScenarioError, Target, load_target
 
 STOCK_TARGET = "lightning.pytorch.plugins.io.async_plugin:AsyncCheckpointIO"
