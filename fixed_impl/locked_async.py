@@ -14,9 +14,12 @@ Every save and remove reaches the wrapped ``CheckpointIO`` in call order (it get
 it wraps, none dropped); durability (write to a hidden temp name, fsync, rename, fsync the directory) is added
 around the wrapped IO's own write, never instead of it.
 
+This module holds the queue, its worker and the public API; the durability steps live in
+``racecheck.fixed_impl.durability`` and the caller-side copy in ``racecheck.fixed_impl.snapshot``.
+
 Threading primitives are looked up through the module global ``threading`` at call time (never captured at
-import), so the racecheck engine can instrument this module by swapping that name; the same holds for ``os``
-used by the durability step. ``__racecheck_instrument__`` names this module for tools that explore it.
+import), so the racecheck engine can instrument this module by swapping that name; the same holds for ``os`` here
+and in the durability module. ``__racecheck_instrument__`` names both modules for tools that explore this IO.
 """
 
 from __future__ import annotations
@@ -26,44 +29,38 @@ import os
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable
 from typing import Any, Literal, Optional, Union
 
 import fsspec
 import torch
-from fsspec.implementations.local import LocalFileSystem
-from lightning.fabric.plugins import CheckpointIO, TorchCheckpointIO
+from lightning.fabric.plugins import CheckpointIO
 from lightning.pytorch.plugins.io.wrapper import _WrappingCheckpointIO
-from lightning_utilities.core.apply_func import apply_to_collection
+from racecheck.fixed_impl.durability import (
+    DURABILITY,
+    IN_FLIGHT,
+    clean_stray_temps,
+    fsync_dir,
+    fsync_tree,
+    local_path,
+    silently,
+    tmp_name,
+)
+from racecheck.fixed_impl.snapshot import keeps_no_references, snapshot, storage_key
 from typing_extensions import override
 
 log = logging.getLogger(__name__)
 
-#: Modules whose ``threading`` / ``os`` names racecheck must control to explore this IO; read by the scenario
-#: layer, and passed by hand as ``racecheck.explore(fn, instrument=LockedAsyncCheckpointIO.__racecheck_instrument__)``.
-__racecheck_instrument__ = ("racecheck.fixed_impl.locked_async",)
+#: Modules whose ``threading`` / ``os`` names racecheck must control to explore this IO (every module of this
+#: package that touches either at call time); read by the scenario layer, and passed by hand as
+#: ``racecheck.explore(fn, instrument=LockedAsyncCheckpointIO.__racecheck_instrument__)``.
+__racecheck_instrument__ = ("racecheck.fixed_impl.locked_async", "racecheck.fixed_impl.durability")
 
 _QUEUED, _RUNNING, _DONE, _CANCELLED = "queued", "running", "done", "cancelled"
-DURABILITY = ("atomic", "fsync", "none")
-
-# ``durability="atomic"`` temp files: hidden and not ending in ".ckpt", so ``glob("*.ckpt")`` (and Lightning's
-# "last" lookup) never matches a partial write. The name is a function of the final name only (no pid, no
-# counter), so a schedule's trace is the same in every process; one worker per instance writes one file at a
-# time, and ``_IN_FLIGHT`` keeps two instances of one process from cleaning each other's temps.
-_TMP_SUFFIX = ".tmp"
-_IN_FLIGHT: set[str] = set()
 
 
-def _tmp_name(final_name: str) -> str:
-    return f".{final_name}{_TMP_SUFFIX}"
-
-
-def _is_tmp_name(name: str) -> bool:
-    return name.startswith(".") and name.endswith(".ckpt" + _TMP_SUFFIX)
-
-
-def _path_key(path: Any) -> str:
-    """One spelling per file, so ``a.ckpt`` and ``/cwd/a.ckpt`` match when the queue is searched."""
+def path_key(path: Any) -> str:
+    """The one spelling of a checkpoint path that the queue is searched by: ``os.path.abspath`` of a local path, a
+    URL as given. ``a.ckpt`` and ``/cwd/a.ckpt`` get the same key; ``failed_saves()`` returns keys."""
     p = os.fspath(path)
     if "://" in p:
         return p
@@ -78,7 +75,7 @@ class _Op:
     def __init__(self, kind: str, path: Any, checkpoint: Any = None, storage_options: Any = None) -> None:
         self.kind = kind  # "save" or "remove"
         self.path = path
-        self.key = _path_key(path)
+        self.key = path_key(path)
         self.checkpoint = checkpoint
         self.storage_options = storage_options
         self.state = _QUEUED
@@ -140,9 +137,10 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
             tensor's device.
         reuse_buffers: reuse the storage of written snapshots for the next ones when the wrapped IO is a plain
             ``TorchCheckpointIO`` (which serialises and keeps no reference): copying into memory that is
-            already mapped is ~2.5x faster than allocating (page faults). Up to ``max_pending`` snapshots'
-            worth is kept between saves and freed at ``teardown()``. Never used with another ``CheckpointIO``
-            (or a wrapped/mocked ``save_checkpoint``), since it could keep references to the tensors.
+            already mapped skips the page faults of a fresh allocation, which the caller would otherwise wait
+            for on every save. Up to ``max_pending`` snapshots' worth is kept between saves and freed at
+            ``teardown()``. Never used with another ``CheckpointIO`` (or a wrapped/mocked
+            ``save_checkpoint``), since it could keep references to the tensors.
         durability: ``"atomic"`` (default), ``"fsync"`` or ``"none"``, see guarantee 7. Applies to paths on
             the local filesystem (``LocalFileSystem``); other fsspec filesystems get the wrapped IO's own
             semantics and the caller's path. ``"atomic"`` gives the wrapped IO the temp path next to the
@@ -194,7 +192,7 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
 
         Blocks first while ``max_pending`` snapshots exist, so memory stays bounded (guarantee 6).
         """
-        key = _path_key(path)
+        key = path_key(path)
         with self._cond:
             self._raise_pending_error(refused=key)
             while self._slots >= self.max_pending:
@@ -232,7 +230,7 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
         been applied. Call ``wait()`` to observe that. With ``cancel_superseded`` a queued save of ``path`` is
         dropped first.
         """
-        key = _path_key(path)
+        key = path_key(path)
         with self._cond:
             self._raise_pending_error()
             if self.cancel_superseded:
@@ -257,7 +255,7 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
     @override
     def load_checkpoint(self, path: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Load ``path`` once every queued operation on it has been applied (guarantee 4)."""
-        key = _path_key(path)
+        key = path_key(path)
         with self._cond:
             self._raise_pending_error()
             mine = [o for o in self._ops if o.key == key]
@@ -270,7 +268,7 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
     def exists(self, path: Any) -> bool:
         """Whether ``path`` will exist once the queue is applied: the last queued save/remove of ``path``
         decides; otherwise the filesystem does. Lets ``ModelCheckpoint`` pick names without flushing."""
-        key = _path_key(path)
+        key = path_key(path)
         with self._cond:
             for op in reversed(self._ops):
                 if op.key == key and op.state in (_QUEUED, _RUNNING):
@@ -322,47 +320,27 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
     # ------------------------------------------------------------------ caller-side helpers
 
     def _snapshot(self, checkpoint: Any, buffers: Optional[list[torch.Tensor]] = None) -> Any:
-        """Copy every tensor (detached; onto ``snapshot_device``); rebuild the containers around them.
+        """The caller-side copy of ``checkpoint`` on ``snapshot_device``; with ``buffers``, into pooled storage
+        (see ``racecheck.fixed_impl.snapshot.snapshot``)."""
+        return snapshot(checkpoint, self.snapshot_device, buffers, self._take_free)
 
-        With ``buffers`` (a list), plain dense tensors are copied into storage taken from the pool (or newly
-        allocated), and that storage is appended to ``buffers`` so it can go back to the pool after the write.
-        """
-        target = self.snapshot_device
-
-        def copy(t: torch.Tensor) -> torch.Tensor:
-            t = t.detach()
-            device = t.device if target is None else target
-            plain = type(t) is torch.Tensor and t.layout == torch.strided and not t.is_quantized
-            if buffers is None or not plain:
-                return t.clone() if device == t.device else t.to(device, copy=True)
-            key = (t.dtype, device, t.numel())
-            with self._cond:
-                free = self._pool.get(key)
-                flat = free.pop() if free else None
-            if flat is None:
-                flat = torch.empty(t.numel(), dtype=t.dtype, device=device)
-            buffers.append(flat)
-            return flat.view(t.shape).copy_(t)
-
-        return apply_to_collection(checkpoint, torch.Tensor, copy)
+    def _take_free(self, key: tuple) -> Optional[torch.Tensor]:
+        """A free pooled buffer filed under ``key``, or None (takes the lock)."""
+        with self._cond:
+            free = self._pool.get(key)
+            return free.pop() if free else None
 
     def _poolable(self, storage_options: Any) -> bool:
         """Whether snapshot storage may be recycled after the write: only when the wrapped IO is known to keep no
-        reference to the tensors (a plain ``TorchCheckpointIO`` whose ``save_checkpoint`` is not replaced)."""
-        inner = self.checkpoint_io
-        return (
-            self.reuse_buffers
-            and storage_options is None
-            and type(inner) is TorchCheckpointIO
-            and "save_checkpoint" not in vars(inner)
-        )
+        reference to the tensors."""
+        return self.reuse_buffers and storage_options is None and keeps_no_references(self.checkpoint_io)
 
     def _release(self, op: _Op) -> None:
         """Drop ``op``'s snapshot; its pooled storage becomes reusable (called with the lock held)."""
         op.checkpoint = None
         if self.reuse_buffers:
             for flat in op.buffers:
-                self._pool.setdefault((flat.dtype, flat.device, flat.numel()), []).append(flat)
+                self._pool.setdefault(storage_key(flat), []).append(flat)
         op.buffers = []
 
     def _raise_pending_error(self, refused: Optional[str] = None) -> None:
@@ -448,13 +426,13 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
         if op.kind == "remove":
             inner.remove_checkpoint(op.path)
             return
-        local = _local_path(op.path) if self.durability != "none" else None
+        local = local_path(op.path) if self.durability != "none" else None
         if local is None:
             inner.save_checkpoint(op.checkpoint, op.path, storage_options=op.storage_options)
         elif self.durability == "fsync":
             inner.save_checkpoint(op.checkpoint, op.path, storage_options=op.storage_options)
-            _fsync_tree(local)
-            _fsync_dir(os.path.dirname(local))
+            fsync_tree(local)
+            fsync_dir(os.path.dirname(local))
         else:
             self._atomic_save(inner, op, local)
 
@@ -463,79 +441,20 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
         directory. The order is what makes it crash-safe: a rename that became durable before the data would
         leave an empty or torn file under the final name (``tests/fixed_impl/test_durability.py``)."""
         directory, name = os.path.split(path)
-        self._clean_stray_temps(directory)
-        tmp = os.path.join(directory, _tmp_name(name))
-        _IN_FLIGHT.add(tmp)
+        clean_stray_temps(directory, self._cleaned_dirs)
+        tmp = os.path.join(directory, tmp_name(name))
+        IN_FLIGHT.add(tmp)
         try:
             inner.save_checkpoint(op.checkpoint, tmp, storage_options=op.storage_options)
             self._commit(tmp, path)
         except BaseException:
-            _silently(os.remove, tmp)
+            silently(os.remove, tmp)
             raise
         finally:
-            _IN_FLIGHT.discard(tmp)
+            IN_FLIGHT.discard(tmp)
 
     def _commit(self, tmp: str, path: str) -> None:
         """Make the temp file durable, then give it its final name, then make the name durable."""
-        _fsync_tree(tmp)
+        fsync_tree(tmp)
         os.replace(tmp, path)
-        _fsync_dir(os.path.dirname(path))
-
-    def _clean_stray_temps(self, directory: str) -> None:
-        """First atomic save into ``directory``: delete temp files a crash left behind (not ones being written by
-        another instance of this process)."""
-        if directory in self._cleaned_dirs:
-            return
-        self._cleaned_dirs.add(directory)
-        try:
-            names = os.listdir(directory)
-        except FileNotFoundError:
-            return
-        for name in names:
-            stray = os.path.join(directory, name)
-            if _is_tmp_name(name) and stray not in _IN_FLIGHT:
-                _silently(os.remove, stray)
-
-
-def _local_path(path: Any) -> Optional[str]:
-    """The absolute OS path of ``path`` when it is on the local filesystem (where fsync means something)."""
-    fs, urlpath = fsspec.core.url_to_fs(os.fspath(path))
-    return os.path.abspath(urlpath) if isinstance(fs, LocalFileSystem) else None
-
-
-def _fsync_tree(path: str) -> None:
-    """fsync a file, or every file and directory below ``path`` when the wrapped IO wrote a directory."""
-    if os.path.isdir(path):
-        for root, _dirs, files in os.walk(path):
-            for name in files:
-                _fsync_file(os.path.join(root, name))
-            _fsync_dir(root)
-    else:
-        _fsync_file(path)
-
-
-def _fsync_file(path: str) -> None:
-    # Windows' fsync (_commit) needs a handle opened for writing; POSIX accepts a read-only descriptor.
-    fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0) if sys.platform == "win32" else os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(directory: str) -> None:
-    """Make the names in ``directory`` (a create, a rename) durable, where the platform can open directories."""
-    if not hasattr(os, "O_DIRECTORY"):
-        return  # Windows (and the fake fs under Windows semantics) has no directory fsync
-    fd = os.open(directory or ".", os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _silently(fn: Callable, *args: Any) -> None:
-    try:
-        fn(*args)
-    except OSError:
-        pass
+        fsync_dir(os.path.dirname(path))

@@ -11,7 +11,7 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.utilities.model_helpers import is_overridden
-from racecheck.fixed_impl.locked_async import LockedAsyncCheckpointIO, _path_key
+from racecheck.fixed_impl.locked_async import LockedAsyncCheckpointIO, path_key
 
 
 def _locked_io(trainer: Any) -> LockedAsyncCheckpointIO | None:
@@ -65,8 +65,8 @@ class LockedModelCheckpoint(ModelCheckpoint):
         if not failed:
             return
         best = self.__dict__.get("_best_model_path", "")
-        dropped = [p for p in self.best_k_models if _path_key(p) in failed]
-        if not dropped and not (best and _path_key(best) in failed):
+        dropped = [p for p in self.best_k_models if path_key(p) in failed]
+        if not dropped and not (best and path_key(best) in failed):
             return
         for p in dropped:
             del self.best_k_models[p]

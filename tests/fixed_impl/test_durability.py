@@ -20,8 +20,7 @@ import racecheck.fakefs
 import torch
 from lightning.fabric.plugins import TorchCheckpointIO
 from racecheck.fakefs import FakeFS
-from racecheck.fixed_impl import LockedAsyncCheckpointIO
-from racecheck.fixed_impl import locked_async as la
+from racecheck.fixed_impl import LockedAsyncCheckpointIO, durability
 
 INSTRUMENT = LockedAsyncCheckpointIO.__racecheck_instrument__
 PROGRESS: dict = {}  # what the workload had done when the power went out (plain memory survives the "crash")
@@ -32,8 +31,8 @@ class RenameBeforeFsync(LockedAsyncCheckpointIO):
 
     def _commit(self, tmp: str, path: str) -> None:
         os.replace(tmp, path)
-        la._fsync_dir(os.path.dirname(path))
-        la._fsync_file(path)
+        durability.fsync_dir(os.path.dirname(path))
+        durability.fsync_file(path)
 
 
 def _ckpts() -> str:

@@ -369,7 +369,7 @@ def test_7_fsyncs_file_and_directory_after_the_inner_write(tmp_path, monkeypatch
     """The inner IO writes (its call is recorded first), then the plugin fsyncs the file and the directory."""
     events = []
     real_fsync = os.fsync
-    monkeypatch.setattr(locked_async.os, "fsync", lambda fd: events.append("fsync") or real_fsync(fd))
+    monkeypatch.setattr(os, "fsync", lambda fd: events.append("fsync") or real_fsync(fd))
     inner = TorchCheckpointIO()
     real_save = inner.save_checkpoint
     inner.save_checkpoint = lambda *a, **k: events.append("inner save") or real_save(*a, **k)

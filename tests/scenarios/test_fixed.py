@@ -16,7 +16,7 @@ pytest.importorskip("lightning")
 
 from racecheck import scenarios  # noqa: E402
 
-FAST = {"trainer-fit": 1}  # a schedule of trainer-fit is 4 fits + 4 resumes (~3 s): one per strategy and semantics
+FAST = {"trainer-fit": 1}  # a schedule of trainer-fit is 4 fits + 4 resumes: one per strategy and semantics
 CALL_SEQUENCE = [n for n in scenarios.CATALOGUE if not n.startswith("trainer-fit")]
 
 
@@ -84,13 +84,13 @@ def test_fixed_io_passes_on_the_real_disk():
 
 
 SLOW_SCHEDULES = int(os.environ.get("RACECHECK_SLOW_SCHEDULES", "10000"))
-# A Trainer.fit schedule costs ~0.8 s per configuration (fit + resume): 10,000 of them would take over two hours
-# per configuration on two cores, so the slow run gives each trainer-fit configuration a smaller budget.
+# A Trainer.fit schedule runs a whole fit and a resume per configuration, far more work than a call-sequence
+# schedule, so the slow run gives each trainer-fit configuration a smaller budget than the other scenarios.
 SLOW_FIT_SCHEDULES = int(os.environ.get("RACECHECK_SLOW_FIT_SCHEDULES", "200"))
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(4 * 3600)  # 5,000 schedules of one strategy take minutes to tens of minutes on two cores
+@pytest.mark.timeout(4 * 3600)  # thousands of schedules of one strategy: well past the default timeout
 @pytest.mark.parametrize("strategy", ["random", "pct"])
 @pytest.mark.parametrize(("name", "fs"), _params([n for n in scenarios.CATALOGUE if n != "trainer-fit"], fast=False))
 def test_fixed_io_long_exploration(name, fs, strategy):
