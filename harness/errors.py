@@ -39,5 +39,7 @@ class Crashed(BaseException):
     meant for ordinary exceptions. Not a failure by itself: the run stops and recovery may run on the survivor."""
 
 
-class _Abort(BaseException):
-    """Unwinds a parked controlled thread when its run is torn down (engine internal)."""
+class Abort(BaseException):
+    """Raised in a controlled thread to unwind it when its run is being stopped (a failure in another thread, a
+    deadlock, teardown). Engine internal: the thread's controlled body catches it, so it never reaches the user. A
+    ``BaseException``, so handlers in the code under test meant for ordinary exceptions do not catch it."""

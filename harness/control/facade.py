@@ -1,4 +1,6 @@
-"""One implementation of a module stand-in, shared by the sync stand-ins and the fake filesystem.
+"""What a module facade is: ``ModuleFacade``, the one implementation of a module stand-in. Its instances live with
+the stand-ins they serve: ``racecheck.control.sync_facades`` (threading, queue, concurrent.futures, time, os for
+the sync stand-ins) and the fake filesystem's (``racecheck.fakefs``: os, os.path, io, shutil, tempfile).
 
 Code under test that did ``import threading`` or ``import os`` holds the module itself; during a run that global
 is swapped for a facade: a module object that answers with the controlled stand-ins for the names it overrides

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from racecheck import runtime
-from racecheck.runtime.scheduler import unwind
+from racecheck.runtime.records import unwind
 
 __racecheck_engine__ = True
 
@@ -117,7 +117,7 @@ def _controlled_run() -> Any:
     """The run of the calling thread if it is a controlled thread of a run that is not unwinding, else None.
 
     A thread of a run that is being stopped (a failure elsewhere, a replay that diverged, the supervisor's
-    verdict) and that was not told yet is told here, once: ``_Abort`` unwinds it as it does at any other point.
+    verdict) and that was not told yet is told here, once: ``Abort`` unwinds it as it does at any other point.
     Without that, a loop whose only points are its lines (``while not done: pass``) spun on, uncontrolled, for
     good: the supervisor left it behind after its watchdog, and the spinning thread slowed every later run in
     the process. Once told, its cleanup code (``finally`` blocks) runs without points."""

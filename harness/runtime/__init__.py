@@ -5,29 +5,9 @@ Everything that wants to be a scheduling point (sync primitives, the fake filesy
 goes through the ``Run`` object returned by :func:`current_run`. Outside a controlled run it returns None and
 callers must behave exactly like the real thing, so instrumented code stays usable by uncontrolled threads.
 
-The Run protocol (implemented in ``racecheck.runtime.scheduler``)::
-
-    run.schedule(op, *, enabled=None, timeout=None, yielding=False, skip=0) -> bool
-        A scheduling point. ``op`` is a short, deterministic text for the trace ("fs.open /a.ckpt wb").
-        ``enabled`` is a zero-argument predicate: the thread stays blocked until it holds (evaluated only by the
-        scheduler, with every other controlled thread parked, so it may read shared state freely).
-        ``timeout`` (virtual seconds) bounds the wait; returns False iff it timed out, True otherwise.
-        ``yielding``: the thread waits for someone else (sleep(0), a failed try-acquire in a retry loop);
-        switching away from it is not a preemption.
-        ``skip``: how many frames between the caller and the code under test certainly belong to the engine (a
-        primitive's method calling a shared helper that calls ``schedule`` passes 2); only makes finding the
-        trace's source line cheaper, never changes it.
-    run.choose(n, label) -> int
-        A value in range(n) from the run's single choice stream (0 is the simplest: "no fault", "first").
-        Recorded in the schedule token, replayed exactly.
-    run.note(op, skip=0)          a traced effect that is not a scheduling point
-    run.effect(op, skip=0)        the same, for an effect only a thread of the run may have (a release): raises
-                                  outside it, stops a thread of a run being unwound
-    run.now() -> float            virtual clock (seconds); advances only when every thread waits on time
-    run.sleep(seconds)            scheduling point that lets virtual time pass for this thread
-    run.crash(reason) -> NoReturn stop the whole run here (power loss); see ``racecheck.Crashed``
-    run.resources                 dict for per-run state of extensions (e.g. the fake filesystem's store)
-    run.new_object_id(kind) -> str  logical name for a traced object ("Lock#3"), stable across replays
+The run's side of the contract is :class:`RunContract` (implemented by ``racecheck.runtime.scheduler.Run``): the
+only part of a run that stand-ins (``racecheck.sync``), the control layer and extensions use, and
+:class:`ThreadContract` the part of a thread's record they read.
 
 The Extension protocol (see :class:`Extension`): an extension registers itself once with
 :func:`register_extension`; for every exploration whose Config activates it, the engine instruments the modules
@@ -42,14 +22,14 @@ import _thread
 import importlib
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 __racecheck_engine__ = True
 
 class _ThreadState(threading.local):
     """Which run and record the calling OS thread belongs to. The class-level Nones are what every thread that
     was never bound reads: looking a missing name up on a plain ``threading.local`` raises and swallows an
-    AttributeError each time (1.6 µs against 0.3 µs, measured), and the patched ``Thread`` methods and every
+    AttributeError each time, several times the cost of the lookup, and the patched ``Thread`` methods and every
     stand-in ask this of uncontrolled threads too."""
 
     run: Any = None
@@ -63,17 +43,17 @@ real_allocate_lock = _thread.allocate_lock
 
 
 # The engine's hot paths (every scheduling point, every stand-in call) read ``thread_state.run`` and
-# ``thread_state.thread`` directly: the same answers as the two functions below, without a Python call each (46 calls
-# per micro-workload schedule, measured).
+# ``thread_state.thread`` directly: the same answers as the two functions below, without a Python call each, which
+# would add up over the many calls of every schedule.
 thread_state = _local
 
 
-def current_run() -> Any | None:
+def current_run() -> RunContract | None:
     """The controlled run the calling thread belongs to, or None for an uncontrolled thread."""
     return _local.run
 
 
-def current_thread_record() -> Any | None:
+def current_thread_record() -> ThreadContract | None:
     """The scheduler's record of the calling controlled thread, or None."""
     return _local.thread
 
@@ -104,6 +84,112 @@ def point(name: str) -> None:
         run.schedule(f"point {name}", skip=1)
 
 
+# ----- the contract ---------------------------------------------------------------------------------------------------
+
+
+class RunContract(Protocol):
+    """What a stand-in, the control layer or an extension may use of the run it got from :func:`current_run`.
+
+    Written down so the boundary is one list: everything else on ``Run`` (the decision step, the records, teardown)
+    is the engine's own and may change without touching ``racecheck.sync``, ``racecheck.control`` or the fake
+    filesystem; and a stand-in for a run in a test (``tests/fakefs/fakerun_helpers.py``) knows what to offer. Every
+    method is called by a controlled thread of the run (``caller_record`` says which), never by another thread.
+    """
+
+    resources: dict[str, Any]
+    """Per-run state of extensions, by name (the fake filesystem keeps its store under "fakefs"): a run is the unit
+    of isolation, so state kept anywhere else would leak from one schedule into the next."""
+
+    aborting: bool
+    """The run is being stopped (a failure elsewhere, teardown). A point unwinds the caller by itself; code that
+    does more than schedule (a wait on another process, a trace note after the fact) checks it first."""
+
+    outside: int
+    """How many threads are inside a call that waits on another process (``racecheck.control.external`` counts
+    them up and down): the watchdog takes that for progress, within a bound, instead of calling the run stuck."""
+
+    config: Any
+    """The run's ``RunConfig``; ``config.epoch`` is what ``time.time()`` reads at virtual time 0."""
+
+    def schedule(
+        self,
+        op: str,
+        *,
+        enabled: Callable[[], bool] | None = None,
+        timeout: float | None = None,
+        yielding: bool = False,
+        skip: int = 0,
+    ) -> bool:
+        """A scheduling point: the only place where another thread may run, so every interleaving the engine can
+        explore is a choice made here. ``op`` is a short, deterministic text for the trace ("fs.open /a.ckpt wb").
+        ``enabled`` is a zero-argument predicate: the thread stays blocked until it holds (evaluated only by the
+        scheduler, with every other controlled thread parked, so it may read shared state freely). ``timeout``
+        (virtual seconds) bounds the wait; returns False iff it timed out, True otherwise. ``yielding``: the thread
+        waits for someone else (sleep(0), a failed try-acquire in a retry loop), so switching away from it is not a
+        preemption and spin loops stay fair. ``skip``: how many frames between the caller and the code under test
+        certainly belong to the engine (a primitive's method calling a shared helper that calls ``schedule`` passes
+        2); only makes finding the trace's source line cheaper, never changes it."""
+
+    def choose(self, n: int, label: str) -> int:
+        """A value in range(n) from the run's single choice stream (0 is the simplest: "no fault", "first").
+        Recorded in the schedule token and replayed exactly, so every nondeterminism an extension adds (a fault, a
+        crash point) is part of the schedule and shrinks with it."""
+
+    def note(self, op: str, skip: int = 0) -> None:
+        """A traced effect that is not a scheduling point (a release, a notify): it only enables others, and the
+        next point is where they may run, so the trace shows it without a decision."""
+
+    def effect(self, op: str, skip: int = 0) -> None:
+        """``note`` for an effect only a thread of the run may have (a release): raises for a thread outside the
+        run, and stops a thread of a run being stopped, instead of tracing into it."""
+
+    def caller_record(self) -> ThreadContract:
+        """The calling thread's record, after the checks ``effect`` makes: for a stand-in whose effect is neither a
+        point nor traced at once (a semaphore's release checks before it counts)."""
+
+    def now(self) -> float:
+        """The virtual clock (seconds); it advances only when every thread waits on time, so timeouts and sleeps
+        are deterministic."""
+
+    def sleep(self, seconds: float) -> None:
+        """A scheduling point that lets virtual time pass for this thread (``sleep(0)`` only yields)."""
+
+    def crash(self, reason: str) -> NoReturn:
+        """Stop the whole run here (a simulated power loss); raises ``racecheck.Crashed`` in the caller."""
+
+    def new_object_id(self, kind: str) -> str:
+        """A logical name for a traced object ("Lock#3"), counted per kind and run: stable across replays, where
+        an id() or address would differ."""
+
+    def add_cleanup(self, description: str, action: Callable[[], bool]) -> None:
+        """See :func:`add_cleanup`."""
+
+    def start_thread(self, thread: Any, real_start: Callable[[Any], None]) -> None:
+        """Called from a controlled thread's ``Thread.start()`` (``racecheck.control.threads``): the new thread
+        joins the run, and starting it is itself a scheduling point."""
+
+
+class ThreadContract(Protocol):
+    """What the control layer reads of a controlled thread's record (:func:`current_thread_record`, or the record
+    a ``Thread`` object joined a run with): enough for ``join``, ``is_alive`` and the logical ident to follow the
+    scheduler's view of the thread instead of the OS's."""
+
+    tid: int
+    """The thread's logical id in its run (T0 is the root): the same in every replay."""
+
+    run: Any
+    """The run it belongs to (None once the run has let go of it)."""
+
+    launched: bool
+    """Its OS thread has been started (a record reserved by ``start_thread`` waits for the "start" point)."""
+
+    finished: bool
+    """Its body has ended."""
+
+    unwinding: bool
+    """It was told to unwind (its run is being stopped), so it is told once only."""
+
+
 # ----- extensions ----------------------------------------------------------------------------------------------------
 
 
@@ -122,10 +208,10 @@ class Extension(Protocol):
     def config_key(self, config: Any) -> str:
         """A deterministic text of the options that change behaviour; it goes into the token's config hash."""
 
-    def begin_run(self, run: Any, config: Any) -> None:
+    def begin_run(self, run: RunContract, config: Any) -> None:
         """Before the test function of every schedule: set up per-run state."""
 
-    def end_run(self, run: Any, crashed: bool) -> None:
+    def end_run(self, run: RunContract, crashed: bool) -> None:
         """After the schedule's threads are done (``crashed``: the run stopped at a simulated power loss)."""
 
 

@@ -3,8 +3,8 @@
 Controlled threads run one at a time: a second CPU gives them nothing, but it costs at every handoff. When the
 thread that passes the baton and the one that takes it sit on different CPUs, waking the taker is an
 inter-processor interrupt (on a virtual machine, an exit to the hypervisor), and the taker then runs with caches
-the other CPU warmed. Measured on the 2-core reference VM (``benchmarks/bench_engine.py``'s micro workload, an
-alternating A/B run): 66% of the uncontrolled throughput with the threads free to move, 81% on one CPU.
+the other CPU warmed: on one CPU, the controlled workload keeps a clearly larger share of its uncontrolled
+throughput (``benchmarks/bench_engine.py`` compares the two).
 
 Which CPU: the one the explorer's own thread is on when it hands a batch of schedules to the carrier (the kernel
 just put it there, so it is free enough), asked again at every batch (``runtime.batch``: at most 32 schedules),
@@ -16,8 +16,8 @@ without a system call of its own. The explorer's thread is never pinned.
 On one CPU a handoff can still cost four context switches: the woken thread preempts the one that woke it, finds
 the GIL still held, sleeps again, and the waker runs on only to block. So the carrier also runs under the
 ``SCHED_BATCH`` policy (inherited like the mask), under which a woken thread does not preempt the running one:
-the waker blocks, releasing the GIL, and the woken thread runs once. Measured (``perf``, kernel time per schedule
-of the micro workload): about 160 µs less, involuntary context switches from 13 to 2 per schedule.
+the waker blocks, releasing the GIL, and the woken thread runs once. That saves kernel time at every handoff and
+most of the involuntary context switches.
 
 Nothing outlives the exploration: threads started under control that are still alive at its end (an OpenMP pool
 that torch created on first use, a leaked thread) get the process's mask and normal policy back, and child

@@ -1,14 +1,13 @@
 """Schedules run back to back on the carrier thread, supervised from the explorer's thread.
 
 Handing each schedule from the explorer's thread to the carrier and back cost two thread wakeups per schedule, and
-every piece of the between-schedule bookkeeping ran on one thread while the schedule's data was warm on the other
-(measured on the micro workload: a prototype that let the carrier run the schedules itself made 4.8% more
-schedules per second, median of 25 alternating pairs; this module took the gap between two schedules from 285-361
-to 259-268 µs in place). So the carrier runs a *batch*: it asks for the next schedule's chooser, plays the test
-function itself as the root thread, finishes the run (extension hooks, crash recovery, teardown) and hands it to
-``after``, which accounts for it and says whether to go on.
+every piece of the between-schedule bookkeeping ran on one thread while the schedule's data was warm on the other:
+letting the carrier run the schedules itself shortens the gap between two schedules. So the carrier runs a
+*batch*: it asks for the next schedule's chooser, plays the test function itself as the root thread, finishes the
+run (extension hooks, crash recovery, teardown) and hands it to ``after``, which accounts for it and says whether
+to go on.
 
-The explorer's thread only supervises. It wakes every poll interval (``scheduler.poll_interval``) to ask the
+The explorer's thread only supervises. It wakes every poll interval (``watchdog.poll_interval``) to ask the
 current run's ``Watch`` whether it still moves, and takes a stuck run over exactly as it did when it ran every
 schedule itself: it fails the run, unwinds the threads it can, and abandons a carrier stuck in uncontrolled code.
 Who finishes a phase of a run is settled by a claim on that phase's ``done`` latch: the carrier claims it once
@@ -30,7 +29,8 @@ from racecheck import runtime
 from racecheck.runtime.carrier import Carrier
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.latch import Latch
-from racecheck.runtime.scheduler import Run, Watch, poll_interval
+from racecheck.runtime.scheduler import Run
+from racecheck.runtime.watchdog import Watch, poll_interval
 
 __racecheck_engine__ = True
 

@@ -1,11 +1,10 @@
 """One reusable OS thread that runs the test function of an exploration's successive schedules.
 
 Every schedule's test function needs a thread of its own (the explorer's thread supervises it and must stay free
-to report a thread stuck in uncontrolled code). Creating, starting and joining a fresh thread for it costs about
-150 µs on the 2-core reference machine, measured: over half of the fixed cost of a schedule, and a large share
-of a short workload's. A carrier is started once per exploration and handed batches of schedules in turn
-(``racecheck.runtime.batch``): it plays the part the main thread plays in a plain loop that runs the same code over and
-over, test function and bookkeeping alike.
+to report a thread stuck in uncontrolled code). Creating, starting and joining a fresh thread for it was over half
+of the fixed cost of a schedule, and a large share of a short workload's. A carrier is started once per
+exploration and handed batches of schedules in turn (``racecheck.runtime.batch``): it plays the part the main
+thread plays in a plain loop that runs the same code over and over, test function and bookkeeping alike.
 
 A carrier whose body never came back (the test function stuck in uncontrolled code, left behind by teardown) is
 abandoned and a fresh one serves the next batch. ``close`` stops the current one when the exploration ends,
@@ -84,7 +83,7 @@ def trace_like_a_new_thread() -> None:
     """Give the calling carrier the trace and profile functions ``threading.settrace``/``setprofile`` give every new
     thread (``Thread._bootstrap_inner`` installs them), before it runs the next body as a thread of a run (a
     schedule's root, a thread the root started). A carrier outlives its bodies, and CPython drops a thread's trace
-    function when it raises, as the line tracer's ``_Abort`` does in a stopped run: without this the next body ran
+    function when it raises, as the line tracer's ``Abort`` does in a stopped run: without this the next body ran
     without them (no line-level points on 3.10/3.11, so a spin loop was uncontrolled for good)."""
     trace, profile = threading.gettrace(), threading.getprofile()
     if trace is not None and sys.gettrace() is not trace:

@@ -1,12 +1,10 @@
 """Controlled threads started on reused OS threads (carriers) that look, to the code under test and to every
 observer, like the fresh OS threads ``Thread.start()`` makes.
 
-Why: starting an OS thread is the largest single cost a schedule adds that is not the engine's own Python.
-Measured in place on the micro workload (``benchmarks/bench_engine.py``; one executor worker per schedule, on the
-2-core reference VM): ``Thread.start()`` under control took 52-55 µs of a 1.4 ms schedule (the clone, the new
-thread's bootstrap, two context switches on the one CPU the controlled threads share), against ~7 µs for handing a
-body to a carrier that waits for one. The root of every schedule already runs on a carrier (``runtime.carrier``);
-this module gives the threads the root starts the same.
+Why: starting an OS thread is the largest single cost a schedule adds that is not the engine's own Python (the
+clone, the new thread's bootstrap, two context switches on the one CPU the controlled threads share); handing a
+body to a carrier that waits for one is a small fraction of it. The root of every schedule already runs on a
+carrier (``runtime.carrier``); this module gives the threads the root starts the same.
 
 What a fresh thread gives its body, and how a reused one gives the same (``tests/engine/test_carrier_pool.py``
 compares each with real threads):

@@ -1,8 +1,8 @@
 """A one-shot flag that threads can wait for: the engine's own cheap stand-in for ``threading.Event``.
 
 The scheduler makes two per schedule plus one per controlled thread ("the run is done", "this thread has
-exited"), and ``threading.Event`` builds a Condition, a Lock and a waiter deque for each: measured, that was an
-eighth of the fixed cost of a schedule. A latch is one real lock, held until the flag is set. It is only ever set,
+exited"), and ``threading.Event`` builds a Condition, a Lock and a waiter deque for each: a visible part of the
+fixed cost of a schedule. A latch is one real lock, held until the flag is set. It is only ever set,
 never cleared (a run that needs a fresh one, as crash recovery does, makes a new one).
 """
 

@@ -15,176 +15,29 @@ The scheduler never imports or knows about Lightning, the filesystem or any part
 
 from __future__ import annotations
 
-import gc
-import sys
-import threading
-import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NoReturn
 
 from racecheck import runtime
-from racecheck.errors import Crashed, Deadlock, RacecheckError, StepLimitExceeded, UncontrolledBlocking, _Abort
-from racecheck.runtime import cleanup as _cleanup
+from racecheck.errors import Abort, Crashed, Deadlock, StepLimitExceeded, UncontrolledBlocking
+from racecheck.runtime import teardown as run_end
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.cleanup import Cleaned
+from racecheck.runtime.fairness import after_pick, fair_candidates, note_yield
 from racecheck.runtime.latch import Latch
-from racecheck.runtime.trace import TraceEvent, display_path, frame_path
+from racecheck.runtime.locations import BOTTOM_CODE_IDS, caller_location, code_location, thread_bottom
+from racecheck.runtime.records import FailureInfo, RunConfig, ThreadRecord, release_quietly, unwind
+from racecheck.runtime.trace import TraceEvent
+from racecheck.runtime.watchdog import describe_stuck
 
 __racecheck_engine__ = True
 
 _state = runtime.thread_state  # ``_state.thread``: the calling thread's record (runtime.current_thread_record)
 _tid_of = attrgetter("tid")  # the thread ids of candidates without a comprehension (a function call in 3.11)
 VALUE_PICK = 0  # ``Run.picked`` for a value decision; a thread decision records the thread's id + 1
-_event = tuple.__new__  # _event(TraceEvent, fields): a TraceEvent without the Python-level __new__ (twice as fast)
-
-_real_is_alive = threading.Thread.is_alive  # teardown asks of OS threads, not of the run's logical ones
-_real_join = threading.Thread.join
-_real_monotonic = __import__("time").monotonic
-
-_SKIP_FILES: set[str] = set()
-for _mod_name in ("threading", "queue", "concurrent.futures._base", "concurrent.futures.thread", "contextlib"):
-    _mod = sys.modules.get(_mod_name) or __import__(_mod_name, fromlist=["_"])
-    if getattr(_mod, "__file__", None):
-        _SKIP_FILES.add(_mod.__file__)
-
-
-_USER, _ENGINE, _BOTTOM = 0, 1, 2  # what a frame's code is to the walk: the answer, skipped, or nothing beyond
-# id(code) -> [code, kind, {instruction offset: "path.py:line" as traces show it}]. Keyed by identity: a code
-# object's hash is not cached by CPython and covers its constants and names (0.2-1.3 µs per lookup, measured, and
-# the walk asked twice per frame). The entry holds the code itself, so its id cannot be reused while it is cached.
-_CODES: dict[int, list[Any]] = {}
-_BOTTOM_IDS: set[int] = set()  # engine functions at the bottom of a thread: no code under test above them
-_BOTTOM_KEEP: list[Any] = []  # their code objects, kept alive so the ids above stay theirs
-_CACHE_LIMIT = 50_000  # code created at run time (exec, lambdas in generated code) must not grow the cache forever
-
-
-def thread_bottom(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark an engine function that a thread starts in (a controlled thread's body, an executor worker's loop):
-    a location walk that reaches it stops there, as nothing above it belongs to the code under test. Without
-    this, every point of an executor worker walked (and turned into frame objects) its whole stack."""
-    code = fn.__code__
-    if id(code) not in _BOTTOM_IDS:
-        _BOTTOM_IDS.add(id(code))
-        _BOTTOM_KEEP.append(code)
-    _CODES.pop(id(code), None)
-    return fn
-
-
-def _classify(code: Any, frame: Any) -> list[Any]:
-    """The cache entry of ``code``: whether the walk skips it, stops at it or answers with it."""
-    if id(code) in _BOTTOM_IDS:
-        kind = _BOTTOM
-    elif frame.f_globals.get("__racecheck_engine__") or code.co_filename in _SKIP_FILES:
-        kind = _ENGINE
-    else:
-        kind = _USER
-    if len(_CODES) >= _CACHE_LIMIT:
-        _CODES.clear()
-    entry = _CODES[id(code)] = [code, kind, {}]
-    return entry
-
-
-def caller_location(depth: int = 2) -> str:
-    """file:line of the innermost frame that belongs to the code under test (not the engine, not stdlib sync).
-
-    Called at every scheduling point, so both questions asked of a frame are memoised per code object: whether
-    its code is to be skipped, and the display text of each of its instructions. The text is exactly what the
-    uncached walk produced, so traces stay byte-identical.
-
-    ``depth`` is where the walk starts. Every frame the walk passes through has to become a frame object (CPython
-    3.11+ creates them lazily), which made this walk the largest cost of a baton handoff; so callers that know how
-    many engine frames sit between them and the user's code say so (``schedule(..., skip=n)``), and
-    ``sys._getframe`` jumps over those without creating them. The walk still goes on past any other engine frame,
-    so a hint only ever names frames that are certainly the engine's; it stops at a thread's bottom."""
-    frame = sys._getframe(depth)
-    codes = _CODES
-    while frame is not None:
-        code = frame.f_code
-        entry = codes.get(id(code))
-        if entry is None:
-            entry = _classify(code, frame)
-        kind = entry[1]
-        if kind == _USER:
-            lasti = frame.f_lasti  # the instruction, not the line: f_lineno scans the code's line table
-            location = entry[2].get(lasti)
-            if location is None:
-                location = entry[2][lasti] = f"{frame_path(frame)}:{frame.f_lineno}"
-            return location
-        if kind == _BOTTOM:
-            break
-        frame = frame.f_back
-    return ""  # an engine-internal thread (an executor worker's own loop): the op text says enough
-
-
-def _code_location(fn: Any) -> str:
-    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__func__", None), "__code__", None)
-    if code is None:
-        return ""
-    module = getattr(fn, "__module__", None) or getattr(getattr(fn, "__func__", None), "__module__", None)
-    return f"{display_path(code.co_filename, module)}:{code.co_firstlineno}"
-
-
-class ThreadRecord:
-    """The scheduler's view of one controlled thread."""
-
-    __slots__ = (
-        "tid", "run", "thread", "baton", "started", "finished", "op", "loc", "enabled", "deadline",
-        "timed_out", "yielding", "background", "exited", "launched", "yield_to", "body", "carried", "unwinding",
-    )
-
-    def __init__(self, tid: int, run: Run, thread: Any) -> None:
-        self.tid = tid
-        self.run = run
-        self.thread = thread
-        self.baton = runtime.real_allocate_lock()
-        self.baton.acquire()  # held = "not your turn"
-        self.started = False
-        self.finished = False
-        self.op = "begin"
-        self.loc = ""
-        self.enabled: Callable[[], bool] | None = None
-        self.deadline: float | None = None
-        self.timed_out = False
-        self.yielding = False
-        self.background = False  # daemon threads and idle executor workers may be left blocked at the end
-        self.exited = Latch()
-        self.launched = False  # its OS thread exists (a reserved record waits for the "start" point first)
-        self.yield_to: set[int] | None = None  # after a yield: the threads that must run before this one again
-        self.body: Callable[[], None] | None = None  # what its OS thread runs: the controlled body
-        self.carried = False  # runs on a carrier that outlives the run (never joined by teardown)
-        self.unwinding = False  # the run being stopped, an _Abort was raised in this thread
-
-    @property
-    def name(self) -> str:
-        return f"T{self.tid}"
-
-    def can_run(self) -> bool:
-        return self.timed_out or self.enabled is None or bool(self.enabled())
-
-
-@dataclass
-class FailureInfo:
-    kind: str  # "exception", "deadlock", "uncontrolled-blocking", "step-limit", "divergence"
-    exception: BaseException
-    tid: int | None
-
-    def signature(self) -> tuple:
-        """What "fails the same way" means for shrinking: kind, exception type and where it was raised."""
-        where = ""
-        tb = self.exception.__traceback__
-        while tb is not None:
-            where = f"{frame_path(tb.tb_frame)}:{tb.tb_lineno}"
-            tb = tb.tb_next
-        return (self.kind, type(self.exception).__name__, where if self.kind == "exception" else "")
-
-
-@dataclass
-class RunConfig:
-    max_steps: int = 20000
-    watchdog: float | None = 2.0  # seconds without a scheduling point before a block is called uncontrolled
-    epoch: float = 1_700_000_000.0  # what time.time() reads at virtual time 0
+_event = tuple.__new__  # _event(TraceEvent, fields): a TraceEvent without its Python-level __new__, made at every step
 
 
 @dataclass
@@ -204,8 +57,8 @@ class Run:
         self.arities: list[int] = []
         # The token's check data, one entry per decision: what was picked (thread id + 1, or VALUE_PICK for a
         # value) and at which step. Kept by the run itself rather than by a wrapper around the chooser: a layer
-        # more at every decision was measurable (each object a decision touches is cache-cold after the code
-        # under test ran).
+        # more at every decision costs, as each object a decision touches is cache-cold after the code under test
+        # ran.
         self.picked: list[int] = []
         self.decision_steps: list[int] = []
         self.preemptions = 0
@@ -225,11 +78,11 @@ class Run:
         self.outside = 0  # threads inside a call that waits on another process (racecheck.control.external): not stuck
         self.cleanups: list[tuple[str, Callable[[], bool]]] = []  # undone if the run cannot be unwound
         self.cleaned: list[Cleaned] = []  # what was undone after threads that could not be unwound (cleanup.py)
-        self._leaks_reported = False
+        self.leaks_reported = False  # teardown has reported the threads it could not unwind
         # Source locations in the trace ("file.py:12" of the user's line at each point). Finding one walks the
-        # stack at every point and note (measured: ~110 µs of a 4 ms micro-workload schedule, and more in frame
-        # objects made and freed): explore turns it off for schedules nobody will read, and runs a failing one
-        # again with it on (same decisions, same trace, now with locations) before reporting it.
+        # stack at every point and note, making and freeing frame objects: a visible share of a short schedule.
+        # Explore turns it off for schedules nobody will read, and runs a failing one again with it on (same
+        # decisions, same trace, now with locations) before reporting it.
         self.locate = True
         # How a controlled thread's OS side is started: on a reused carrier (``racecheck.runtime.carrier_pool``, set by
         # explore), or with None by ``Thread.start``'s own machinery (a new OS thread).
@@ -245,14 +98,16 @@ class Run:
         """In the crash-recovery phase (see ``reset_for_phase``)."""
         return self._recovering
 
-    # ----- the contract offered to primitives and extensions (see runtime.py) ---------------------------------
+    # ----- the contract offered to stand-ins and extensions (``runtime.RunContract``) -----------------------------
 
     def new_object_id(self, kind: str) -> str:
+        """A logical name for a traced object ("Lock#3"), counted per kind and run, so stable across replays."""
         number = self._counters.get(kind, 0) + 1
         self._counters[kind] = number
         return f"{kind}#{number}"
 
     def now(self) -> float:
+        """The virtual clock (seconds since the run began)."""
         return self.clock
 
     def schedule(
@@ -264,7 +119,8 @@ class Run:
         yielding: bool = False,
         skip: int = 0,
     ) -> bool:
-        me = _state.thread
+        """A scheduling point of the calling thread (see ``runtime.RunContract.schedule``)."""
+        me = _state.thread  # caller_record()'s checks, inline: this is the hot path of every controlled program
         if me is None or me.run is not self:
             raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
         if self.aborting:
@@ -272,6 +128,7 @@ class Run:
         if timeout is not None:
             return self._timed(me, op, enabled, timeout, yielding, skip + 1)
         # The common case (every lock, queue, executor and file point without a timeout): nothing to undo after.
+        # A timed point comes back here through ``_timed``, so this is the one body of a point.
         me.op = op
         if self.locate:  # else ``loc`` stays "": a run without locations never sets one
             me.loc = caller_location(2 + skip)
@@ -285,24 +142,17 @@ class Run:
     def _timed(
         self, me: ThreadRecord, op: str, enabled: Callable[[], bool] | None, timeout: float, yielding: bool, skip: int
     ) -> bool:
-        """``schedule`` with a timeout: a poll (``timeout <= 0``) or a wait with a virtual deadline. ``skip`` counts
-        this frame too."""
+        """``schedule`` with a timeout: a poll (``timeout <= 0``), or a wait with a virtual deadline; either is a plain
+        point, made by ``schedule`` again, with what the timeout adds around it. ``skip`` counts this frame too."""
         if timeout <= 0 and enabled is not None:
             # A non-blocking attempt: a plain point, then look once.
             self.schedule(op, yielding=yielding, skip=skip + 1)
             return bool(enabled())
-        me.op = op
-        if self.locate:
-            me.loc = caller_location(2 + skip)
-        me.enabled = enabled
         me.deadline = self.clock + timeout
-        me.yielding = yielding
-        self._step(me, True)
+        self.schedule(op, enabled=enabled, yielding=yielding, skip=skip + 1)
         timed_out = me.timed_out and not (enabled is not None and enabled())
-        me.enabled = None
         me.deadline = None
         me.timed_out = False
-        me.yielding = False
         return not timed_out
 
     def add_cleanup(self, description: str, action: Callable[[], bool]) -> None:
@@ -310,6 +160,7 @@ class Run:
         self.cleanups.append((description, action))
 
     def sleep(self, seconds: float) -> None:
+        """A point that lets ``seconds`` of virtual time pass for the caller (``sleep(0)`` only yields)."""
         seconds = max(float(seconds), 0.0)
         if seconds == 0:
             self.schedule("sleep 0", yielding=True)
@@ -317,7 +168,8 @@ class Run:
             self.schedule(f"sleep {seconds:g}", enabled=_never, timeout=seconds, yielding=True)
 
     def choose(self, n: int, label: str) -> int:
-        self._me()
+        """A value decision (see ``runtime.RunContract.choose``)."""
+        self.caller_record()
         if n <= 1:
             return 0
         value = self.chooser.pick_value(n, label)
@@ -326,9 +178,9 @@ class Run:
         return value
 
     def effect(self, op: str, skip: int = 0) -> None:
-        """A traced effect that only a thread of this run may have (a release): ``_me``'s checks, then the event
-        ``note`` would add, so a thread outside the run raises instead of tracing into it."""
-        me = self._me()
+        """A traced effect that only a thread of this run may have (a release): ``caller_record``'s checks, then the
+        event ``note`` would add, so a thread outside the run raises instead of tracing into it."""
+        me = self.caller_record()
         loc = caller_location(2 + skip) if self.locate else ""
         self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info")))
 
@@ -339,8 +191,20 @@ class Run:
             loc = caller_location(2 + skip) if self.locate else ""
             self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info")))
 
-    def crash(self, reason: str) -> None:
-        me = self._me()
+    def caller_record(self) -> ThreadRecord:
+        """The calling thread's record. Raises if the caller is not a thread of this run (a controlled object used
+        by a thread outside it), and stops the caller (``unwind``) if the run is being stopped: the checks every
+        effect that only a thread of the run may have makes first."""
+        me = _state.thread
+        if me is None or me.run is not self:
+            raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
+        if self.aborting:
+            unwind(me)
+        return me
+
+    def crash(self, reason: str) -> NoReturn:
+        """A simulated power loss here: the run stops (see ``runtime.RunContract.crash``)."""
+        me = self.caller_record()
         self.crashed = True
         self.crash_reason = reason
         self.trace.append(TraceEvent(self.steps, me.tid, f"CRASH ({reason})", caller_location(), "info"))
@@ -393,7 +257,7 @@ class Run:
                 if not run.aborting:
                     rec.started = True
                     target_run()
-            except _Abort:
+            except Abort:
                 pass
             except Crashed:
                 pass
@@ -408,12 +272,12 @@ class Run:
                     if run.aborting:
                         run._wake_root(rec)
 
-        if id(controlled_body.__code__) not in _BOTTOM_IDS:
+        if id(controlled_body.__code__) not in BOTTOM_CODE_IDS:
             thread_bottom(controlled_body)
         rec.body = controlled_body
         if target is None:
             thread.run = controlled_body
-        rec.loc = _code_location(target or getattr(thread, "_target", None) or target_run) if self.locate else ""
+        rec.loc = code_location(target or getattr(thread, "_target", None) or target_run) if self.locate else ""
         return rec
 
     def _wake_root(self, leaving: ThreadRecord) -> None:
@@ -423,7 +287,7 @@ class Run:
         root = self._root
         if root is None or root is leaving or root.finished or not root.launched:
             return
-        _release_quietly(root.baton)
+        release_quietly(root.baton)
 
     def _exit(self, rec: ThreadRecord) -> None:
         rec.finished = True
@@ -434,14 +298,6 @@ class Run:
         self._step(rec, alive=False)
 
     # ----- the decision -----------------------------------------------------------------------------------------
-
-    def _me(self) -> ThreadRecord:
-        me = _state.thread
-        if me is None or me.run is not self:
-            raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
-        if self.aborting:
-            unwind(me)
-        return me
 
     def recorded_steps(self) -> list[int]:
         """The step of every decision, then the run's last step (a token's step check data)."""
@@ -509,7 +365,7 @@ class Run:
             self.picked.append(chosen.tid + 1)
             self.decision_steps.append(steps)
         if self._yielders:
-            self._scheduled(chosen)
+            self._yielders = after_pick(self._yielders, chosen)
         if chosen is me:
             self.trace.append(_event(TraceEvent, (steps, me.tid, me.op, me.loc, "")))
             return
@@ -542,51 +398,24 @@ class Run:
         return []
 
     def _fairness(self, me: ThreadRecord, candidates: list[ThreadRecord], yielding: bool) -> list[ThreadRecord]:
-        """The candidates once fair scheduling has had its say (only called while yields are in play)."""
+        """The candidates once fair scheduling (``racecheck.runtime.fairness``) has had its say (only called while
+        yields are in play)."""
         if yielding:
-            candidates = self._yield(me, candidates)
+            if len(candidates) == 1 and candidates[0] is me:
+                # Only the yielder could run. Once is a poll that failed (a drain loop's last get_nowait): go on.
+                # Twice in a row is a spin: in real time the threads it waits for (timed sleeps, timeouts) would
+                # wake up, so virtual time moves to the next deadline.
+                if self._lonely_yielder is me and self._advance_clock():
+                    candidates = self._candidates(me, True)
+                self._lonely_yielder = me
+            else:
+                self._lonely_yielder = None
+            note_yield(me, candidates, self._yielders)
         else:
             self._lonely_yielder = None
         if self._yielders and len(candidates) > 1:
-            candidates = self._fair(candidates)
+            candidates = fair_candidates(candidates)
         return candidates
-
-    def _yield(self, me: ThreadRecord, candidates: list[ThreadRecord]) -> list[ThreadRecord]:
-        """CHESS fair scheduling: a yielding thread waits for someone else, so it is not scheduled again before every
-        thread that could run now has run (or stopped being able to). Leaving it is therefore no preemption."""
-        if len(candidates) == 1 and candidates[0] is me:
-            # Only the yielder could run. Once is a poll that failed (a drain loop's last get_nowait): go on. Twice
-            # in a row is a spin: in real time the threads it waits for (timed sleeps, timeouts) would wake up.
-            if self._lonely_yielder is me and self._advance_clock():
-                candidates = self._candidates(me, True)
-            self._lonely_yielder = me
-        else:
-            self._lonely_yielder = None
-        others = {c.tid for c in candidates if c is not me}
-        if others:
-            me.yield_to = others
-            self._yielders.append(me)
-        return candidates
-
-    def _fair(self, candidates: list[ThreadRecord]) -> list[ThreadRecord]:
-        """Drop candidates that yielded to a thread that can run now and has not run since (never all of them:
-        a thread yields only while it runs, which clears it from every other's set, so the relation is acyclic)."""
-        runnable = {c.tid for c in candidates}
-        fair = [c for c in candidates if c.yield_to is None or runnable.isdisjoint(c.yield_to)]
-        return fair or candidates
-
-    def _scheduled(self, chosen: ThreadRecord) -> None:
-        """``chosen`` runs now: whoever yielded to it has had its wish."""
-        keep = []
-        for rec in self._yielders:
-            waits = rec.yield_to
-            if waits is not None and rec is not chosen:
-                waits.discard(chosen.tid)
-                if waits and not rec.finished:
-                    keep.append(rec)
-                    continue
-            rec.yield_to = None
-        self._yielders = keep
 
     def _stop(self, me: ThreadRecord, alive: bool) -> None:
         self.aborting = True
@@ -607,120 +436,23 @@ class Run:
     # ----- supervision (runs on the explorer's own, uncontrolled thread) ---------------------------------------
 
     def fail_stuck(self) -> None:
-        """The supervisor's verdict (see ``Watch``): the running thread is stuck in uncontrolled code."""
+        """The supervisor's verdict (see ``watchdog.Watch``): the running thread is stuck in uncontrolled code."""
         rec = self.current
-        self._fail("uncontrolled-blocking", UncontrolledBlocking(self._describe_stuck(rec)), rec)
+        message = describe_stuck(rec, self.config.watchdog, self.outside)
+        self._fail("uncontrolled-blocking", UncontrolledBlocking(message), rec)
         if rec is not None:
             self.leaked.append(f"T{rec.tid}")
 
-    def _frame_of(self, rec: ThreadRecord | None) -> Any:
-        """The current frame of ``rec``'s OS thread, or None; never raises. The GC is off during the read, which
-        is what makes ``sys._current_frames()`` safe from gh-106883."""
-        try:
-            ident = None if rec is None or rec.thread is None else rec.thread.ident
-            if ident is None:
-                return None
-            collecting = gc.isenabled()
-            gc.disable()
-            try:
-                frame = sys._current_frames().get(ident)
-            finally:
-                if collecting:
-                    gc.enable()
-            return frame if isinstance(frame, types.FrameType) else None
-        except Exception:  # noqa: BLE001 - describing a stuck thread must never crash the run
-            return None
+    # ----- the end of the run (``racecheck.runtime.teardown``) ------------------------------------------------------
 
-    def _current_frame_key(self, rec: ThreadRecord | None) -> tuple | None:
-        frame = self._frame_of(rec)
-        if frame is None:
-            return None
-        try:
-            return (frame.f_code.co_filename, frame.f_lineno)
-        except Exception:  # noqa: BLE001
-            return None
-
-    def _describe_stuck(self, rec: ThreadRecord | None) -> str:
-        if rec is None:
-            return "uncontrolled blocking: the run stopped making progress"
-        last = f"'{rec.op}'"  # no location: a run that leaves a thread stuck shows none (see drop_locations)
-        head = f"uncontrolled blocking: T{rec.tid} made no scheduling point for {self.config.watchdog:g}s"
-        if self.outside:
-            head = (
-                f"uncontrolled blocking: T{rec.tid} waited on another process for over "
-                f"{outside_limit(self.config.watchdog or 2.0):g}s in '{rec.op}' (the other side may need a "
-                f"controlled thread, which cannot run while T{rec.tid} waits)"
-            )
-        advice = (
-            "(a real lock, real sleep or I/O wait that racecheck does not control; instrument the module that owns "
-            "it)"
-        )
-        try:
-            where = self._stuck_location(self._frame_of(rec))
-        except Exception:  # noqa: BLE001 - any surprise while reading frames: fall back to the scheduler's records
-            where = ""
-        if not where:
-            return f"{head} since {last} {advice}"
-        return f"{head}, stuck in {where} {advice}"
-
-    @staticmethod
-    def _stuck_location(frame: Any) -> str:
-        inner = ""
-        user = ""
-        while frame is not None:
-            here = f"{frame_path(frame)}:{frame.f_lineno} ({frame.f_code.co_name})"
-            if not inner:
-                inner = here
-            engine = frame.f_globals.get("__racecheck_engine__") or frame.f_code.co_filename in _SKIP_FILES
-            if not user and not engine:
-                user = here
-            frame = frame.f_back
-        return inner if inner == user or not user else f"{inner}, called from {user}"
-
-    def teardown(self) -> None:
-        """Unwind every parked thread, one at a time, and wait for each OS thread to end. A thread already reported
-        as left behind (stuck in uncontrolled code) is not waited for again."""
-        self.aborting = True
-        gone = set(self.leaked)
-        for rec in self.threads:
-            if rec.exited.is_set() or not rec.launched or f"T{rec.tid}" in gone:
-                continue
-            _release_quietly(rec.baton)
-            if not rec.exited.wait(timeout=max(self.config.watchdog or 2.0, 2.0)):
-                self.leaked.append(f"T{rec.tid}")
-        for rec in self.threads:
-            thread = rec.thread
-            if rec.carried or thread is None or not rec.exited.is_set():
-                continue
-            if _real_is_alive(thread):
-                _real_join(thread, 1.0)
-        self._clean_up_after_leaks()
-
-    def _clean_up_after_leaks(self) -> None:
-        """Threads that could not be unwound never run their own cleanup: undo what the run registered for that
-        case, and say so in the failure. When every thread unwound, the registrations are dropped unused."""
-        pending, self.cleanups = self.cleanups, []
-        if not self.leaked or (self._leaks_reported and not pending):
-            return  # all unwound, or a second teardown of the same run with nothing new
-        self._leaks_reported = True
-        done = _cleanup.undo(pending)
-        self.cleaned.extend(done)
-        who = ", ".join(dict.fromkeys(self.leaked))
-        what = _cleanup.describe(done)
-        report = f"[{who} could not be unwound (stuck in uncontrolled code); cleaned up after it: {what}]"
-        exc = self.failure.exception if self.failure is not None else None
-        if isinstance(exc, RacecheckError) and report not in str(exc):
-            exc.args = (f"{exc.args[0] if exc.args else ''} {report}".strip(), *exc.args[1:])
-        elif exc is not None and hasattr(exc, "add_note"):
-            exc.add_note(report)
-        elif exc is not None:  # 3.10 has no add_note: the note goes where 3.11 keeps notes
-            exc.__notes__ = [*getattr(exc, "__notes__", []), report]
+    teardown = run_end.teardown
+    drop_locations = run_end.drop_locations
 
     def detach(self) -> None:
         """Once every thread of the run has exited: cut the links from its threads back to it (record, body,
         chooser), so the run, its records and its trace are freed by reference counting when the explorer drops
-        it. Otherwise every schedule leaves a cycle of ~100 objects behind, and the garbage collector, woken every
-        few schedules, walks them (measured: a fifth of the main thread's time per schedule on the micro workload).
+        it. Otherwise every schedule leaves a cycle of about a hundred objects behind, and the garbage collector, woken
+        every few schedules, walks them all: a large share of the main thread's time on a short workload.
         What explore keeps (trace, choices, failure) stays; a thread stuck in uncontrolled code keeps its links."""
         if self.leaked:
             return
@@ -741,85 +473,11 @@ class Run:
         self.chooser = None
         self.launch = None  # the session's carriers: a run kept in a result must not keep them
 
-    def drop_locations(self) -> None:
-        """Blank the source locations of the trace. Done to every run that left a thread stuck in uncontrolled
-        code: explore runs schedules without locations and gets them by running a failing one again, which such a
-        run cannot be (it would leave a second thread stuck), so its trace has none; a replay of its token, run
-        with locations, drops them too, and prints the same trace."""
-        self.trace = [event._replace(loc="") if event.loc else event for event in self.trace]
-
     def reset_for_phase(self) -> None:
         """Prepare a second phase (recovery after a crash) on the same run: same choice stream and clock."""
         self.aborting = False
         self._recovering = True
         self.done = Latch()
-
-
-class Watch:
-    """Tells when a phase of a run has stopped making progress: a thread stuck in uncontrolled code.
-
-    Asked every poll interval by the supervisor (the explorer's thread) while the phase runs. Progress is read from
-    the scheduler's own records (the step counter), never by polling other threads' frames: ``sys._current_frames()``
-    can deadlock CPython 3.11 when it runs the GC under the runtime head lock while a thread is inside
-    ``Thread.start()`` (gh-106883). Only once no step has happened for half the watchdog is the running thread's
-    frame read (with the GC off), to tell a long computation that still moves from a thread blocked in one place;
-    a thread still at the same place a half-watchdog later is stuck.
-    """
-
-    def __init__(self, run: Run) -> None:
-        self.run = run
-        self.done = run.done  # the phase watched: crash recovery starts a new one with a new latch
-        self.watchdog = run.config.watchdog or 2.0
-        self.last_steps = run.steps
-        self.last_progress = _real_monotonic()
-        self.seen: set = set()  # code locations of the running thread observed since the last step
-
-    def stuck(self) -> bool:
-        run = self.run
-        now = _real_monotonic()
-        if run.steps != self.last_steps:
-            self.last_steps, self.last_progress = run.steps, now
-            self.seen.clear()
-            return False
-        elapsed = now - self.last_progress
-        if run.outside and elapsed < outside_limit(self.watchdog):
-            return False  # waiting on another process (racecheck.control.external): progress elsewhere, within a bound
-        if elapsed < self.watchdog / 2:
-            return False
-        where = run._current_frame_key(run.current)
-        if where is not None and where not in self.seen:
-            self.seen.add(where)  # it moved: a computation without scheduling points, give it more time
-            self.last_progress = now
-            return False
-        if self.done.is_set() or run.steps != self.last_steps:
-            return False
-        return where is not None or elapsed >= self.watchdog
-
-
-def unwind(rec: ThreadRecord) -> NoReturn:
-    """Stop ``rec``'s code: its run is being stopped. ``rec.unwinding`` says it was told, so the line tracer, which
-    tells a thread of a stopped run at its next line point, tells each thread once (``racecheck.control.lines``)."""
-    rec.unwinding = True
-    raise _Abort()
-
-
-def _release_quietly(baton: Any) -> None:
-    """Let a parked thread go; it may have been let go already (a leaving thread and teardown can both try)."""
-    try:
-        baton.release()
-    except RuntimeError:
-        pass
-
-
-def poll_interval(watchdog: float | None) -> float | None:
-    """How often the supervisor looks at a run: an eighth of the watchdog, between 10 and 250 ms (None: never)."""
-    return None if watchdog is None else min(max(watchdog / 8, 0.01), 0.25)
-
-
-def outside_limit(watchdog: float) -> float:
-    """How long a wait on another process (racecheck.control.external) may last before it is called a hang: 15 watchdogs
-    (30 s by default), so a small watchdog makes a child that never answers a short failure too."""
-    return watchdog * 15
 
 
 def _never() -> bool:

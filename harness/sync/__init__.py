@@ -2,8 +2,9 @@
 
 ``locks`` (Lock, RLock), ``conditions`` (Condition), ``events`` (Event, Semaphore, BoundedSemaphore, Barrier),
 ``queues`` (Queue, LifoQueue, PriorityQueue, SimpleQueue), ``futures`` (Future, wait, as_completed), ``executor``
-(ThreadPoolExecutor), ``clock`` (sleep and the clocks), ``facades`` (module facades, identity swaps, virtual
-thread idents and pid). Importing this package registers the swaps.
+(ThreadPoolExecutor), ``clock`` (sleep and the clocks). The stand-ins use the runtime only; what puts them in
+place of the stdlib in instrumented modules (module facades, identity swaps, virtual thread idents and pid) is
+``racecheck.control.sync_facades``, one layer up.
 
 The factories decide at call time: a controlled thread gets a controlled object, any other thread the real one,
 so an instrumented module keeps working for uncontrolled threads. Releases and notifies are traced but are not
@@ -24,18 +25,6 @@ from racecheck.sync.events import (
     Semaphore,
 )
 from racecheck.sync.executor import DEFAULT_MAX_WORKERS, ThreadPoolExecutor
-from racecheck.sync.facades import (
-    LOGICAL_PID,
-    concurrent_facade,
-    futures_facade,
-    get_ident,
-    get_native_id,
-    getpid,
-    os_facade,
-    queue_facade,
-    threading_facade,
-    time_facade,
-)
 from racecheck.sync.futures import Future, as_completed, wait
 from racecheck.sync.locks import ControlledLock, ControlledRLock, Lock, RLock
 from racecheck.sync.primitive import Primitive
@@ -53,11 +42,10 @@ from racecheck.sync.queues import (
 __racecheck_engine__ = True
 
 __all__ = [
-    "DEFAULT_MAX_WORKERS", "LOGICAL_PID", "Barrier", "BoundedSemaphore", "Condition", "ControlledBarrier",
+    "DEFAULT_MAX_WORKERS", "Barrier", "BoundedSemaphore", "Condition", "ControlledBarrier",
     "ControlledBoundedSemaphore", "ControlledCondition", "ControlledEvent", "ControlledLifoQueue", "ControlledLock",
     "ControlledPriorityQueue", "ControlledQueue", "ControlledRLock", "ControlledSemaphore", "ControlledSimpleQueue",
     "Event", "Future", "LifoQueue", "Lock", "PriorityQueue", "Primitive", "Queue", "RLock", "Semaphore",
-    "SimpleQueue", "ThreadPoolExecutor", "as_completed", "concurrent_facade", "futures_facade", "get_ident",
-    "get_native_id", "getpid", "monotonic", "monotonic_ns", "os_facade", "perf_counter", "perf_counter_ns",
-    "queue_facade", "sleep", "threading_facade", "time", "time_facade", "time_ns", "wait",
+    "SimpleQueue", "ThreadPoolExecutor", "as_completed", "monotonic", "monotonic_ns", "perf_counter",
+    "perf_counter_ns", "sleep", "time", "time_ns", "wait",
 ]

@@ -80,7 +80,7 @@ class ControlledSemaphore(Primitive):
     def release(self, n: int = 1) -> None:
         if n < 1:
             raise ValueError("n must be one or more")
-        self._run._me()
+        self._run.caller_record()
         if self._bound is not None and self._value + n > self._bound:
             raise ValueError("Semaphore released too many times")
         self._value += n

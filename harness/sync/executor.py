@@ -17,7 +17,7 @@ import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.runtime.scheduler import thread_bottom
+from racecheck.runtime.locations import thread_bottom
 from racecheck.sync.futures import Future
 from racecheck.sync.locks import ControlledLock
 from racecheck.sync.queues import ControlledSimpleQueue

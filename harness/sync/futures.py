@@ -53,7 +53,7 @@ class Future(_RealFuture):
                 self._condition = ControlledCondition(run, name=run.new_object_id("Future"))
             return
         # The stdlib's fields without its real Condition, which would be replaced at once (a Condition, an RLock
-        # and a deque per future, measured at a fifth of a submit on the micro workload); checked at import.
+        # and a deque per future, a large part of the cost of a submit); checked at import.
         self._condition = ControlledCondition(run, name=run.new_object_id("Future"))
         self._state = _PENDING
         self._result = None

@@ -12,6 +12,7 @@ import classic_bugs
 import pytest
 import racecheck
 from racecheck import sync
+from racecheck.control import sync_facades
 
 
 def _controlled_threads_alive():
@@ -35,7 +36,7 @@ def test_patched_names_are_restored_after_a_failing_run():
         seen["lock"] = threading.Lock()
 
     racecheck.explore(spy, schedules=1)
-    assert seen["threading"] is sync.threading_facade
+    assert seen["threading"] is sync_facades.threading_facade
     assert isinstance(seen["lock"], sync.ControlledLock)
     assert globals()["threading"] is threading
 
@@ -134,7 +135,8 @@ def test_a_finished_schedule_leaves_no_reference_cycle_behind():
     them: a cycle per schedule would wake the garbage collector every few schedules (issue 9's throughput)."""
     import gc
 
-    from racecheck.runtime.scheduler import Run, ThreadRecord
+    from racecheck.runtime.records import ThreadRecord
+    from racecheck.runtime.scheduler import Run
     from racecheck.runtime.trace import TraceEvent
 
     def fn():

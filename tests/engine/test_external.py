@@ -15,7 +15,7 @@ import threading
 import pytest
 import racecheck
 from racecheck.control import external
-from racecheck.runtime import scheduler
+from racecheck.runtime import watchdog
 
 SLOW_CHILD = [sys.executable, "-c", "import time; time.sleep(0.35); print('done')"]
 
@@ -101,7 +101,7 @@ def test_a_wait_on_another_process_is_still_bounded(monkeypatch):
     """Waiting outside keeps the baton, so a child that needs a controlled thread would wait forever: past a
     bound (15 watchdogs, 30 s by default; shortened here) it is reported as a hang that says why (the whole
     story, with cleanup and no leaked thread, is in test_unwind_cleanup.py)."""
-    monkeypatch.setattr(scheduler, "outside_limit", lambda watchdog: 0.4)
+    monkeypatch.setattr(watchdog, "outside_limit", lambda watchdog: 0.4)
     failure = racecheck.explore(waits_too_long, schedules=1, watchdog=0.1).failure
     assert failure is not None and failure.kind == "uncontrolled-blocking"
     assert "waited on another process for over 0.4s" in failure.message

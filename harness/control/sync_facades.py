@@ -1,10 +1,16 @@
-"""The module facades and identity swaps that put the stand-ins in place of the stdlib in instrumented modules.
+"""The sync stand-ins put in place of the stdlib: one module facade per stdlib module they replace names of, and
+the identity swaps that instrumentation applies. Importing this module registers the swaps (``racecheck.control``
+imports it, so whoever uses the control layer has them, before any extension registers its own).
 
 Every global of an instrumented module that *is* ``threading``, ``queue``, ``concurrent``/``concurrent.futures``,
-``time`` or ``os`` becomes a facade (see ``racecheck.control.facade``), and every global that is one of their classes or
-functions becomes its stand-in, matched by identity so aliases are caught. Process-specific values that could
-reach a trace or a decision are virtualised for controlled threads: ``threading.get_ident``/``get_native_id``
-(logical, per thread of the run) and ``os.getpid`` (a fixed number). Uncontrolled threads see the real values.
+``time`` or ``os`` becomes a facade (a ``ModuleFacade``, see ``racecheck.control.facade``), and every global that is
+one of their classes or functions becomes its stand-in from ``racecheck.sync``, matched by identity so aliases are
+caught. Process-specific values that could reach a trace or a decision are virtualised for controlled threads:
+``threading.get_ident``/``get_native_id`` (logical, per thread of the run) and ``os.getpid`` (a fixed number).
+Uncontrolled threads see the real values.
+
+The fake filesystem has its own facade of ``os`` (``racecheck.fakefs.os_facade``), which replaces
+``os_getpid_facade`` where it is active; ``register_override`` keeps ``getpid`` virtual there too.
 """
 
 from __future__ import annotations
@@ -63,7 +69,7 @@ queue_facade = ModuleFacade(_real_queue, _QUEUE)
 futures_facade = ModuleFacade(concurrent.futures, _FUTURES)
 concurrent_facade = ModuleFacade(concurrent, {"futures": futures_facade})
 time_facade = ModuleFacade(_real_time, _TIME)
-os_facade = ModuleFacade(_real_os, {"getpid": getpid})
+os_getpid_facade = ModuleFacade(_real_os, {"getpid": getpid})  # every other name is the real os's
 # Whichever facade of os is in place (the fake filesystem has its own), getpid is the virtual one.
 register_override(_real_os, "getpid", getpid)
 
@@ -72,7 +78,7 @@ for _real_module, _facade_module, _names in [
     (_real_queue, queue_facade, _QUEUE),
     (concurrent.futures, futures_facade, _FUTURES),
     (_real_time, time_facade, _TIME),
-    (_real_os, os_facade, {"getpid": getpid}),
+    (_real_os, os_getpid_facade, {"getpid": getpid}),
 ]:
     instrument.register_swap(_real_module, _facade_module)
     for _name, _replacement in _names.items():

@@ -1,0 +1,77 @@
+"""The end of a run: unwinding the threads still parked in it, and what a run that could not be unwound leaves.
+
+``teardown`` lets every parked controlled thread go, one at a time, to unwind (``Abort``) and waits for its OS
+thread to end. A thread stuck in code racecheck does not control never comes back: it is reported as left behind,
+whatever it registered with ``runtime.add_cleanup`` is undone here, and the failure says so. Such a run cannot be
+run again to get source locations without leaving a second thread stuck, so its trace shows none
+(``drop_locations``).
+
+These are methods of ``Run`` (``Run.teardown``, ``Run.drop_locations``), kept here as functions of the run so the
+scheduler's module holds the running of a run and this one its end.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from racecheck.errors import RacecheckError
+from racecheck.runtime import cleanup
+from racecheck.runtime.records import release_quietly
+
+if TYPE_CHECKING:
+    from racecheck.runtime.scheduler import Run
+
+__racecheck_engine__ = True
+
+_real_is_alive = threading.Thread.is_alive  # teardown asks of OS threads, not of the run's logical ones
+_real_join = threading.Thread.join
+
+
+def teardown(run: Run) -> None:
+    """Unwind every parked thread, one at a time, and wait for each OS thread to end. A thread already reported
+    as left behind (stuck in uncontrolled code) is not waited for again."""
+    run.aborting = True
+    gone = set(run.leaked)
+    for rec in run.threads:
+        if rec.exited.is_set() or not rec.launched or f"T{rec.tid}" in gone:
+            continue
+        release_quietly(rec.baton)
+        if not rec.exited.wait(timeout=max(run.config.watchdog or 2.0, 2.0)):
+            run.leaked.append(f"T{rec.tid}")
+    for rec in run.threads:
+        thread = rec.thread
+        if rec.carried or thread is None or not rec.exited.is_set():
+            continue
+        if _real_is_alive(thread):
+            _real_join(thread, 1.0)
+    _clean_up_after_leaks(run)
+
+
+def _clean_up_after_leaks(run: Run) -> None:
+    """Threads that could not be unwound never run their own cleanup: undo what the run registered for that
+    case, and say so in the failure. When every thread unwound, the registrations are dropped unused."""
+    pending, run.cleanups = run.cleanups, []
+    if not run.leaked or (run.leaks_reported and not pending):
+        return  # all unwound, or a second teardown of the same run with nothing new
+    run.leaks_reported = True
+    done = cleanup.undo(pending)
+    run.cleaned.extend(done)
+    who = ", ".join(dict.fromkeys(run.leaked))
+    what = cleanup.describe(done)
+    report = f"[{who} could not be unwound (stuck in uncontrolled code); cleaned up after it: {what}]"
+    exc = run.failure.exception if run.failure is not None else None
+    if isinstance(exc, RacecheckError) and report not in str(exc):
+        exc.args = (f"{exc.args[0] if exc.args else ''} {report}".strip(), *exc.args[1:])
+    elif exc is not None and hasattr(exc, "add_note"):
+        exc.add_note(report)
+    elif exc is not None:  # 3.10 has no add_note: the note goes where 3.11 keeps notes
+        exc.__notes__ = [*getattr(exc, "__notes__", []), report]
+
+
+def drop_locations(run: Run) -> None:
+    """Blank the source locations of the trace. Done to every run that left a thread stuck in uncontrolled
+    code: explore runs schedules without locations and gets them by running a failing one again, which such a
+    run cannot be (it would leave a second thread stuck), so its trace has none; a replay of its token, run
+    with locations, drops them too, and prints the same trace."""
+    run.trace = [event._replace(loc="") if event.loc else event for event in run.trace]

@@ -1,0 +1,134 @@
+"""The watchdog: telling when a run has stopped making progress (a controlled thread stuck in code racecheck does
+not control), and saying where that thread is stuck.
+
+The supervisor (the explorer's own, uncontrolled thread) asks a ``Watch`` every ``poll_interval`` while a phase of
+a run goes on; once it says the phase is stuck, ``Run.fail_stuck`` records the failure with ``describe_stuck``'s
+words, and the run is torn down without the stuck thread.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+import types
+from typing import TYPE_CHECKING, Any
+
+from racecheck.runtime.locations import stuck_location
+
+if TYPE_CHECKING:
+    from racecheck.runtime.records import ThreadRecord
+    from racecheck.runtime.scheduler import Run
+
+__racecheck_engine__ = True
+
+_real_monotonic = time.monotonic  # the supervisor's own clock: real time, whatever instrumentation swaps
+
+
+class Watch:
+    """Tells when a phase of a run has stopped making progress: a thread stuck in uncontrolled code.
+
+    Asked every poll interval by the supervisor (the explorer's thread) while the phase runs. Progress is read from
+    the scheduler's own records (the step counter), never by polling other threads' frames: ``sys._current_frames()``
+    can deadlock CPython 3.11 when it runs the GC under the runtime head lock while a thread is inside
+    ``Thread.start()`` (gh-106883). Only once no step has happened for half the watchdog is the running thread's
+    frame read (with the GC off), to tell a long computation that still moves from a thread blocked in one place;
+    a thread still at the same place a half-watchdog later is stuck.
+    """
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.done = run.done  # the phase watched: crash recovery starts a new one with a new latch
+        self.watchdog = run.config.watchdog or 2.0
+        self.last_steps = run.steps
+        self.last_progress = _real_monotonic()
+        self.seen: set = set()  # code locations of the running thread observed since the last step
+
+    def stuck(self) -> bool:
+        run = self.run
+        now = _real_monotonic()
+        if run.steps != self.last_steps:
+            self.last_steps, self.last_progress = run.steps, now
+            self.seen.clear()
+            return False
+        elapsed = now - self.last_progress
+        if run.outside and elapsed < outside_limit(self.watchdog):
+            return False  # waiting on another process (racecheck.control.external): progress elsewhere, within a bound
+        if elapsed < self.watchdog / 2:
+            return False
+        where = _current_frame_key(run.current)
+        if where is not None and where not in self.seen:
+            self.seen.add(where)  # it moved: a computation without scheduling points, give it more time
+            self.last_progress = now
+            return False
+        if self.done.is_set() or run.steps != self.last_steps:
+            return False
+        return where is not None or elapsed >= self.watchdog
+
+
+def poll_interval(watchdog: float | None) -> float | None:
+    """How often the supervisor looks at a run: an eighth of the watchdog, between 10 and 250 ms (None: never)."""
+    return None if watchdog is None else min(max(watchdog / 8, 0.01), 0.25)
+
+
+def outside_limit(watchdog: float) -> float:
+    """How long a wait on another process (racecheck.control.external) may last before it is called a hang: 15
+    watchdogs (30 s by default), so a small watchdog makes a child that never answers a short failure too."""
+    return watchdog * 15
+
+
+def describe_stuck(rec: ThreadRecord | None, watchdog: float | None, outside: int) -> str:
+    """The failure message for ``rec``, the running thread of a run the watch found stuck: how long it went without
+    a scheduling point (or waited on another process, ``outside``), and where it is stuck if its frame can be read,
+    else since which operation."""
+    if rec is None:
+        return "uncontrolled blocking: the run stopped making progress"
+    last = f"'{rec.op}'"  # no location: a run that leaves a thread stuck shows none (see Run.drop_locations)
+    head = f"uncontrolled blocking: T{rec.tid} made no scheduling point for {watchdog:g}s"
+    if outside:
+        head = (
+            f"uncontrolled blocking: T{rec.tid} waited on another process for over "
+            f"{outside_limit(watchdog or 2.0):g}s in '{rec.op}' (the other side may need a "
+            f"controlled thread, which cannot run while T{rec.tid} waits)"
+        )
+    advice = (
+        "(a real lock, real sleep or I/O wait that racecheck does not control; instrument the module that owns "
+        "it)"
+    )
+    try:
+        where = stuck_location(_frame_of(rec))
+    except Exception:  # noqa: BLE001 - any surprise while reading frames: fall back to the scheduler's records
+        where = ""
+    if not where:
+        return f"{head} since {last} {advice}"
+    return f"{head}, stuck in {where} {advice}"
+
+
+def _frame_of(rec: ThreadRecord | None) -> Any:
+    """The current frame of ``rec``'s OS thread, or None; never raises. The GC is off during the read, which
+    is what makes ``sys._current_frames()`` safe from gh-106883."""
+    try:
+        ident = None if rec is None or rec.thread is None else rec.thread.ident
+        if ident is None:
+            return None
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            frame = sys._current_frames().get(ident)
+        finally:
+            if collecting:
+                gc.enable()
+        return frame if isinstance(frame, types.FrameType) else None
+    except Exception:  # noqa: BLE001 - describing a stuck thread must never crash the run
+        return None
+
+
+def _current_frame_key(rec: ThreadRecord | None) -> tuple | None:
+    """Where ``rec``'s OS thread is now (file, line), or None: the watch's measure of movement."""
+    frame = _frame_of(rec)
+    if frame is None:
+        return None
+    try:
+        return (frame.f_code.co_filename, frame.f_lineno)
+    except Exception:  # noqa: BLE001
+        return None
