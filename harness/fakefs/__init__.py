@@ -7,29 +7,29 @@ Two ways in, one store per run:
 
 Engine contract: ``begin_run(run, fs)`` before the test function of every schedule, ``end_run(run, crashed)``
 after all its threads are gone (applies the power loss). See docs/fakefs.md.
+
+Importing this package defines things and announces its extension to the runtime (the engine imports it when a
+Config sets ``fs=``, see ``racecheck.runtime.declare_provider``); the stand-ins, the real-disk guard and
+``racefs://`` are registered when the engine activates the fake filesystem (``activation.activate``).
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-import io
-import os
-import shutil
-import tempfile
 from typing import Any
 
 from racecheck import runtime as _runtime
-from racecheck.control import instrument
-from racecheck.fakefs import os_facade as _fos
 from racecheck.fakefs import pycompat as _pycompat
-from racecheck.fakefs import shutil_facade as _fsh
+from racecheck.fakefs.activation import activate
 from racecheck.fakefs.integrations import torch_hooks as _torch_hooks
-from racecheck.fakefs.model import Store
 from racecheck.fakefs.mount import current_store, default_store, reset_default_store, run_store
+from racecheck.fakefs.os_calls import fake_open, io_facade, os_facade, path_facade
 from racecheck.fakefs.pycompat import UnservedPathError
 from racecheck.fakefs.semantics import WinPermissionError
+from racecheck.fakefs.shutil_calls import shutil_facade, tempfile_facade
 from racecheck.fakefs.spec import FakeFS, as_spec
+from racecheck.fakefs.store import Store
 
 __all__ = ["FakeFS", "Store", "root", "current_store", "default_store", "reset_default_store",
            "DEFAULT_MODULES", "default_modules", "begin_run", "end_run", "prepare", "WinPermissionError",
@@ -62,54 +62,15 @@ class _ModuleList(tuple):
 # Only those whose top-level package is installed (checked without importing anything heavy).
 DEFAULT_MODULES = _ModuleList(m for m in _CANDIDATE_MODULES if importlib.util.find_spec(m.split(".")[0]) is not None)
 
-os_facade = _fos.os_facade
-path_facade = _fos.path_facade
-io_facade = _fos.io_facade
-fake_open = _fos.fake_open
-shutil_facade = _fos.Facade(shutil, _fsh.shutil_overrides)
-tempfile_facade = _fos.Facade(tempfile, _fsh.tempfile_overrides)
-
-
-def _register() -> None:
-    """Swap whole modules (``import os``) and directly imported functions (``from os import remove``)."""
-    for real, fake in ((os, os_facade), (os.path, path_facade), (io, io_facade), (shutil, shutil_facade),
-                       (tempfile, tempfile_facade)):
-        instrument.register_swap(real, fake)
-        for name, value in fake.__dict__.items():
-            if callable(value) and not name.startswith("_") and not isinstance(value, type(os)):
-                original = getattr(real, name, None)
-                if original is not None and original is not value:
-                    instrument.register_swap(original, value)
-    instrument.register_builtin_swap("open", fake_open)
-
-
-_register()
-
 
 def prepare() -> None:
-    """Register stand-ins that depend on optional, already loaded packages (torch) and for I/O functions stdlib
-    classes captured at import (3.10 pathlib accessor, 3.13 glob). The engine calls it before instrumenting;
-    begin_run calls it too. Idempotent and cheap."""
+    """Activate the fake filesystem (once per process, see activation.py), then register stand-ins that depend on
+    optional, already loaded packages (torch) and for I/O functions stdlib classes captured at import (3.10
+    pathlib accessor, 3.13 glob). The engine calls it before instrumenting; begin_run calls it too. Idempotent
+    and cheap."""
+    activate()
     _torch_hooks.register()
     _pycompat.install_captured_io()
-
-
-_torch_hooks.register()
-_pycompat.install_guard()
-
-
-def _register_fsspec() -> None:
-    """The pyproject entry point registers racefs:// when installed; this covers a source checkout too."""
-    try:
-        import fsspec
-        from racecheck.fakefs.integrations.fsspec_adapter import RaceFileSystem
-
-        fsspec.register_implementation("racefs", RaceFileSystem, clobber=True)
-    except ImportError:  # fsspec is a dependency; tolerate its absence in stripped-down environments
-        pass
-
-
-_register_fsspec()
 
 
 def default_modules() -> list[str]:
@@ -167,6 +128,8 @@ class _Extension:
         end_run(run, crashed)
 
 
+# The runtime's provider contract: importing the provider module (done by the engine when a Config sets fs=)
+# makes its extension known. Announcing is all it does: activation waits for the engine's hooks (see above).
 _runtime.register_extension(_Extension())
 
 __racecheck_engine__ = True  # the fake is part of the engine: never instrumented itself

@@ -11,7 +11,7 @@ import io
 import os
 from typing import Any
 
-from racecheck.fakefs.model import Handle, Store
+from racecheck.fakefs.store import Handle, Store
 
 
 class FakeRawIO(io.RawIOBase):

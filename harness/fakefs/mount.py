@@ -11,8 +11,8 @@ import os
 import posixpath
 from typing import Any
 
-from racecheck.fakefs.model import FD_BASE, Store
 from racecheck.fakefs.spec import FakeFS
+from racecheck.fakefs.store import FD_BASE, Store
 from racecheck.runtime import current_run, real_allocate_lock
 
 _default_lock = real_allocate_lock()

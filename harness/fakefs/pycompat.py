@@ -17,8 +17,9 @@ import os
 import sys
 from typing import Any
 
-from racecheck.fakefs.model import known_roots
+from racecheck.fakefs import os_calls as fos
 from racecheck.fakefs.mount import run_store
+from racecheck.fakefs.store import known_roots
 
 
 def python_version() -> tuple[int, int]:
@@ -48,10 +49,6 @@ def install_pathlib_accessor() -> bool:
     normal = getattr(pathlib, "_NormalAccessor", None)
     if normal is None or not hasattr(pathlib.Path, "_accessor"):
         return False
-    import importlib
-
-    fos = importlib.import_module("racecheck.fakefs.os_facade")  # the module (the package re-exports a facade)
-
     overrides = {"stat": fos.stat, "open": fos.fake_open, "listdir": fos.listdir, "scandir": fos.scandir,
                  "chmod": fos.chmod, "mkdir": fos.mkdir, "unlink": fos.remove, "rmdir": fos.rmdir,
                  "rename": fos.rename, "replace": fos.replace, "readlink": fos.readlink,
@@ -89,12 +86,10 @@ def install_glob_stand_ins() -> bool:
     if _globber_installed:
         return True
     import glob
-    import importlib
 
     globber = getattr(glob, "_StringGlobber", None)
     if globber is None:
         return False
-    fos = importlib.import_module("racecheck.fakefs.os_facade")
     globber.lstat = staticmethod(fos.lstat)
     globber.scandir = staticmethod(fos.scandir)
     _globber_installed = True

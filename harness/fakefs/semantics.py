@@ -123,9 +123,10 @@ class Semantics:
     # lookup reaches it, a whole path of PATH_MAX bytes or more fails before any lookup. None: not modelled.
     name_max: int | None = 255
     path_max: int | None = 4096
-    # Directory listing order: tmpfs (Linux 6.x, measured) lists the newest entry first, and a rename, replacing
-    # or not, makes its target the newest. Code that copies a tree into itself sees the difference. The native
-    # order of the semantics; ``FakeFS.listing_order`` can choose the other.
+    # Directory listing order: tmpfs lists the newest entry first on most kernels (creation order on some 6.x
+    # ones, see tests/fakefs/real_tmpfs.py), and a rename, replacing or not, makes its target the newest. Code
+    # that copies a tree into itself sees the difference. The native order of the semantics;
+    # ``FakeFS.listing_order`` can choose the other.
     newest_first = True
 
     def normalize(self, parts: list[str], shown: str, api: str, path2: str | None = None) -> tuple[list[str], bool]:

@@ -20,6 +20,7 @@ from fsspec.spec import AbstractFileSystem
 from fsspec.utils import stringify_path
 from racecheck.fakefs import handles
 from racecheck.fakefs.mount import current_store
+from racecheck.fakefs.store import stat_result
 
 
 class _TransactionFile:
@@ -121,7 +122,7 @@ class RaceFileSystem(AbstractFileSystem):
         return _TransactionFile(store, temp, path, mode)
 
     def _info_of(self, path: str, node: Any) -> dict:
-        st = self.store._stat_of(node)
+        st = stat_result(node)
         return {"name": path, "size": st.st_size if not node.is_dir else 0,
                 "type": "directory" if node.is_dir else "file", "created": st.st_ctime,
                 "mtime": st.st_mtime, "mode": st.st_mode, "ino": st.st_ino, "nlink": st.st_nlink,

@@ -26,7 +26,7 @@ def register() -> bool:
     if ser is None or not hasattr(ser, "_open_zipfile_writer_buffer"):
         return False
     from racecheck.control import instrument
-    from racecheck.fakefs.os_facade import fake_open
+    from racecheck.fakefs.os_calls import fake_open
 
     real_writer = ser._open_zipfile_writer
 

@@ -1,6 +1,7 @@
-"""Stand-ins for ``os``, ``os.path``, ``io`` and builtin ``open`` in instrumented modules.
+"""Stand-ins for ``os``, ``os.path``, ``io`` and builtin ``open`` in instrumented modules: the functions below and
+the facades built from them (``os_facade``, ``path_facade``, ``io_facade``; ``fake_open`` for the builtin).
 
-Each is a module object that forwards every attribute it does not override to the real module, so code that
+Each facade is a module object that forwards every attribute it does not override to the real module, so code that
 reads ``os.sep`` or ``os.path.join`` sees the real thing. Overridden functions send paths under the run's mount
 root to the store and everything else, untouched, to the real function. The real ``os.makedirs``/``os.walk``
 call the real ``os`` functions through their own module globals, so they are re-implemented here on top of the
@@ -367,8 +368,6 @@ def fdopen(fd: int, mode: str = "r", buffering: int = -1, encoding: str | None =
 
 
 def sync() -> None:
-    from racecheck.fakefs.mount import run_store
-
     store = run_store()
     if store is None:
         return _real_os.sync()

@@ -1,4 +1,5 @@
-"""Stand-ins for ``shutil`` and ``tempfile`` in instrumented modules.
+"""Stand-ins for ``shutil`` and ``tempfile`` in instrumented modules: the facades ``shutil_facade`` and
+``tempfile_facade`` over the functions below.
 
 The real ``shutil.move``/``rmtree`` and ``tempfile.mkstemp`` call the real ``os`` through their own globals, so
 for mounted paths they are re-implemented on the os stand-ins with the same algorithm (move = rename, and on any
@@ -15,7 +16,7 @@ import shutil
 import tempfile
 from typing import Any
 
-from racecheck.fakefs import os_facade as fos
+from racecheck.fakefs import os_calls as fos
 from racecheck.fakefs import pycompat
 from racecheck.fakefs.mount import run_store, target
 
@@ -247,5 +248,8 @@ def NamedTemporaryFile(mode: str = "w+b", buffering: int = -1, encoding: Any = N
 
 tempfile_overrides = {"gettempdir": gettempdir, "mkstemp": mkstemp, "mkdtemp": mkdtemp,
                       "NamedTemporaryFile": NamedTemporaryFile}
+
+shutil_facade = fos.Facade(shutil, shutil_overrides)
+tempfile_facade = fos.Facade(tempfile, tempfile_overrides)
 
 __racecheck_engine__ = True  # the fake is part of the engine: never instrumented itself

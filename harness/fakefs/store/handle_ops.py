@@ -1,0 +1,243 @@
+"""Handle operations of the store: open(2) and what is done through an open file description (read, write, seek,
+truncate, fsync, fstat, close), plus ``truncate`` by path and the current path of a directory descriptor.
+
+Data written through a handle is unsynced until an fsync (see ``durability``); the position is the handle's own,
+so seeking is not a scheduling point.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as stat_mod
+
+from racecheck.fakefs.semantics import ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION, posix_error
+from racecheck.fakefs.store.durability import sync_data
+from racecheck.fakefs.store.nodes import Handle, blocked_by_handles, stat_result
+from racecheck.fakefs.store.paths import DEVICE, NORM, display
+
+
+class HandleOps:
+    """Mixed into ``Store``, whose state and plumbing it uses: ``sem``, ``paths``, ``root_inode``, ``root``,
+    ``fds``, ``generation``, ``faults``, ``durability``, the lock ``_lock``, ``_enter``/``_leave``, ``_fd`` (the
+    last descriptor number given out), ``_new_inode``, ``_now``, ``_used``, ``_journal``, ``_unlink`` and
+    ``_win``."""
+
+    def open(self, path: str, flags: int, *, shown: str | None = None, mode: str = "", api: str = "open",
+             share_delete: bool = False, delete_on_close: bool = False, directory_ok: bool = False) -> Handle:
+        """open(2). ``directory_ok``: os.open may open a directory read-only (to fsync it); open() may not.
+        ``delete_on_close`` is O_TEMPORARY on Windows: DELETE access, so it conflicts with openers that do not
+        share delete (and they with it): a second ``open()`` of a live NamedTemporaryFile is a sharing violation."""
+        shown = path if shown is None else shown
+        text = f"open {display(path)} {mode or flag_text(flags)}"
+        run = self._enter("open", text)
+        with self._lock:
+            w = self.paths.resolve(self.root_inode, path, shown, api)
+            inode = w.inode
+            writing = bool(flags & (os.O_WRONLY | os.O_RDWR))
+            creating = bool(flags & os.O_CREAT)
+            if w.kind == DEVICE:  # a DOS device (NUL, CON, ...): a sink that reads as empty, never a file
+                inode = self._new_inode(False)
+                inode.linked = False
+                inode.mode = stat_mod.S_IFCHR | 0o666
+            elif creating and w.kind == NORM and w.slash and not self._win():
+                raise self.sem.error(errno.EISDIR, shown, api=api)  # Linux: O_CREAT with a trailing slash
+            elif inode is None:
+                if not creating:
+                    raise self.sem.error(errno.ENOENT, shown, api=api, winerror=2)
+                if w.slash:
+                    raise self.sem.error(errno.EINVAL, shown, api=api, winerror=123)
+                inode = self._new_inode(False)
+                w.parent.entries[w.key] = (w.name, inode)
+                w.parent.mtime = inode.ctime
+                self._journal(("link", w.canon, inode), w.parent)
+            else:
+                if inode.delete_pending:
+                    raise self.sem.error(errno.EACCES, shown, api=api, winerror=ERROR_ACCESS_DENIED)
+                if creating and flags & os.O_EXCL:
+                    raise self.sem.error(errno.EEXIST, shown, api=api, winerror=80)
+                if self._win() and inode.is_dir:
+                    raise self.sem.error(errno.EACCES, shown, api="open")
+                if creating and (inode.is_dir or (w.kind == NORM and w.slash)):
+                    raise self.sem.error(errno.EISDIR, shown, api=api)
+                if w.slash and not inode.is_dir:
+                    raise self.paths.slash_error(shown, api)
+                if inode.is_dir and (writing or not directory_ok):
+                    raise self.sem.error(errno.EISDIR, shown, api=api)
+                if self._win() and inode.handles:
+                    if (not share_delete and any(h.delete_on_close for h in inode.handles)) or (
+                            delete_on_close and blocked_by_handles(inode)):
+                        raise self.sem.error(errno.EACCES, shown, api=api, winerror=ERROR_SHARING_VIOLATION)
+                if flags & os.O_TRUNC and writing and inode.data:
+                    inode.data = bytearray()
+                    inode.unsynced.append(("t", 0))
+                    inode.mtime = self._now()
+            self._fd += 1
+            handle = Handle(self, inode, w.canon, shown, self._fd, flags, mode or flag_text(flags),
+                            share_delete, delete_on_close)
+            inode.handles.append(handle)
+            self.fds[handle.fd] = handle
+        self._leave(run, "open", text)
+        return handle
+
+    def truncate_path(self, path: str, length: int, *, shown: str | None = None) -> None:
+        """truncate(2) by name: open, truncate and close, each its own operation."""
+        handle = self.open(path, os.O_WRONLY, shown=shown, mode="r+", api="os")
+        try:
+            self.h_truncate(handle, length)
+        finally:
+            self.h_close(handle)
+
+    def _check(self, handle: Handle) -> None:
+        if handle.closed or handle.generation != self.generation:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def h_write(self, handle: Handle, data: bytes) -> int:
+        data = bytes(data)
+        text = f"write {handle.path} {len(data)}"
+        self._check(handle)
+        run = self._enter("write", text)
+        with self._lock:
+            self._check(handle)
+            if not handle.writable:
+                raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+            # write(2) of 0 bytes to a regular file returns 0 "without causing any other effect": no move to the
+            # end in append mode, no zero fill up to a position past the end
+            if data:
+                self._write_locked(handle, data)
+        self._leave(run, "write", text)
+        return len(data)
+
+    def _write_locked(self, handle: Handle, data: bytes) -> None:
+        """``h_write``'s effect, under the store's lock: data at the position (the end in append mode)."""
+        inode = handle.inode
+        pos = len(inode.data) if handle.append else handle.pos
+        growth = max(0, pos + len(data) - len(inode.data))
+        quota = self.faults.quota
+        if quota is not None and growth and self._used() + growth > quota:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        if pos > len(inode.data):
+            inode.data.extend(b"\0" * (pos - len(inode.data)))
+        inode.data[pos:pos + len(data)] = data
+        inode.unsynced.append(("w", pos, data))
+        inode.mtime = self._now()
+        handle.pos = pos + len(data)
+
+    def h_read(self, handle: Handle, size: int = -1) -> bytes:
+        text = f"read {handle.path} {size}"
+        self._check(handle)
+        run = self._enter("read", text)
+        with self._lock:
+            self._check(handle)
+            if not handle.readable:
+                raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+            data = handle.inode.data
+            end = len(data) if size is None or size < 0 else handle.pos + size
+            chunk = bytes(data[handle.pos:end])
+            handle.pos += len(chunk)
+        self._leave(run, "read", text)
+        return chunk
+
+    def h_seek(self, handle: Handle, offset: int, whence: int = 0) -> int:
+        """Position is private to the handle: not a scheduling point."""
+        self._check(handle)
+        with self._lock:
+            base = {0: 0, 1: handle.pos, 2: len(handle.inode.data)}[whence]
+            if base + offset < 0:
+                raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+            handle.pos = base + offset
+            return handle.pos
+
+    def h_truncate(self, handle: Handle, length: int) -> int:
+        text = f"truncate {handle.path} {length}"
+        self._check(handle)
+        run = self._enter("truncate", text)
+        with self._lock:
+            self._check(handle)
+            if not handle.writable:
+                raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+            inode = handle.inode
+            if length > len(inode.data):
+                inode.data.extend(b"\0" * (length - len(inode.data)))
+            else:
+                del inode.data[length:]
+            inode.unsynced.append(("t", length))
+        self._leave(run, "truncate", text)
+        return length
+
+    def h_fsync(self, handle: Handle) -> None:
+        """File: its data becomes durable. Directory: the journal commits up to its last entry on that dir."""
+        text = f"fsync {handle.path}"
+        self._check(handle)
+        run = self._enter("fsync", text)
+        with self._lock:
+            self._check(handle)
+            inode = handle.inode
+            if inode.is_dir:
+                self.durability.commit_directory(inode)
+            else:
+                sync_data(inode)
+        self._leave(run, "fsync", text)
+
+    def h_fstat(self, handle: Handle) -> os.stat_result:
+        self._check(handle)
+        with self._lock:
+            return stat_result(handle.inode)
+
+    def h_close(self, handle: Handle) -> None:
+        if handle.closed:
+            return
+        if handle.generation != self.generation:  # a handle from before a power loss: nothing to do
+            handle.closed = True
+            return
+        text = f"close {handle.path}"
+        run = self._enter("close", text)
+        with self._lock:
+            if handle.closed:
+                return
+            handle.closed = True
+            self.fds.pop(handle.fd, None)
+            inode = handle.inode
+            inode.handles.remove(handle)
+            if handle.delete_on_close and inode.linked and not inode.delete_pending:
+                parent, key, _path = self.paths.parent_of(self.root_inode, inode)
+                if parent is not None:
+                    inode.delete_pending = True
+                    inode.pending_from = (parent, key)
+            if inode.delete_pending and not inode.handles and inode.pending_from is not None:
+                parent, key = inode.pending_from
+                if parent.entries.get(key, (None, None))[1] is inode:
+                    self._unlink(parent, key, self.paths.path_of(self.root_inode, parent, key))
+                inode.delete_pending = False
+        self._leave(run, "close", text)
+
+    def dir_path(self, fd: int) -> str:
+        """Where directory descriptor ``fd`` is now: what ``*at()`` calls resolve a relative name against. The
+        descriptor holds the directory itself, not its name, so a directory renamed since is followed; one
+        removed since has no names left in it (ENOENT), a file's descriptor is ENOTDIR, a closed one EBADF."""
+        with self._lock:
+            handle = self.fds.get(fd)
+            if handle is None or handle.closed:
+                raise posix_error(errno.EBADF)
+            node = handle.inode
+            if not node.is_dir:
+                raise posix_error(errno.ENOTDIR)
+            if node is self.root_inode:
+                return self.root
+            parent, _key, path = self.paths.parent_of(self.root_inode, node)
+            if parent is None:
+                raise posix_error(errno.ENOENT)
+            return path
+
+
+def flag_text(flags: int) -> str:
+    """open(2) flags as the trace shows them: access ("r", "w", "rw"), then c(reat), x(cl), t(runc), a(ppend)."""
+    acc = flags & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
+    text = {os.O_RDONLY: "r", os.O_WRONLY: "w", os.O_RDWR: "rw"}.get(acc, "?")
+    for bit, tag in ((os.O_CREAT, "c"), (os.O_EXCL, "x"), (os.O_TRUNC, "t"), (os.O_APPEND, "a")):
+        if flags & bit:
+            text += tag
+    return text
+
+
+__racecheck_engine__ = True  # the fake is part of the engine: never instrumented itself
