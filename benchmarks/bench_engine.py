@@ -14,7 +14,7 @@
    the executor, its worker thread and the futures are left, in µs per run. Reported, no goal. Twice: as a user's
    run goes, where the executor's worker runs on a reused carrier and so skips the OS thread start the plain run
    pays (~80 µs here), and with ``fresh_threads=True``, which pays it too: that difference is the engine's own
-   cost per schedule, the whole of the micro workload's gap (see docs/engine.md).
+   cost per schedule, the whole of the micro workload's gap (see docs/performance.md).
 
 Each pair is measured ``--repeats`` times, alternating uncontrolled and controlled so that load on the machine
 hits both alike; the table shows medians and the median of the per-pair ratios, and a line below it says where

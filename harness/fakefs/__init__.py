@@ -19,7 +19,6 @@ import importlib
 import importlib.util
 from typing import Any
 
-from racecheck import runtime as _runtime
 from racecheck.fakefs import pycompat as _pycompat
 from racecheck.fakefs.activation import activate
 from racecheck.fakefs.integrations import torch_hooks as _torch_hooks
@@ -130,6 +129,6 @@ class _Extension:
 
 # The runtime's provider contract: importing the provider module (done by the engine when a Config sets fs=)
 # makes its extension known. Announcing is all it does: activation waits for the engine's hooks (see above).
-_runtime.register_extension(_Extension())
+extension = _Extension()  # registered by the engine when a Config sets fs= (racecheck.runtime.declare_provider)
 
 __racecheck_engine__ = True  # the fake is part of the engine: never instrumented itself

@@ -225,8 +225,9 @@ def register_extension(extension: Extension) -> None:
 
 
 def declare_provider(field: str, module: str) -> None:
-    """When a Config sets ``field`` (not None), import ``module`` first: it registers the extension that reads it.
-    Keeps ``import racecheck`` light (the fake filesystem pulls in fsspec) without naming extensions in explore."""
+    """When a Config sets ``field`` (not None), import ``module`` and register its ``extension`` attribute: the
+    extension that reads the field. Keeps ``import racecheck`` light (the fake filesystem pulls in fsspec), keeps
+    the provider's import free of side effects, and names no extension in the search layer."""
     _providers[field] = module
 
 
@@ -234,5 +235,5 @@ def extensions_for(config: Any) -> list[Extension]:
     """The registered extensions this config activates, in registration order."""
     for field, module in _providers.items():
         if getattr(config, field, None) is not None:
-            importlib.import_module(module)
+            register_extension(importlib.import_module(module).extension)
     return [ext for ext in _extensions.values() if ext.active(config)]

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from racecheck.runtime.scheduler import FailureInfo, Run
+from racecheck.runtime.records import FailureInfo
+from racecheck.runtime.scheduler import Run
 from racecheck.runtime.trace import TraceEvent, render
 from racecheck.search.coverage import exhausted_note
 from racecheck.search.race import Race

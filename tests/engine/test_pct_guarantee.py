@@ -9,7 +9,7 @@
    over scheduling steps, floor 50, and 89-94% never fired).
 
 k is the largest number of decisions (points where more than one thread could run) any schedule made, read from
-the run itself; n counts the main thread. Measured rates are in docs/engine.md.
+the run itself; n counts the main thread. Measured rates are in docs/strategies.md.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from typing import NamedTuple
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from racecheck.runtime.access import ENTRY, LIST, READ, WRITE, Access
 from racecheck.search import dependency, dpor
 
