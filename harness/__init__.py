@@ -2,21 +2,15 @@
 
 The engine (scheduler, strategies, instrumentation, fake filesystem) knows nothing of Lightning.
 Public surface: ``explore``, ``replay``, ``Config``, ``point`` and the failure types.
+
+``import racecheck`` loads only the runtime's small core: each public name is imported the first time it is read
+(PEP 562), so the pytest plugin, which imports this package, costs a session without a marked test next to nothing.
 """
 
+import importlib as _importlib
+
 from racecheck import runtime as _runtime
-from racecheck.config import Config
-from racecheck.errors import (
-    Crashed,
-    Deadlock,
-    RacecheckError,
-    ReplayDivergence,
-    StepLimitExceeded,
-    TokenError,
-    UncontrolledBlocking,
-)
 from racecheck.runtime import point
-from racecheck.search.explore import Failure, Result, explore, replay
 
 # The fake filesystem is an extension like any other; importing it (only when a Config sets fs=) registers it.
 _runtime.declare_provider("fs", "racecheck.fakefs")
@@ -36,3 +30,26 @@ __all__ = [
     "point",
     "replay",
 ]
+
+_ERRORS = ("Crashed", "Deadlock", "RacecheckError", "ReplayDivergence", "StepLimitExceeded", "TokenError",
+           "UncontrolledBlocking")
+# Public name -> the module that defines it, imported on first use.
+_LAZY = {
+    **dict.fromkeys(("explore", "replay", "Result", "Failure"), "racecheck.api"),
+    "Config": "racecheck.config",
+    **dict.fromkeys(_ERRORS, "racecheck.errors"),
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'racecheck' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # later reads are plain module attributes
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names, whether imported yet or not, with the module's dunders and loaded subpackages."""
+    return sorted(set(__all__) | {name for name in globals() if not name.startswith("_") or name.startswith("__")})

@@ -146,7 +146,7 @@ def execute_unit(unit: dict, on_schedule: Callable[[dict, Any], None] | None = N
 
     The answer carries the interleaving key and schedule digest of every schedule run, so a cell explored in
     several chunks (and processes) counts its distinct interleavings and schedules over all of them."""
-    from racecheck.search.explore import explore
+    from racecheck.api import explore
 
     keys: list[str] = []
     schedules: list[str] = []

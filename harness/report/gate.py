@@ -1,10 +1,12 @@
-"""The PR regression gate: the committed baseline, its strict reader, and the comparison of a run against it.
+"""The PR regression gate's judgement: the committed baseline, its strict reader, and the comparison of a run against
+it. Running the cells and the reference workload is the front end's job (:mod:`racecheck.frontends.cli.gate`); this
+module only reads and compares.
 
 A baseline (``reports/baseline.json``, schema ``racecheck-baseline/1``, documented in reports/SCHEMA.md) lists
 cells with their expected verdict, ``race`` (a known-buggy target: the harness must still catch it) or ``clean``
 (a fixed target: it must stay clean), and a reference throughput. Throughput is compared as a ratio: a cell's
-executions per second divided by the executions per second of :mod:`racecheck.report.reference`, measured in the
-same gate run, so a slower machine does not fail the gate but a slower harness does. A cell regresses when its
+executions per second divided by the executions per second of :mod:`racecheck.frontends.cli.reference`, measured
+in the same gate run, so a slower machine does not fail the gate but a slower harness does. A cell regresses when its
 ratio falls below ``relative_throughput * (1 - tolerance)``.
 """
 
@@ -13,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 from dataclasses import dataclass
 
 from racecheck.report.model import CellResult
@@ -138,19 +139,6 @@ def read(path: str) -> Baseline:
     except OSError as exc:
         raise BaselineError(f"cannot read baseline {path!r}: {exc.strerror or exc}") from None
     return parse(raw, source=path)
-
-
-def measure_reference(schedules: int) -> float:
-    """Executions per second of the reference workload in this process (wall clock: throughput only)."""
-    from racecheck.report import reference
-    from racecheck.search.explore import explore
-
-    started = time.perf_counter()
-    result = explore(reference.workload, strategy="random", schedules=schedules, seed=0)
-    elapsed = time.perf_counter() - started
-    if not result.ok:  # pragma: no cover - the reference has no bug; a failure here is an engine regression
-        raise RuntimeError(f"the gate's reference workload failed: {result.failure.message}")
-    return result.schedules / elapsed
 
 
 @dataclass

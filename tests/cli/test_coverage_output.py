@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import racecheck
 from cli_helpers import invoke, racecheck_subprocess
-from racecheck.frontends.cli import Progress
+from racecheck.frontends.cli.progress import LiveProgress
 from racecheck.search.coverage import Progress as Snapshot
 
 
@@ -90,7 +90,7 @@ def test_progress_counts_are_the_union_over_chunks_and_processes():
     from rich.console import Console
 
     screen = io.StringIO()
-    progress = Progress([50, 50], enabled=True, console=Console(file=screen, force_terminal=True, width=200))
+    progress = LiveProgress([50, 50], enabled=True, console=Console(file=screen, force_terminal=True, width=200))
     cell0 = {"cell": 0, "chunk": 0}
     for i, key in enumerate(["a", "b", "a"], start=1):  # schedule by schedule, in this process
         progress.schedule(cell0, _snapshot(i, key))

@@ -13,9 +13,13 @@ Returns the exit status: 0 when every step held, 1 otherwise.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
+import click
 from racecheck.frontends import parallel
+from racecheck.frontends.cli.cells import InputError, cell_line, failure_block, load_catalogue
+from racecheck.frontends.cli.replay import replay_cli_token
 
 __racecheck_engine__ = True
 
@@ -24,11 +28,19 @@ LEGACY_SCENARIO = ("delete-while-writing", "windows", "random", 50)  # random: p
 FIXED_SCENARIOS = (("delete-while-queued", 1.0), ("trainer-fit", 0.05))  # share of --schedules (trainer-fit is slow)
 
 
-def run_demo(schedules: int, seed: int, echo: Callable[[str], None]) -> int:
-    from racecheck.frontends.cli import InputError, _catalogue, _cell_line, failure_block, replay_cli_token
+@click.command()
+@click.option("--schedules", type=click.IntRange(1, 1_000_000), default=200, show_default=True,
+              help="schedules per fixed-IO verification")
+@click.option("--seed", type=click.IntRange(-(2**62), 2**62), default=0, show_default=True)
+def demo(schedules: int, seed: int) -> None:
+    """Reproduce the upstream race on stock Lightning, replay its token, then verify the fixed IO."""
+    sys.exit(run_demo(schedules, seed, echo=click.echo))
 
+
+def run_demo(schedules: int, seed: int, echo: Callable[[str], None]) -> int:
+    """The four steps above, printed through ``echo``; the exit status (0 when every step held)."""
     catalogue_name = parallel.catalogue_name()
-    catalogue = _catalogue(catalogue_name)
+    catalogue = load_catalogue(catalogue_name)
     for name, _ in STOCK_SCENARIOS:
         if name not in catalogue.CATALOGUE:
             raise InputError(f"the demo needs scenario {name!r}, which this catalogue lacks")
@@ -39,7 +51,7 @@ def run_demo(schedules: int, seed: int, echo: Callable[[str], None]) -> int:
     ]
     found, _ = parallel.explore_cells(stock_cells)
     for cell in found:
-        echo(f"stock: {_cell_line(cell)}")
+        echo(f"stock: {cell_line(cell)}")
         if cell.failure is None:
             echo(f"demo: expected stock Lightning to race in {cell.scenario}, but no schedule failed")
             ok = False
@@ -54,7 +66,7 @@ def run_demo(schedules: int, seed: int, echo: Callable[[str], None]) -> int:
         name, fs, strategy, budget = LEGACY_SCENARIO
         (cell,), _ = parallel.explore_cells([parallel.Cell(name, legacy_target, fs, strategy, seed, budget, (),
                                                            catalogue_name)])
-        echo(f"legacy: {_cell_line(cell)}")
+        echo(f"legacy: {cell_line(cell)}")
         message = cell.failure.message if cell.failure is not None else ""
         if message.startswith("PermissionError: [WinError 32]"):
             echo(f"the seed report's error, reproduced: {message}")
@@ -73,7 +85,7 @@ def run_demo(schedules: int, seed: int, echo: Callable[[str], None]) -> int:
     ]
     verified, _ = parallel.explore_cells(fixed_cells)
     for cell in verified:
-        echo(f"fixed: {_cell_line(cell)}")
+        echo(f"fixed: {cell_line(cell)}")
         if cell.failure is not None:
             echo(failure_block(cell))
             ok = False

@@ -1,0 +1,145 @@
+"""What every command shares: resolving the catalogue, scenarios, targets and options into cells, refusing bad input
+as an :class:`InputError` (one line, exit status 2), and the text that describes a finished cell.
+
+``run``, ``replay``, ``gate`` and ``demo`` describe a cell with the same :func:`cell_line` and a failure with the same
+:func:`failure_block`, so the same schedule reads the same whichever command showed it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import click
+from racecheck.frontends import parallel
+from racecheck.report.model import CellResult
+
+__racecheck_engine__ = True
+
+
+class InputError(Exception):
+    """Bad input detected by the CLI itself; becomes one line on stderr and exit status 2."""
+
+
+def one_line(text: str) -> str:
+    """``text`` with its lines joined by single spaces (an error or an oracle always prints as one line)."""
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip()) or "error"
+
+
+# ----- resolving what to explore -------------------------------------------------------------------------------------
+
+
+def load_catalogue(name: str | None = None) -> Any:
+    """The scenario catalogue module ``name`` (default: ``RACECHECK_CATALOGUE`` or the built-in one)."""
+    name = name if name is not None else parallel.catalogue_name()
+    try:
+        return parallel.load_catalogue(name)
+    except Exception as exc:  # noqa: BLE001 - a missing extra or a broken plug-in catalogue
+        where = name or parallel.DEFAULT_CATALOGUE
+        raise InputError(f"cannot load the scenario catalogue {where!r}: {type(exc).__name__}: {exc}")
+
+
+def find_scenario(catalogue: Any, name: str) -> Any:
+    """The scenario ``name`` of the catalogue."""
+    try:
+        return catalogue.get(name)
+    except catalogue.ScenarioError as exc:
+        raise InputError(str(exc))
+
+
+def load_target(catalogue: Any, spec: str) -> Any:
+    """The target ``MOD:ATTR`` loaded through the catalogue (importing user code)."""
+    try:
+        return catalogue.load_target(spec)
+    except catalogue.ScenarioError as exc:
+        raise InputError(str(exc))
+    except Exception as exc:  # noqa: BLE001 - whatever importing user code raised
+        raise InputError(f"cannot load target {spec!r}: {type(exc).__name__}: {exc}")
+
+
+def check_instrument(modules: Sequence[str]) -> None:
+    """Every ``--instrument`` module imports here, before any work starts."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001
+            raise InputError(f"--instrument {name!r}: cannot import it: {type(exc).__name__}: {exc}")
+
+
+def scenario_semantics(scenario: Any, fs: str) -> tuple[str, ...]:
+    """The file-system semantics ``--fs fs`` runs the scenario under (none when it does not support it)."""
+    if fs == "both":
+        return tuple(getattr(scenario, "default_semantics", None) or scenario.semantics)
+    return (fs,) if fs in scenario.semantics else ()
+
+
+def prebuild(catalogue_name: str | None, cell: parallel.Cell) -> None:
+    """Build each cell here first, so a target the scenario cannot use is a one-line error before any work starts."""
+    catalogue = load_catalogue(catalogue_name)
+    try:
+        parallel.prepare(catalogue_name, cell.scenario, cell.target, cell.fs, cell.instrument)
+    except catalogue.ScenarioError as exc:
+        raise InputError(str(exc))
+
+
+def prepare_report_dir(directory: str | None) -> None:
+    """Create the ``--report`` directory (or refuse it) before any work starts."""
+    if directory is None:
+        return
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise InputError(f"--report {directory!r} exists and is not a directory")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--report {directory!r}: cannot create it: {exc.strerror or exc}")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise InputError(f"--report {directory!r} is not writable")
+
+
+# ----- output ------------------------------------------------------------------------------------------------------
+
+
+def failure_block(cell: CellResult) -> str:
+    """What a person needs about one failure: message, where, the replay command, the trace. `run` and `replay`
+    print the same block for the same schedule."""
+    f = cell.failure
+    assert f is not None
+    where = f" in {f.thread}" if f.thread else ""
+    return (
+        f"  {f.message}\n"
+        f"  {f.kind}{where}, schedule #{f.schedule_index}, {f.preemptions} preemption(s), {f.steps} steps\n"
+        f"  replay with: racecheck replay {f.token}\n"
+        f"{f.trace}"
+    ) + (f"\n  {f.race_text}" if f.race_text else "")
+
+
+def _coverage(cell: CellResult) -> str:
+    return f"{cell.schedules} schedules, {cell.interleavings} interleavings"
+
+
+def cell_line(cell: CellResult) -> str:
+    """One line per explored cell: race catalogue (where, after how much) or clean (coverage, throughput)."""
+    how = f"({cell.strategy}, seed {cell.seed})"
+    if cell.failure is not None:
+        return f"{cell.label}: RACE FOUND at schedule #{cell.failure.schedule_index} {how} after {_coverage(cell)}"
+    note = f", {cell.exhausted_note}" if cell.exhausted else ""
+    if cell.budget_stopped:
+        note = f" (time budget: {cell.schedules} of {cell.requested})"
+    rate = cell.schedules_per_second
+    return f"{cell.label}: clean, {_coverage(cell)} {how}{note}, {rate:.{1 if rate < 10 else 0}f} schedules/s"
+
+
+def write_reports(directory: str | None, cells: list[CellResult], run: dict,
+                  verdicts: Mapping[tuple[str, str, str], str] | None = None, title: str = "") -> None:
+    """results.json, junit.xml and index.html in ``--report DIR`` (nothing without it), then one line naming them."""
+    if directory is None:
+        return
+    from racecheck.report import write_reports as write
+
+    command = "racecheck " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    paths = write(directory, cells, command, run, verdicts, title or "racecheck report")
+    click.echo(f"report: {', '.join(paths)}")

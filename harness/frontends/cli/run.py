@@ -1,0 +1,118 @@
+"""``racecheck list`` and ``racecheck run``: show the scenario catalogue, and explore it cell by cell."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any
+
+import click
+from racecheck.frontends import parallel
+from racecheck.frontends.cli import progress
+from racecheck.frontends.cli.cells import (
+    InputError,
+    cell_line,
+    check_instrument,
+    failure_block,
+    find_scenario,
+    load_catalogue,
+    load_target,
+    one_line,
+    prebuild,
+    prepare_report_dir,
+    scenario_semantics,
+    write_reports,
+)
+from racecheck.search.registry import STRATEGY_NAMES as STRATEGIES
+
+__racecheck_engine__ = True
+
+FS_CHOICES = ("posix", "windows", "both", "real")
+
+
+@click.command("list")
+def list_scenarios() -> None:
+    """List the scenario catalogue with each scenario's oracle."""
+    found = load_catalogue()
+    items = list(found.CATALOGUE.items())
+    width = max((len(name) for name, _ in items), default=0)
+    for name, each in items:
+        supported = ",".join(each.semantics)
+        click.echo(f"{name:{width}}  [{supported}]  {one_line(each.oracle)}")
+
+
+def _positive_budget(ctx: Any, param: Any, value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter("must be a positive number of seconds")
+    return value
+
+
+@click.command()
+@click.argument("scenarios", nargs=-1)
+@click.option("--target", default=None, metavar="MOD:ATTR", help="checkpoint IO to test (default: stock Lightning)")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="pct", show_default=True)
+@click.option("--schedules", type=click.IntRange(1, 10_000_000), default=1000, show_default=True)
+@click.option("--seed", type=click.IntRange(-(2**62), 2**62), default=0, show_default=True)
+@click.option("--fs", "fs", type=click.Choice(FS_CHOICES), default="both", show_default=True,
+              help="file-system semantics; both = each scenario's default set")
+@click.option("--jobs", "-j", type=click.IntRange(1, 256), default=1, show_default=True, help="local processes")
+@click.option("--tx", multiple=True, metavar="SPEC", help="execnet gateway: popen, 2*popen, ssh=host//python=python3")
+@click.option("--report", "report_dir", default=None, metavar="DIR", help="write results.json, junit.xml, index.html")
+@click.option("--time-budget", type=float, default=None, callback=_positive_budget, metavar="SECONDS",
+              help="stop starting new work after this long (checked between chunks of schedules)")
+@click.option("--instrument", multiple=True, metavar="MOD", help="also control this module's threads/locks")
+@click.option("--quiet", "-q", is_flag=True, help="one line per cell, no trace, no progress bar")
+def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules: int, seed: int, fs: str,
+        jobs: int, tx: tuple[str, ...], report_dir: str | None, time_budget: float | None,
+        instrument: tuple[str, ...], quiet: bool) -> None:
+    """Explore SCENARIOS (all when none is named); exit 1 with a replay token when a race is found."""
+    catalogue_name = parallel.catalogue_name()
+    found = load_catalogue(catalogue_name)
+    names = list(scenarios) or list(found.CATALOGUE)
+    chosen = [find_scenario(found, name) for name in names]
+    target = target or found.STOCK_TARGET
+    load_target(found, target)
+    check_instrument(instrument)
+    parallel.expand_tx(tx)
+    prepare_report_dir(report_dir)
+    cells = []
+    for each in chosen:
+        supported = scenario_semantics(each, fs)
+        if not supported:
+            if scenarios:
+                raise InputError(
+                    f"scenario {each.name!r} does not run under --fs {fs} (it supports: "
+                    f"{', '.join(each.semantics)})"
+                )
+            if not quiet:
+                click.echo(f"{each.name}: skipped, it does not run under --fs {fs}")
+            continue
+        for semantic in supported:
+            cells.append(parallel.Cell(
+                each.name, target, semantic, strategy, seed, schedules, tuple(instrument), catalogue_name,
+                oracle=one_line(each.oracle),
+            ))
+    for cell in cells:
+        prebuild(catalogue_name, cell)
+    started = time.perf_counter()
+    results, budget_hit = progress.explore(cells, jobs, tx, time_budget, quiet)
+    explore_wall = time.perf_counter() - started
+    for cell in results:
+        click.echo(cell_line(cell))
+        if cell.failure is not None:
+            click.echo(f"  replay with: racecheck replay {cell.failure.token}" if quiet else failure_block(cell))
+    explored, requested = sum(c.schedules for c in results), sum(c.requested for c in results)
+    if budget_hit:
+        click.echo(f"time budget of {time_budget:g}s reached: explored {explored} of {requested} schedules "
+                   "(always the same leading schedules of this exploration)")
+    races = sum(1 for c in results if c.failure is not None)
+    interleavings = sum(c.interleavings for c in results)
+    exhausted = sum(1 for c in results if c.exhausted)
+    done = f", {exhausted} exhausted" if exhausted else ""
+    click.echo(f"{len(results)} cell(s), {explored} schedules, {interleavings} interleavings, {races} race(s) found"
+               f"{done}")
+    run_info = {"jobs": jobs, "tx": list(tx), "time_budget_s": time_budget, "budget_reached": budget_hit,
+                "chunk": parallel.CHUNK, "explore_wall_s": round(explore_wall, 3)}
+    write_reports(report_dir, results, run_info)
+    sys.exit(1 if races else 0)
