@@ -8,8 +8,11 @@ with their fixes), the no-op workload and the stock ``AsyncCheckpointIO`` micro 
 each under random, pct, dfs and pos, and hashes every run's choices, arities, picks, decision steps, step count,
 preemptions and whole trace (read as each run is detached, so shrinking and located reruns count too), then each
 exploration's result (schedules, distinct interleavings, exhaustion, the failure's token, kind and rendered trace).
-Run it before and after a change, and under another ``PYTHONHASHSEED``: the last line must not change. A change
-that is meant to alter schedules (new scheduling points) changes it, which is the point: say so in its commit.
+Run it before and after a change, and under another ``PYTHONHASHSEED``: the ``fingerprint`` line must not change. A
+change that is meant to alter schedules (new scheduling points) changes it, which is the point: say so in its
+commit. Trace events are hashed without what each step touches (their first five fields: the text a person reads),
+so recording accesses left it as it was; the ``with accesses`` line adds them, for a change to what operations say
+they touch.
 """
 
 from __future__ import annotations
@@ -45,13 +48,15 @@ def main() -> None:
     if args.schedules < 1:
         parser.error("--schedules must be >= 1")
     digest = hashlib.sha256()
+    accesses = hashlib.sha256()
     real_detach = scheduler.Run.detach
 
     def detach(run: scheduler.Run) -> None:
         digest.update(repr((
             run.choices, run.arities, run.picked, run.decision_steps, run.steps, run.preemptions,
-            [tuple(event) for event in run.trace],
+            [tuple(event)[:5] for event in run.trace],
         )).encode())
+        accesses.update(repr([tuple(event) for event in run.trace]).encode())
         real_detach(run)
 
     directory = tempfile.mkdtemp(prefix="racecheck-fingerprint-")
@@ -70,12 +75,15 @@ def main() -> None:
                 line = (name, strategy, result.ok, result.schedules, result.interleavings, result.exhausted,
                         None if failure is None else (failure.token, failure.kind, failure.trace))
                 digest.update(repr(line).encode())
+                accesses.update(repr(line).encode())
                 print(f"{name:28} {strategy:6} schedules={result.schedules:<4} interleavings={result.interleavings:<4} "
                       + ("ok" if failure is None else f"{failure.kind} {failure.token}"))
     finally:
         scheduler.Run.detach = real_detach
         shutil.rmtree(directory, ignore_errors=True)
+    accesses.update(digest.digest())
     print(f"fingerprint {digest.hexdigest()}")
+    print(f"with accesses {accesses.hexdigest()}")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.runtime import affinity
+from racecheck.runtime.access import EXTERNAL
 from racecheck.runtime.cleanup import Leftover
 
 __racecheck_engine__ = True
@@ -87,14 +88,14 @@ def _wrap(real: Callable[..., Any], label: str) -> Callable[..., Any]:
         me = runtime.current_thread_record()
         if run is None or me is None or getattr(run, "aborting", False) or getattr(run, "outside", 0):
             return real(*args, **kwargs)  # not controlled, unwinding, or nested (communicate calls wait)
-        run.schedule(f"external {label}")
+        run.schedule(f"external {label}", access=EXTERNAL)
         run.outside = getattr(run, "outside", 0) + 1
         try:
             return real(*args, **kwargs)
         finally:
             run.outside -= 1
             if not run.aborting:  # a thread left behind by teardown returns late: the trace is closed by then
-                run.note(f"returned from {label}")
+                run.note(f"returned from {label}", access=EXTERNAL)
 
     external_call._racecheck_real = real  # type: ignore[attr-defined]
     return external_call

@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime.access import MEMORY
 from racecheck.runtime.records import unwind
 
 __racecheck_engine__ = True
@@ -91,13 +92,15 @@ class LineTracer:
         if event == "line":
             run = _controlled_run()
             if run is not None:
-                run.schedule("line")
+                run.touch(MEMORY)  # a line point marks the code on both sides of it
+                run.schedule("line", access=MEMORY)
         elif event == "opcode":
             text = self._stores.get(frame.f_code, {}).get(frame.f_lasti)
             if text is not None:
                 run = _controlled_run()
                 if run is not None:
-                    run.schedule(text)
+                    run.touch(MEMORY)
+                    run.schedule(text, access=MEMORY)
         return self.local_trace
 
 
@@ -201,7 +204,8 @@ class LineMonitor:
     def on_line(self, code: types.CodeType, line: int) -> Any:
         run = _controlled_run()
         if run is not None:
-            run.schedule("line")
+            run.touch(MEMORY)  # a line point marks the code on both sides of it
+            run.schedule("line", access=MEMORY)
         return None
 
     def on_jump(self, code: types.CodeType, offset: int, destination: int) -> Any:
@@ -219,7 +223,8 @@ class LineMonitor:
             return sys.monitoring.DISABLE  # type: ignore[attr-defined]  # the LINE event at the target covers it
         run = _controlled_run()
         if run is not None:
-            run.schedule("line")
+            run.touch(MEMORY)  # a line point marks the code on both sides of it
+            run.schedule("line", access=MEMORY)
         return None
 
     def on_instruction(self, code: types.CodeType, offset: int) -> Any:
@@ -228,7 +233,8 @@ class LineMonitor:
             return sys.monitoring.DISABLE  # type: ignore[attr-defined]  # never a store: stop asking
         run = _controlled_run()
         if run is not None:
-            run.schedule(text)
+            run.touch(MEMORY)
+            run.schedule(text, access=MEMORY)
         return None
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control.external import is_plumbing
+from racecheck.runtime.access import JOIN, on_thread
 
 __racecheck_engine__ = True
 
@@ -60,7 +61,7 @@ def _join(self: Any, timeout: float | None = None) -> None:
     if not rec.launched:
         raise RuntimeError("cannot join thread before it is started")
     wait = None if timeout is None else max(float(timeout), 0.0)
-    rec.run.schedule(f"join T{rec.tid}", enabled=lambda: rec.finished, timeout=wait)
+    rec.run.schedule(f"join T{rec.tid}", access=on_thread(rec.tid, JOIN), enabled=lambda: rec.finished, timeout=wait)
 
 
 def _is_alive(self: Any) -> bool:

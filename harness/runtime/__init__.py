@@ -24,6 +24,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn, Protocol
 
+from racecheck.runtime.access import MEMORY, NOTHING, WRITE, Access
+
 __racecheck_engine__ = True
 
 class _ThreadState(threading.local):
@@ -77,11 +79,34 @@ def add_cleanup(description: str, action: Callable[[], bool]) -> None:
         run.add_cleanup(description, action)
 
 
-def point(name: str) -> None:
-    """An explicit scheduling point, e.g. a delay hook in code under test; a no-op outside a controlled run."""
+def point(name: str, on: Any = None) -> None:
+    """An explicit scheduling point, e.g. a delay hook in code under test; a no-op outside a controlled run.
+
+    The point says that the code on both sides of it (since the thread's previous point, and up to its next one)
+    touches shared state: plain memory by default, which every other bare point's code may touch too, so two such
+    points of different threads never commute; or only ``on``, when given: a controlled primitive (the point then
+    conflicts with that lock's, queue's, ... operations), a string naming the state, or any other object (named by
+    the order in which the run's points first name it)."""
     run = current_run()
     if run is not None:
-        run.schedule(f"point {name}", skip=1)
+        access = MEMORY if on is None else (Access(_point_object(run, on), WRITE),)
+        run.touch(access)
+        run.schedule(f"point {name}", access=access, skip=1)
+
+
+def _point_object(run: Any, on: Any) -> str:
+    """The logical identity of ``racecheck.point(..., on=obj)``'s object within ``run``."""
+    if isinstance(on, str):
+        return f"on {on}"
+    primitive = getattr(on, "_condition", on)  # a controlled future's operations touch its condition
+    name = getattr(primitive, "_name", None)  # a controlled primitive: its trace name, what its operations touch
+    if isinstance(name, str) and getattr(primitive, "_run", None) is run:
+        return name
+    named = run.resources.setdefault("points on", {})
+    found = named.get(id(on))
+    if found is None:
+        found = named[id(on)] = (on, f"on {type(on).__name__}#{len(named) + 1}")  # keeps ``on`` alive: ids stay unique
+    return found[1]
 
 
 # ----- the contract ---------------------------------------------------------------------------------------------------
@@ -115,6 +140,7 @@ class RunContract(Protocol):
         self,
         op: str,
         *,
+        access: tuple[Access, ...] = NOTHING,
         enabled: Callable[[], bool] | None = None,
         timeout: float | None = None,
         yielding: bool = False,
@@ -122,6 +148,8 @@ class RunContract(Protocol):
     ) -> bool:
         """A scheduling point: the only place where another thread may run, so every interleaving the engine can
         explore is a choice made here. ``op`` is a short, deterministic text for the trace ("fs.open /a.ckpt wb").
+        ``access`` is what the operation touches (``racecheck.runtime.access``): the search layer decides from it
+        alone which steps commute, so an operation that names less than it touches makes the reduction unsound.
         ``enabled`` is a zero-argument predicate: the thread stays blocked until it holds (evaluated only by the
         scheduler, with every other controlled thread parked, so it may read shared state freely). ``timeout``
         (virtual seconds) bounds the wait; returns False iff it timed out, True otherwise. ``yielding``: the thread
@@ -135,13 +163,19 @@ class RunContract(Protocol):
         Recorded in the schedule token and replayed exactly, so every nondeterminism an extension adds (a fault, a
         crash point) is part of the schedule and shrinks with it."""
 
-    def note(self, op: str, skip: int = 0) -> None:
+    def note(self, op: str, skip: int = 0, access: tuple[Access, ...] = NOTHING) -> None:
         """A traced effect that is not a scheduling point (a release, a notify): it only enables others, and the
-        next point is where they may run, so the trace shows it without a decision."""
+        next point is where they may run, so the trace shows it without a decision. ``access``: what it touches,
+        part of the step the thread is running."""
 
-    def effect(self, op: str, skip: int = 0) -> None:
+    def effect(self, op: str, skip: int = 0, access: tuple[Access, ...] = NOTHING) -> None:
         """``note`` for an effect only a thread of the run may have (a release): raises for a thread outside the
         run, and stops a thread of a run being stopped, instead of tracing into it."""
+
+    def touch(self, access: tuple[Access, ...]) -> None:
+        """The step the calling thread is running also touches ``access``, found out after its point (a file
+        renamed while the thread waited at it, the shared state a work item's code may touch). No trace line;
+        a no-op for a thread outside the run."""
 
     def caller_record(self) -> ThreadContract:
         """The calling thread's record, after the checks ``effect`` makes: for a stand-in whose effect is neither a

@@ -1,14 +1,18 @@
 """What a scheduling step touches, recorded by the primitive or fake-filesystem operation that emits it.
 
-Every step of a run can carry a tuple of ``Access`` values: the object it touches (by its logical identity within
-the run: ``Lock#2``, ``file /racefs/a.ckpt``, ``dir /racefs``, ``thread T1``), the kind of access, and for files the
-path and, for namespace operations, the parent directory. The search layer decides from these alone which steps
-commute (``racecheck.search.dependency``); nothing reads an operation's display text to find out what it did, so
-rewording a trace line changes no count, priority or exhaustion claim.
+Every step of a run carries a tuple of ``Access`` values (``TraceEvent.access``): the object it touches (by its
+logical identity within the run: ``Lock#2``, ``file /racefs/a.ckpt``, ``dir /racefs``, ``thread T1``), the kind of
+access, and for files the path and, for namespace operations, the parent directory. The search layer decides from
+these alone which steps commute (``racecheck.search.dependency``); nothing reads an operation's display text to
+find out what it did, so rewording a trace line changes no count, priority or exhaustion claim.
+
+A step is a thread's operation at a scheduling point and the code it runs until its next point; a note (a release,
+a notify) adds its accesses to the step its thread is running (``racecheck.search.dependency.steps``).
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 __racecheck_engine__ = True
@@ -25,7 +29,7 @@ class Access(NamedTuple):
 
 
 # The kinds, grouped as the dependency relation reads them (docs/dependency.md gives the reasons).
-READ = "read"  # looks without changing: is_set, qsize, empty, full, stat, exists, read, listdir of a file
+READ = "read"  # looks without changing: is_set, qsize, empty, full, stat, exists, read, fsync, a lookup
 WRITE = "write"
 ACQUIRE = "acquire"
 RELEASE = "release"
@@ -48,18 +52,30 @@ CLOCK = "clock"  # a wait on virtual time
 KINDS = frozenset({READ, WRITE, ACQUIRE, RELEASE, WAIT, NOTIFY, PUT, GET, CREATE, REMOVE, RENAME, OPEN, LIST, ENTRY,
                    START, BEGIN, JOIN, END, CLOCK})
 
-MEMORY_OBJ = "memory"  # plain shared state: what a bare racecheck.point() or a thread's first step may touch
+MEMORY_OBJ = "memory"  # plain shared state: what the code around a bare racecheck.point() touches
 MEMORY = (Access(MEMORY_OBJ, WRITE),)
 NOTHING: tuple[Access, ...] = ()
+CLOCK_OBJ = "clock"
+ON_CLOCK = (Access(CLOCK_OBJ, CLOCK),)  # a sleep, or a wait with a virtual deadline
+EXTERNAL = (Access("external", WRITE),)  # a wait on another process: whatever it does, in any order
 
 
+@lru_cache(maxsize=1 << 12)
 def on(obj: str, kind: str) -> tuple[Access, ...]:
-    """A step that touches one object."""
+    """A step that touches one object. (Memoised: every schedule makes the same few objects again, so a primitive's
+    accesses cost a lookup rather than building tuples.)"""
     return (Access(obj, kind),)
 
 
 def thread_obj(tid: int) -> str:
+    """The object a thread's start, first step, join and end touch."""
     return f"thread T{tid}"
+
+
+@lru_cache(maxsize=1 << 10)
+def on_thread(tid: int, kind: str) -> tuple[Access, ...]:
+    """A step that touches thread ``tid`` (memoised, as ``on``)."""
+    return (Access(thread_obj(tid), kind),)
 
 
 def _parent(path: str) -> str:
@@ -77,10 +93,12 @@ def ancestors(path: str, root: str = "/") -> list[str]:
     return found[::-1]
 
 
+@lru_cache(maxsize=1 << 14)
 def file_access(kind: str, path: str, namespace: bool = False, root: str = "/") -> tuple[Access, ...]:
-    """A file operation on ``path``. Its lookup reads every directory above it (so removing or renaming one of
-    them conflicts with it); a namespace operation (a name appears or vanishes) also touches its parent's
-    entries, which commutes with other names' changes there but conflicts with a listing."""
+    """A file operation on ``path`` (the file's identity: a canonical path). Its lookup reads every directory
+    above it (so removing or renaming one of them conflicts with it); a namespace operation (a name appears or
+    vanishes) also touches its parent's entries, which commutes with other names' changes there but conflicts
+    with a listing. (Memoised: a pure function, and every schedule repeats the same few paths.)"""
     walk = tuple(Access(f"file {d}", READ, d) for d in ancestors(path, root))
     found = Access(f"file {path}", kind, path)
     if not namespace:
@@ -89,6 +107,8 @@ def file_access(kind: str, path: str, namespace: bool = False, root: str = "/") 
     return (*walk, found._replace(parent=parent), Access(f"dir {parent}", ENTRY, path, parent))
 
 
+@lru_cache(maxsize=1 << 12)
 def listing(path: str) -> tuple[Access, ...]:
-    """A listing of directory ``path`` (listdir, scandir, walk's steps)."""
+    """A listing of directory ``path`` (listdir, scandir, walk's steps; ``stat``, whose link count and times
+    follow the entries, reads it too)."""
     return (Access(f"dir {path.rstrip('/') or '/'}", LIST, path),)

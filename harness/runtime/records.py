@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from racecheck import runtime
 from racecheck.errors import Abort
+from racecheck.runtime.access import BEGIN, Access, on_thread
 from racecheck.runtime.latch import Latch
 from racecheck.runtime.trace import frame_path
 
@@ -24,6 +25,7 @@ class ThreadRecord:
     __slots__ = (
         "tid", "run", "thread", "baton", "started", "finished", "op", "loc", "enabled", "deadline",
         "timed_out", "yielding", "background", "exited", "launched", "yield_to", "body", "carried", "unwinding",
+        "access",
     )
 
     def __init__(self, tid: int, run: Run, thread: Any) -> None:
@@ -36,6 +38,8 @@ class ThreadRecord:
         self.finished = False
         self.op = "begin"
         self.loc = ""
+        # What its pending operation (``op``) will touch: the search layer reads it for threads that wait.
+        self.access: tuple[Access, ...] = on_thread(tid, BEGIN)
         self.enabled: Callable[[], bool] | None = None
         self.deadline: float | None = None
         self.timed_out = False

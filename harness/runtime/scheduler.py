@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 from racecheck import runtime
 from racecheck.errors import Abort, Crashed, Deadlock, StepLimitExceeded, UncontrolledBlocking
 from racecheck.runtime import teardown as run_end
+from racecheck.runtime.access import END, NOTHING, ON_CLOCK, START, Access, on_thread
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.cleanup import Cleaned
 from racecheck.runtime.fairness import after_pick, fair_candidates, note_yield
@@ -114,6 +115,7 @@ class Run:
         self,
         op: str,
         *,
+        access: tuple[Access, ...] = NOTHING,
         enabled: Callable[[], bool] | None = None,
         timeout: float | None = None,
         yielding: bool = False,
@@ -126,10 +128,11 @@ class Run:
         if self.aborting:
             unwind(me)
         if timeout is not None:
-            return self._timed(me, op, enabled, timeout, yielding, skip + 1)
+            return self._timed(me, op, access, enabled, timeout, yielding, skip + 1)
         # The common case (every lock, queue, executor and file point without a timeout): nothing to undo after.
         # A timed point comes back here through ``_timed``, so this is the one body of a point.
         me.op = op
+        me.access = access
         if self.locate:  # else ``loc`` stays "": a run without locations never sets one
             me.loc = caller_location(2 + skip)
         me.enabled = enabled
@@ -140,16 +143,19 @@ class Run:
         return True
 
     def _timed(
-        self, me: ThreadRecord, op: str, enabled: Callable[[], bool] | None, timeout: float, yielding: bool, skip: int
+        self, me: ThreadRecord, op: str, access: tuple[Access, ...], enabled: Callable[[], bool] | None,
+        timeout: float, yielding: bool, skip: int,
     ) -> bool:
         """``schedule`` with a timeout: a poll (``timeout <= 0``), or a wait with a virtual deadline; either is a plain
-        point, made by ``schedule`` again, with what the timeout adds around it. ``skip`` counts this frame too."""
+        point, made by ``schedule`` again, with what the timeout adds around it. ``skip`` counts this frame too.
+        A wait with a deadline also touches the virtual clock: whether it times out depends on the other waits on
+        time."""
         if timeout <= 0 and enabled is not None:
             # A non-blocking attempt: a plain point, then look once.
-            self.schedule(op, yielding=yielding, skip=skip + 1)
+            self.schedule(op, access=access, yielding=yielding, skip=skip + 1)
             return bool(enabled())
         me.deadline = self.clock + timeout
-        self.schedule(op, enabled=enabled, yielding=yielding, skip=skip + 1)
+        self.schedule(op, access=access + ON_CLOCK, enabled=enabled, yielding=yielding, skip=skip + 1)
         timed_out = me.timed_out and not (enabled is not None and enabled())
         me.deadline = None
         me.timed_out = False
@@ -177,19 +183,40 @@ class Run:
         self.note(f"choose {label} -> {value}")
         return value
 
-    def effect(self, op: str, skip: int = 0) -> None:
+    def effect(self, op: str, skip: int = 0, access: tuple[Access, ...] = NOTHING) -> None:
         """A traced effect that only a thread of this run may have (a release): ``caller_record``'s checks, then the
         event ``note`` would add, so a thread outside the run raises instead of tracing into it."""
         me = self.caller_record()
         loc = caller_location(2 + skip) if self.locate else ""
-        self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info")))
+        self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info", access)))
 
-    def note(self, op: str, skip: int = 0) -> None:
+    def note(self, op: str, skip: int = 0, access: tuple[Access, ...] = NOTHING) -> None:
         """A traced effect that is not a scheduling point (a release, a notify)."""
         me = _state.thread
         if me is not None and me.run is self:
             loc = caller_location(2 + skip) if self.locate else ""
-            self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info")))
+            self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info", access)))
+
+    def touch(self, access: tuple[Access, ...]) -> None:
+        """The calling thread's running step also touches ``access`` (see ``runtime.RunContract.touch``): its trace
+        event, the last one that is not a note, gains what it lacks. Only the running thread appends to the trace,
+        so that event is its own."""
+        me = _state.thread
+        if me is None or me.run is not self or self.aborting:
+            return
+        trace = self.trace
+        index = len(trace) - 1
+        event = trace[index]
+        while event[4] == "info":
+            index -= 1
+            if index < 0:
+                return
+            event = trace[index]
+        have = event[5]
+        for one in access:
+            if one not in have and event[1] == me.tid:
+                trace[index] = _event(TraceEvent, (*event[:5], have + tuple(a for a in access if a not in have)))
+                return
 
     def caller_record(self) -> ThreadRecord:
         """The calling thread's record. Raises if the caller is not a thread of this run (a controlled object used
@@ -223,7 +250,7 @@ class Run:
         self._root = rec
         rec.launched = True
         self.current = rec
-        self.trace.append(TraceEvent(self.steps, rec.tid, "begin", rec.loc, "switch"))
+        self.trace.append(TraceEvent(self.steps, rec.tid, "begin", rec.loc, "switch", rec.access))
         rec.baton.release()  # its turn before it starts: its first acquire does not block
         rec.body()
         return rec
@@ -231,7 +258,7 @@ class Run:
     def start_thread(self, thread: Any, real_start: Callable[[Any], None]) -> None:
         """Called from a controlled thread's ``Thread.start()``: the new thread joins the run."""
         rec = self._register(thread)  # reserve the logical id so the trace names it
-        self.schedule(f"start T{rec.tid}")
+        self.schedule(f"start T{rec.tid}", access=on_thread(rec.tid, START))
         rec.background = bool(thread.daemon) or bool(getattr(thread, "_racecheck_background", False))
         thread.daemon = True  # a thread stuck in uncontrolled code must never keep the process alive
         rec.launched = True
@@ -293,8 +320,9 @@ class Run:
         rec.finished = True
         if self.aborting:
             return
-        self.trace.append(_event(TraceEvent, (self.steps, rec.tid, "exit", "", "info")))
+        self.trace.append(_event(TraceEvent, (self.steps, rec.tid, "exit", "", "info", on_thread(rec.tid, END))))
         rec.op = "exit"
+        rec.access = NOTHING
         self._step(rec, alive=False)
 
     # ----- the decision -----------------------------------------------------------------------------------------
@@ -367,13 +395,13 @@ class Run:
         if self._yielders:
             self._yielders = after_pick(self._yielders, chosen)
         if chosen is me:
-            self.trace.append(_event(TraceEvent, (steps, me.tid, me.op, me.loc, "")))
+            self.trace.append(_event(TraceEvent, (steps, me.tid, me.op, me.loc, "", me.access)))
             return
         if current_enabled:
             self.preemptions += 1
-            self.trace.append(_event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, "preempt")))
+            self.trace.append(_event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, "preempt", chosen.access)))
         else:
-            self.trace.append(_event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, "switch")))
+            self.trace.append(_event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, "switch", chosen.access)))
         self.current = chosen
         chosen.baton.release()
         if alive:

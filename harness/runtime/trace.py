@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 __racecheck_engine__ = True
 
@@ -25,6 +25,9 @@ class TraceEvent(NamedTuple):
     op: str
     loc: str
     switch: str = ""  # "" (same thread continues), "switch" (previous blocked/ended), "preempt", "info"
+    # What the step touches (``racecheck.runtime.access.Access`` values), recorded by the operation that emits it;
+    # a note's accesses belong to the step its thread is running. Never rendered: the trace text is the first five.
+    access: tuple[Any, ...] = ()
 
 
 _path_cache: dict[tuple[str, str], str] = {}

@@ -9,6 +9,7 @@ from collections import deque
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime.access import NOTIFY, WAIT, on
 from racecheck.sync.locks import ControlledRLock
 from racecheck.sync.primitive import Primitive, attempt, wait_timeout
 
@@ -34,6 +35,9 @@ class ControlledCondition(Primitive):
         self.acquire = self._lock.acquire
         self.release = self._lock.release
 
+    def _accesses(self) -> None:
+        self._wait_access, self._notify_access = on(self._name, WAIT), on(self._name, NOTIFY)
+
     def __enter__(self) -> bool:
         return self._lock.acquire()
 
@@ -47,7 +51,9 @@ class ControlledCondition(Primitive):
         self._waiters.append(waiter)
         saved = self._lock._release_save()
         try:
-            notified = attempt(self._run, f"wait {self._name}", lambda: waiter.notified, wait_timeout(timeout))
+            notified = attempt(
+                self._run, f"wait {self._name}", lambda: waiter.notified, wait_timeout(timeout), self._wait_access
+            )
         finally:
             if not waiter.notified:
                 try:
@@ -81,7 +87,7 @@ class ControlledCondition(Primitive):
         while self._waiters and woken < n:
             self._waiters.popleft().notified = True
             woken += 1
-        self._run.note(f"notify {self._name} ({woken} woken)", skip=1)
+        self._run.note(f"notify {self._name} ({woken} woken)", skip=1, access=self._notify_access)
 
     def notify_all(self) -> None:
         self.notify(len(self._waiters))

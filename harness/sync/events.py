@@ -15,6 +15,7 @@ import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime.access import ACQUIRE, READ, RELEASE, WAIT, WRITE, on
 from racecheck.sync.primitive import Primitive, attempt, wait_timeout
 
 __racecheck_engine__ = True
@@ -34,25 +35,31 @@ class ControlledEvent(Primitive):
         self._flag = False
         self._sets = 0  # how many times set() woke waiters: a waiter woken by a set returns True
 
+    def _accesses(self) -> None:
+        name = self._name
+        self._read_access, self._write_access, self._wait_access = on(name, READ), on(name, WRITE), on(name, WAIT)
+
     def is_set(self) -> bool:
-        self._run.schedule(f"is_set {self._name}", skip=1)
+        self._run.schedule(f"is_set {self._name}", access=self._read_access, skip=1)
         return self._flag
 
     isSet = is_set  # noqa: N815
 
     def set(self) -> None:
-        self._run.schedule(f"set {self._name}", skip=1)
+        self._run.schedule(f"set {self._name}", access=self._write_access, skip=1)
         self._flag = True
         self._sets += 1
 
     def clear(self) -> None:
-        self._run.schedule(f"clear {self._name}", skip=1)
+        self._run.schedule(f"clear {self._name}", access=self._write_access, skip=1)
         self._flag = False
 
     def wait(self, timeout: float | None = None) -> bool:
         sets = self._sets
+        # The count is read before the point, in the step the thread is running: that step reads the event too.
+        self._run.touch(self._read_access)
         woken = lambda: self._flag or self._sets != sets  # noqa: E731
-        attempt(self._run, f"wait {self._name}", woken, wait_timeout(timeout))
+        attempt(self._run, f"wait {self._name}", woken, wait_timeout(timeout), self._wait_access)
         return woken()
 
 
@@ -66,11 +73,14 @@ class ControlledSemaphore(Primitive):
         self._value = value
         self._bound = bound
 
+    def _accesses(self) -> None:
+        self._acquire_access, self._release_access = on(self._name, ACQUIRE), on(self._name, RELEASE)
+
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         if not blocking and timeout is not None:
             raise ValueError("can't specify timeout for non-blocking acquire")
         wait = 0.0 if not blocking else wait_timeout(timeout)
-        ok = attempt(self._run, f"acquire {self._name}", lambda: self._value > 0, wait)
+        ok = attempt(self._run, f"acquire {self._name}", lambda: self._value > 0, wait, self._acquire_access)
         if ok:
             self._value -= 1
         return ok
@@ -84,7 +94,7 @@ class ControlledSemaphore(Primitive):
         if self._bound is not None and self._value + n > self._bound:
             raise ValueError("Semaphore released too many times")
         self._value += n
-        self._run.note(f"release {self._name}", skip=1)
+        self._run.note(f"release {self._name}", skip=1, access=self._release_access)
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
@@ -111,12 +121,17 @@ class ControlledBarrier(Primitive):
         self._state = _FILLING
         self._count = 0
 
+    def _accesses(self) -> None:
+        name = self._name
+        self._arrive_access, self._wait_access, self._write_access = on(name, ACQUIRE), on(name, WAIT), on(name, WRITE)
+        self._release_access = on(name, RELEASE)
+
     def wait(self, timeout: float | None = None) -> int:
         if timeout is None:
             timeout = self._timeout
         # Entering: blocks while the previous cycle drains or a reset completes (the stdlib's _enter).
         entering = lambda: self._state not in (_DRAINING, _RESETTING)  # noqa: E731
-        self._run.schedule(f"arrive {self._name}", enabled=entering, skip=1)
+        self._run.schedule(f"arrive {self._name}", access=self._arrive_access, enabled=entering, skip=1)
         if self._state < 0:
             raise BrokenBarrierError
         index = self._count
@@ -136,13 +151,15 @@ class ControlledBarrier(Primitive):
             if self._action is not None:
                 self._action()
             self._state = _DRAINING
-            self._run.note(f"release {self._name}", skip=1)
+            self._run.note(f"release {self._name}", skip=1, access=self._release_access)
         except BaseException:
             self._break()
             raise
 
     def _wait(self, timeout: float | None) -> None:
-        ok = attempt(self._run, f"wait {self._name}", lambda: self._state != _FILLING, wait_timeout(timeout))
+        ok = attempt(
+            self._run, f"wait {self._name}", lambda: self._state != _FILLING, wait_timeout(timeout), self._wait_access
+        )
         if not ok:
             self._break()
             raise BrokenBarrierError
@@ -157,7 +174,7 @@ class ControlledBarrier(Primitive):
         self._state = _BROKEN
 
     def reset(self) -> None:
-        self._run.schedule(f"reset {self._name}", skip=1)
+        self._run.schedule(f"reset {self._name}", access=self._write_access, skip=1)
         if self._count > 0:
             if self._state == _FILLING:
                 self._state = _RESETTING
@@ -167,7 +184,7 @@ class ControlledBarrier(Primitive):
             self._state = _FILLING
 
     def abort(self) -> None:
-        self._run.schedule(f"abort {self._name}", skip=1)
+        self._run.schedule(f"abort {self._name}", access=self._write_access, skip=1)
         self._break()
 
     @property

@@ -78,7 +78,7 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
         self._name = run.new_object_id("Executor")
         self._max_workers = max_workers
         self._work_queue = ControlledSimpleQueue(run)
-        self._work_queue._name = f"{self._name}.queue"
+        self._work_queue._rename(f"{self._name}.queue")
         self._idle = 0  # workers waiting for work (the stdlib's idle semaphore; checked without a point)
         self._threads: list[Any] = []
         self._shutdown = False
@@ -129,6 +129,8 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
             item.run()
             del item
             self._idle += 1
+            # Read by submit under the pool's lock: this step writes what that lock's holders read.
+            self._run.touch(self._shutdown_lock._release_access)
 
     def _initializer_failed(self) -> None:
         with self._shutdown_lock:

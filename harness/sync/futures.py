@@ -13,6 +13,7 @@ import concurrent.futures._base as _futures_base
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime.access import WAIT, Access
 from racecheck.sync.conditions import ControlledCondition
 from racecheck.sync.primitive import attempt
 
@@ -62,6 +63,13 @@ class Future(_RealFuture):
         self._done_callbacks: list[Any] = []
 
 
+def _waits_on(futures: list[Any]) -> tuple[Access, ...]:
+    """A wait on ``futures``: it touches each one's condition, which every change of a future's state goes through
+    (a future made outside the run has no controlled condition and names nothing)."""
+    names = {getattr(getattr(f, "_condition", None), "_name", None) for f in futures}
+    return tuple(Access(name, WAIT) for name in sorted(n for n in names if isinstance(n, str)))
+
+
 def _future_is_done(future: Any) -> bool:
     return future._state in _DONE_STATES
 
@@ -81,7 +89,7 @@ def wait(fs: Any, timeout: float | None = None, return_when: str = _ALL_COMPLETE
             return failed or len(done) == len(futures)
         return len(done) == len(futures)
 
-    attempt(run, "wait futures", satisfied, None if timeout is None else max(float(timeout), 0.0))
+    attempt(run, "wait futures", satisfied, None if timeout is None else max(float(timeout), 0.0), _waits_on(futures))
     done = {f for f in futures if _future_is_done(f)}
     return _futures_base.DoneAndNotDoneFutures(done, set(futures) - done)
 
@@ -96,7 +104,8 @@ def as_completed(fs: Any, timeout: float | None = None) -> Any:
     end = None if timeout is None else run.now() + timeout
     while pending:
         remaining = None if end is None else max(end - run.now(), 0.0)
-        ok = attempt(run, "as_completed futures", lambda: any(_future_is_done(f) for f in pending), remaining)
+        ok = attempt(run, "as_completed futures", lambda: any(_future_is_done(f) for f in pending), remaining,
+                     _waits_on(pending))
         if not ok:
             raise concurrent.futures.TimeoutError(f"{len(pending)} (of {total}) futures unfinished")
         ready = [f for f in pending if _future_is_done(f)]

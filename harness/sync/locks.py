@@ -8,6 +8,7 @@ import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime.access import ACQUIRE, RELEASE, on
 from racecheck.sync.primitive import Primitive, attempt
 
 _state = runtime.thread_state  # ``_state.thread``: the calling thread's record, read without a call (hot path)
@@ -31,7 +32,13 @@ def _lock_timeout(blocking: bool, timeout: float) -> float | None:
     return float(timeout)
 
 
-class ControlledLock(Primitive):
+class _LockAccesses(Primitive):
+    def _accesses(self) -> None:
+        self._acquire_access = on(self._name, ACQUIRE)
+        self._release_access = on(self._name, RELEASE)
+
+
+class ControlledLock(_LockAccesses):
     _kind = "Lock"
 
     def __init__(self, run: Any, name: str | None = None) -> None:
@@ -41,11 +48,11 @@ class ControlledLock(Primitive):
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         if blocking and timeout == -1:  # the common case, a wait as long as it takes: one call less (hot path)
-            self._run.schedule(f"acquire {self._name}", enabled=self._is_free, skip=1)
+            self._run.schedule(f"acquire {self._name}", access=self._acquire_access, enabled=self._is_free, skip=1)
         else:
             wait = _lock_timeout(blocking, timeout)
             verb = "try-acquire" if wait == 0 else "acquire"
-            if not attempt(self._run, f"{verb} {self._name}", self._is_free, wait):
+            if not attempt(self._run, f"{verb} {self._name}", self._is_free, wait, self._acquire_access):
                 return False
         self._held = True
         self._owner = _state.thread
@@ -57,7 +64,8 @@ class ControlledLock(Primitive):
     def release(self) -> None:
         if not self._held:
             raise RuntimeError("release unlocked lock")
-        self._run.effect(f"release {self._name}", skip=1)  # a thread outside the run raises, one unwinding stops here
+        # a thread outside the run raises, one unwinding stops here
+        self._run.effect(f"release {self._name}", skip=1, access=self._release_access)
         self._held = False
         self._owner = None
 
@@ -80,7 +88,7 @@ class ControlledLock(Primitive):
         return self._held  # a plain Lock has no owner: the stdlib's Condition treats "locked" as "owned"
 
 
-class ControlledRLock(Primitive):
+class ControlledRLock(_LockAccesses):
     _kind = "RLock"
 
     def __init__(self, run: Any, name: str | None = None) -> None:
@@ -92,12 +100,14 @@ class ControlledRLock(Primitive):
         me = _state.thread
         if blocking and timeout == -1:  # the common case, a wait as long as it takes: one call less (hot path)
             self._run.schedule(
-                f"acquire {self._name}", enabled=lambda: self._owner is None or self._owner is me, skip=1
+                f"acquire {self._name}", access=self._acquire_access,
+                enabled=lambda: self._owner is None or self._owner is me, skip=1,
             )
         else:
             wait = _lock_timeout(blocking, timeout)
             verb = "try-acquire" if wait == 0 else "acquire"
-            if not attempt(self._run, f"{verb} {self._name}", lambda: self._owner is None or self._owner is me, wait):
+            free = lambda: self._owner is None or self._owner is me  # noqa: E731
+            if not attempt(self._run, f"{verb} {self._name}", free, wait, self._acquire_access):
                 return False
         self._owner = me
         self._count += 1
@@ -109,7 +119,7 @@ class ControlledRLock(Primitive):
         self._count -= 1
         if self._count == 0:
             self._owner = None
-        self._run.note(f"release {self._name}", skip=1)
+        self._run.note(f"release {self._name}", skip=1, access=self._release_access)
 
     __enter__ = acquire
 
@@ -125,12 +135,14 @@ class ControlledRLock(Primitive):
         state = (self._count, self._owner)
         self._count = 0
         self._owner = None
-        self._run.note(f"release {self._name}", skip=1)
+        self._run.note(f"release {self._name}", skip=1, access=self._release_access)
         return state
 
     def _acquire_restore(self, state: Any) -> None:
         count, owner = state
-        self._run.schedule(f"acquire {self._name}", enabled=lambda: self._owner is None, skip=1)
+        self._run.schedule(
+            f"acquire {self._name}", access=self._acquire_access, enabled=lambda: self._owner is None, skip=1
+        )
         self._owner = owner
         self._count = count
 

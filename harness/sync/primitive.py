@@ -22,23 +22,35 @@ def wait_timeout(timeout: float | None) -> float | None:
     return max(float(timeout), 0.0)
 
 
-def attempt(run: Any, op: str, enabled: Callable[[], bool], timeout: float | None) -> bool:
+def attempt(run: Any, op: str, enabled: Callable[[], bool], timeout: float | None, access: tuple = ()) -> bool:
     """A possibly blocking attempt; ``timeout`` 0 polls, and a poll that will fail is a yielding point.
 
     Only ever called from a primitive's method, so this frame and that one are the engine's (``skip=2``)."""
     if timeout is not None and timeout <= 0:
-        return run.schedule(op, enabled=enabled, timeout=0, yielding=not enabled(), skip=2)
-    return run.schedule(op, enabled=enabled, timeout=timeout, skip=2)
+        return run.schedule(op, access=access, enabled=enabled, timeout=0, yielding=not enabled(), skip=2)
+    return run.schedule(op, access=access, enabled=enabled, timeout=timeout, skip=2)
 
 
 class Primitive:
-    """A controlled object of one run, named in the trace by a per-run counter ("Lock#2"), never by its id."""
+    """A controlled object of one run, named in the trace by a per-run counter ("Lock#2"), never by its id.
+
+    The name is also the object its operations touch (``racecheck.runtime.access``): each primitive builds the
+    access tuples of its operations once, in ``_accesses``, so an operation adds no allocation."""
 
     _kind = "Object"
 
     def __init__(self, run: Any, name: str | None = None) -> None:
         self._run = run
         self._name = name or run.new_object_id(self._kind)
+        self._accesses()
+
+    def _accesses(self) -> None:
+        """Build the access tuples of the operations from ``_name`` (again after a rename)."""
+
+    def _rename(self, name: str) -> None:
+        """A new trace name (an executor's own queue), and the accesses that go with it."""
+        self._name = name
+        self._accesses()
 
     def __repr__(self) -> str:
         return f"<racecheck {self._name}>"

@@ -10,6 +10,7 @@ from collections import deque
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime.access import GET, NOTIFY, PUT, READ, WAIT, on
 from racecheck.sync.primitive import Primitive, attempt
 
 __racecheck_engine__ = True
@@ -23,6 +24,11 @@ class _QueueCore(Primitive):
     def __init__(self, run: Any) -> None:
         super().__init__(run)
         self._items: Any = self._new_container()
+
+    def _accesses(self) -> None:
+        name = self._name
+        self._put_access, self._get_access, self._read_access = on(name, PUT), on(name, GET), on(name, READ)
+        self._done_access, self._join_access = on(name, NOTIFY), on(name, WAIT)
 
     def _new_container(self) -> Any:
         return deque()
@@ -38,12 +44,12 @@ class _QueueCore(Primitive):
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         if block and timeout is None:  # the common case, a wait as long as it takes: one call less (hot path)
-            self._run.schedule(f"get {self._name}", enabled=self._has_item, skip=1)
+            self._run.schedule(f"get {self._name}", access=self._get_access, enabled=self._has_item, skip=1)
             return self._qget()
         if block and timeout < 0:
             raise ValueError("'timeout' must be a non-negative number")
         wait = float(timeout) if block else 0.0
-        if not attempt(self._run, f"get {self._name}", self._has_item, wait):
+        if not attempt(self._run, f"get {self._name}", self._has_item, wait, self._get_access):
             raise _real_queue.Empty
         return self._qget()
 
@@ -51,11 +57,11 @@ class _QueueCore(Primitive):
         return self.get(block=False)
 
     def qsize(self) -> int:
-        self._run.schedule(f"qsize {self._name}", skip=1)
+        self._run.schedule(f"qsize {self._name}", access=self._read_access, skip=1)
         return len(self._items)
 
     def empty(self) -> bool:
-        self._run.schedule(f"empty {self._name}", skip=1)
+        self._run.schedule(f"empty {self._name}", access=self._read_access, skip=1)
         return not self._items
 
 
@@ -63,7 +69,7 @@ class ControlledSimpleQueue(_QueueCore):
     _kind = "SimpleQueue"
 
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
-        self._run.schedule(f"put {self._name}", skip=1)
+        self._run.schedule(f"put {self._name}", access=self._put_access, skip=1)
         self._qput(item)
 
     def put_nowait(self, item: Any) -> None:
@@ -92,7 +98,7 @@ class ControlledQueue(_QueueCore):
             wait = 0.0
         else:
             wait = None if timeout is None else float(timeout)
-        ok = attempt(self._run, f"put {self._name}", self._has_room, wait)
+        ok = attempt(self._run, f"put {self._name}", self._has_room, wait, self._put_access)
         if not ok:
             raise _real_queue.Full
         self._qput(item)
@@ -102,16 +108,18 @@ class ControlledQueue(_QueueCore):
         self.put(item, block=False)
 
     def task_done(self) -> None:
-        self._run.schedule(f"task_done {self._name}", skip=1)
+        self._run.schedule(f"task_done {self._name}", access=self._done_access, skip=1)
         if self.unfinished_tasks <= 0:
             raise ValueError("task_done() called too many times")
         self.unfinished_tasks -= 1
 
     def join(self) -> None:
-        self._run.schedule(f"join {self._name}", enabled=lambda: self.unfinished_tasks == 0, skip=1)
+        self._run.schedule(
+            f"join {self._name}", access=self._join_access, enabled=lambda: self.unfinished_tasks == 0, skip=1
+        )
 
     def full(self) -> bool:
-        self._run.schedule(f"full {self._name}", skip=1)
+        self._run.schedule(f"full {self._name}", access=self._read_access, skip=1)
         return 0 < self.maxsize <= len(self._items)
 
 

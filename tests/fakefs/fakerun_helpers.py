@@ -19,14 +19,21 @@ class FakeRun:
     def __init__(self, choices: dict[str, Any] | None = None) -> None:
         self.resources: dict[str, Any] = {}
         self.points: list[str] = []
+        self.accesses: list[tuple] = []  # what each point touches, as the store said
         self.choices = dict(choices or {})
         self.drawn: list[tuple[str, int, int]] = []
         self.clock = 0.0
         self.crash_reason: str | None = None
 
-    def schedule(self, op: str, *, enabled: Any = None, timeout: Any = None, skip: int = 0) -> bool:
+    def schedule(self, op: str, *, access: tuple = (), enabled: Any = None, timeout: Any = None,
+                 skip: int = 0) -> bool:
         self.points.append(op)
+        self.accesses.append(tuple(access))
         return True
+
+    def touch(self, access: tuple) -> None:
+        if self.accesses:
+            self.accesses[-1] += tuple(a for a in access if a not in self.accesses[-1])
 
     def choose(self, n: int, label: str) -> int:
         value = self.choices.get(label, 0)

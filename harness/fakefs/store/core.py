@@ -21,12 +21,14 @@ from typing import Any
 from racecheck.fakefs.faults import FaultPlan
 from racecheck.fakefs.semantics import semantics_for
 from racecheck.fakefs.spec import FakeFS
+from racecheck.fakefs.store.accesses import FAULTS, TEMP_NAMES, handle_key, rekey
 from racecheck.fakefs.store.durability import Durability, sync_data
 from racecheck.fakefs.store.handle_ops import HandleOps
 from racecheck.fakefs.store.namespace_ops import NamespaceOps
 from racecheck.fakefs.store.nodes import FD_BASE, Handle, Inode
 from racecheck.fakefs.store.paths import PathResolver
 from racecheck.runtime import current_run, real_allocate_lock
+from racecheck.runtime.access import NOTHING, Access, file_access
 
 _roots: tuple[str, ...] = ()
 
@@ -61,7 +63,7 @@ class Store(NamespaceOps, HandleOps):
         self.generation = 0
         self.fds: dict[int, Handle] = {}
         self.log: list[str] = []
-        self.root_inode = self._new_inode(True)
+        self.root_inode = self._new_inode(True, self.root)
         self.durability = Durability(self.root_inode)
 
     def adopt(self, other: Store) -> None:
@@ -72,6 +74,7 @@ class Store(NamespaceOps, HandleOps):
         with self._lock:
             self.root_inode, self._ino, self._tmp = other.root_inode, other._ino, other._tmp
             self.durability.adopt(other.durability)
+            rekey(self.root_inode, self.root)
 
     # ----------------------------------------------------------------------------------------- run plumbing
     def _run(self) -> Any | None:
@@ -80,13 +83,33 @@ class Store(NamespaceOps, HandleOps):
             return run
         return None
 
-    def _enter(self, kind: str, text: str) -> Any | None:
-        """The scheduling point of an operation, then the faults drawn for it; both before any effect. Called only
-        from this store's own operations, so two engine frames lie between ``schedule`` and the caller's code."""
+    def _enter(self, kind: str, text: str, access: tuple[Access, ...] = NOTHING) -> Any | None:
+        """The scheduling point of an operation, with what it touches (``accesses``), then the faults drawn for
+        it; both before any effect. Called only from this store's own operations, so two engine frames lie between
+        ``schedule`` and the caller's code."""
         run = self._run()
         if run is not None:
-            run.schedule("fs." + text, skip=2)
-            if self.faults.active:
+            faults = self.faults.active
+            run.schedule("fs." + text, access=access + FAULTS if faults else access, skip=2)
+            if faults:
+                self.faults.before(run, kind, text, self._used() if self.spec.enospc else 0)
+        return run
+
+    def _enter_handle(self, kind: str, text: str, access_kind: str, handle: Handle,
+                      namespace: bool = False) -> Any | None:
+        """``_enter`` for an operation through ``handle``: it touches the file under the name its inode has when
+        the operation runs, which a rename by another thread may have changed while this one waited."""
+        run = self._run()
+        if run is not None:
+            win = self.paths.win
+            key = handle_key(handle, self.root, win)
+            access = file_access(access_kind, key, namespace, self.root)
+            faults = self.faults.active
+            run.schedule("fs." + text, access=access + FAULTS if faults else access, skip=2)
+            now = handle_key(handle, self.root, win)
+            if now != key:
+                run.touch(file_access(access_kind, now, namespace, self.root))
+            if faults:
                 self.faults.before(run, kind, text, self._used() if self.spec.enospc else 0)
         return run
 
@@ -100,9 +123,9 @@ class Store(NamespaceOps, HandleOps):
         run = current_run()
         return float(run.now()) if run is not None else time.time()
 
-    def _new_inode(self, is_dir: bool) -> Inode:
+    def _new_inode(self, is_dir: bool, key: str | None = None) -> Inode:
         self._ino += 1
-        return Inode(self._ino, is_dir, 0.0 if self._ino == 1 else self._now())
+        return Inode(self._ino, is_dir, 0.0 if self._ino == 1 else self._now(), key)
 
     def _win(self) -> bool:
         return self.paths.win
@@ -152,7 +175,11 @@ class Store(NamespaceOps, HandleOps):
         self._journal(("unlink", path), parent)
 
     def temp_name(self, directory: str, prefix: str = "tmp", suffix: str = "") -> str:
-        """Deterministic temporary names (real tempfile names are random and would break replay)."""
+        """Deterministic temporary names (real tempfile names are random and would break replay). Which name a
+        thread gets depends on the order of every thread's calls: the step that asks touches the counter."""
+        run = self._run()
+        if run is not None:
+            run.touch(TEMP_NAMES)
         with self._lock:
             self._tmp += 1
             return posixpath.join(directory, f"{prefix}{self._tmp:08d}{suffix}")
@@ -182,6 +209,7 @@ class Store(NamespaceOps, HandleOps):
                 handle.closed = True
             self.fds.clear()
             self.root_inode = self.durability.survive()
+            rekey(self.root_inode, self.root)
             self.log.append("power loss")
 
     # -------------------------------------------------------------------------------- introspection

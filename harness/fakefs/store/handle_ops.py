@@ -12,9 +12,11 @@ import os
 import stat as stat_mod
 
 from racecheck.fakefs.semantics import ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION, posix_error
+from racecheck.fakefs.store.accesses import path_access, path_key
 from racecheck.fakefs.store.durability import sync_data
 from racecheck.fakefs.store.nodes import Handle, blocked_by_handles, stat_result
 from racecheck.fakefs.store.paths import DEVICE, NORM, display
+from racecheck.runtime.access import CREATE, OPEN, READ, REMOVE, WRITE
 
 
 class HandleOps:
@@ -30,12 +32,19 @@ class HandleOps:
         share delete (and they with it): a second ``open()`` of a live NamedTemporaryFile is a sharing violation."""
         shown = path if shown is None else shown
         text = f"open {display(path)} {mode or flag_text(flags)}"
-        run = self._enter("open", text)
+        writing = bool(flags & (os.O_WRONLY | os.O_RDWR))
+        creating = bool(flags & os.O_CREAT)
+        win = self.paths.win
+        if creating:
+            kind = CREATE
+        elif win:
+            kind = OPEN
+        else:
+            kind = WRITE if writing and flags & os.O_TRUNC else READ
+        run = self._enter("open", text, path_access(kind, path, creating, self.root, win))
         with self._lock:
             w = self.paths.resolve(self.root_inode, path, shown, api)
             inode = w.inode
-            writing = bool(flags & (os.O_WRONLY | os.O_RDWR))
-            creating = bool(flags & os.O_CREAT)
             if w.kind == DEVICE:  # a DOS device (NUL, CON, ...): a sink that reads as empty, never a file
                 inode = self._new_inode(False)
                 inode.linked = False
@@ -47,7 +56,7 @@ class HandleOps:
                     raise self.sem.error(errno.ENOENT, shown, api=api, winerror=2)
                 if w.slash:
                     raise self.sem.error(errno.EINVAL, shown, api=api, winerror=123)
-                inode = self._new_inode(False)
+                inode = self._new_inode(False, path_key(w.canon, self.root, win))
                 w.parent.entries[w.key] = (w.name, inode)
                 w.parent.mtime = inode.ctime
                 self._journal(("link", w.canon, inode), w.parent)
@@ -96,7 +105,7 @@ class HandleOps:
         data = bytes(data)
         text = f"write {handle.path} {len(data)}"
         self._check(handle)
-        run = self._enter("write", text)
+        run = self._enter_handle("write", text, WRITE, handle)
         with self._lock:
             self._check(handle)
             if not handle.writable:
@@ -126,7 +135,7 @@ class HandleOps:
     def h_read(self, handle: Handle, size: int = -1) -> bytes:
         text = f"read {handle.path} {size}"
         self._check(handle)
-        run = self._enter("read", text)
+        run = self._enter_handle("read", text, READ, handle)
         with self._lock:
             self._check(handle)
             if not handle.readable:
@@ -151,7 +160,7 @@ class HandleOps:
     def h_truncate(self, handle: Handle, length: int) -> int:
         text = f"truncate {handle.path} {length}"
         self._check(handle)
-        run = self._enter("truncate", text)
+        run = self._enter_handle("truncate", text, WRITE, handle)
         with self._lock:
             self._check(handle)
             if not handle.writable:
@@ -169,7 +178,7 @@ class HandleOps:
         """File: its data becomes durable. Directory: the journal commits up to its last entry on that dir."""
         text = f"fsync {handle.path}"
         self._check(handle)
-        run = self._enter("fsync", text)
+        run = self._enter_handle("fsync", text, READ, handle)
         with self._lock:
             self._check(handle)
             inode = handle.inode
@@ -191,7 +200,10 @@ class HandleOps:
             handle.closed = True
             return
         text = f"close {handle.path}"
-        run = self._enter("close", text)
+        if handle.delete_on_close:
+            run = self._enter_handle("close", text, REMOVE, handle, namespace=True)
+        else:
+            run = self._enter_handle("close", text, OPEN if self.paths.win else READ, handle)
         with self._lock:
             if handle.closed:
                 return

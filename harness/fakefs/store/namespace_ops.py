@@ -11,8 +11,10 @@ import os
 import stat as stat_mod
 
 from racecheck.fakefs.semantics import ERROR_ACCESS_DENIED, ERROR_DIRECTORY, ERROR_SHARING_VIOLATION
+from racecheck.fakefs.store.accesses import path_access, path_and_listing, path_key, rekey
 from racecheck.fakefs.store.nodes import Inode, blocked_by_handles, device_inode, stat_result
 from racecheck.fakefs.store.paths import DEVICE, DOT, DOTDOT, NORM, ROOT, display
+from racecheck.runtime.access import CREATE, READ, REMOVE, RENAME, WRITE
 
 
 class NamespaceOps:
@@ -25,7 +27,7 @@ class NamespaceOps:
         handles share delete loses its name at once; any other open handle is a sharing violation (32)."""
         shown = path if shown is None else shown
         text = f"remove {display(path)}"
-        run = self._enter("remove", text)
+        run = self._enter("remove", text, path_access(REMOVE, path, True, self.root, self.paths.win))
         with self._lock:
             w = self.paths.resolve(self.root_inode, path, shown)
             inode = w.inode
@@ -51,7 +53,9 @@ class NamespaceOps:
         checks in the kernel's order (POSIX) or MoveFileExW's (Windows)."""
         s_shown, d_shown = shown or (src, dst)
         text = f"rename {display(src)} -> {display(dst)}"
-        run = self._enter("rename", text)
+        win = self.paths.win
+        run = self._enter("rename", text, path_access(RENAME, src, True, self.root, win)
+                          + path_access(RENAME, dst, True, self.root, win))
         with self._lock:
             # rename(2)'s order: both paths copied in (length), both parents walked, then the old name looked
             # up (missing: ENOENT), then the new one
@@ -105,6 +109,7 @@ class NamespaceOps:
             if not win:
                 d.parent.entries.pop(d.key, None)  # tmpfs: the target is a new entry, listed as the newest
             d.parent.entries[d.key] = (d.name, snode)
+            rekey(snode, path_key(d.canon, self.root, win))
             s.parent.mtime = d.parent.mtime = self._now()
             self._journal(("rename", s.canon, d.canon), s.parent, d.parent)
         self._leave(run, "rename", text)
@@ -112,7 +117,8 @@ class NamespaceOps:
     def mkdir(self, path: str, *, shown: str | None = None, exist_ok: bool = False) -> None:
         shown = path if shown is None else shown
         text = f"mkdir {display(path)}"
-        run = self._enter("mkdir", text)
+        win = self.paths.win
+        run = self._enter("mkdir", text, path_access(CREATE, path, True, self.root, win))
         with self._lock:
             w = self.paths.resolve(self.root_inode, path, shown)
             inode = w.inode
@@ -123,7 +129,7 @@ class NamespaceOps:
                     self._leave(run, "mkdir", text)
                     return
                 raise self.sem.error(errno.EEXIST, shown, winerror=183)
-            inode = self._new_inode(True)
+            inode = self._new_inode(True, path_key(w.canon, self.root, win))
             w.parent.entries[w.key] = (w.name, inode)
             w.parent.mtime = inode.ctime
             self._journal(("link", w.canon, inode), w.parent)
@@ -132,7 +138,7 @@ class NamespaceOps:
     def rmdir(self, path: str, *, shown: str | None = None) -> None:
         shown = path if shown is None else shown
         text = f"rmdir {display(path)}"
-        run = self._enter("rmdir", text)
+        run = self._enter("rmdir", text, path_access(REMOVE, path, True, self.root, self.paths.win))
         with self._lock:
             w = self.paths.resolve(self.root_inode, path, shown)
             inode = w.inode
@@ -158,7 +164,7 @@ class NamespaceOps:
         tmpfs lists them, creation order on Windows)."""
         shown = path if shown is None else shown
         text = f"listdir {display(path)}"
-        run = self._enter("listdir", text)
+        run = self._enter("listdir", text, path_and_listing(READ, path, self.root, self.paths.win))
         with self._lock:
             w = self.paths.resolve(self.root_inode, path, shown)
             inode = w.inode
@@ -179,7 +185,7 @@ class NamespaceOps:
         A delete-pending name (Windows) still stats: CPython falls back to the directory entry there."""
         shown = path if shown is None else shown
         text = f"stat {display(path)}"
-        run = self._enter("stat", text)
+        run = self._enter("stat", text, path_and_listing(READ, path, self.root, self.paths.win))
         with self._lock:
             try:
                 inode = self._resolve_existing(path, shown)
@@ -204,7 +210,7 @@ class NamespaceOps:
     def chmod(self, path: str, mode: int, *, shown: str | None = None) -> None:
         shown = path if shown is None else shown
         text = f"chmod {display(path)} {mode:o}"
-        run = self._enter("chmod", text)
+        run = self._enter("chmod", text, path_access(WRITE, path, False, self.root, self.paths.win))
         with self._lock:
             inode = self._resolve_existing(path, shown)
             inode.mode = stat_mod.S_IFMT(inode.mode) | (mode & 0o7777)
@@ -213,7 +219,7 @@ class NamespaceOps:
     def utime(self, path: str, when: float | None = None, *, shown: str | None = None) -> None:
         shown = path if shown is None else shown
         text = f"utime {display(path)}"
-        run = self._enter("utime", text)
+        run = self._enter("utime", text, path_access(WRITE, path, False, self.root, self.paths.win))
         with self._lock:
             inode = self._resolve_existing(path, shown)
             inode.mtime = self._now() if when is None else when

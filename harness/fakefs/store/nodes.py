@@ -17,10 +17,13 @@ class Inode:
     """A file or directory. ``synced`` is the durable content; ``unsynced`` the writes since the last fsync."""
 
     __slots__ = ("ino", "is_dir", "data", "synced", "unsynced", "entries", "handles", "delete_pending",
-                 "pending_from", "mode", "mtime", "ctime", "linked")
+                 "pending_from", "mode", "mtime", "ctime", "linked", "key")
 
-    def __init__(self, ino: int, is_dir: bool, now: float) -> None:
+    def __init__(self, ino: int, is_dir: bool, now: float, key: str | None = None) -> None:
         self.ino = ino
+        # Its identity in the steps' accesses: the canonical path it has (or had when it was last unlinked), kept
+        # up to date by the operations that give it a name (``racecheck.fakefs.store.accesses``).
+        self.key = key
         self.is_dir = is_dir
         self.data = bytearray()
         self.synced = b""
