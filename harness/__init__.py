@@ -3,17 +3,11 @@
 The engine (scheduler, strategies, instrumentation, fake filesystem) knows nothing of Lightning.
 Public surface: ``explore``, ``replay``, ``Config``, ``point`` and the failure types.
 
-``import racecheck`` loads only the runtime's small core: each public name is imported the first time it is read
-(PEP 562), so the pytest plugin, which imports this package, costs a session without a marked test next to nothing.
+``import racecheck`` loads nothing else: each public name is imported the first time it is read (PEP 562), so the
+pytest plugin, which imports this package, costs a session without a marked test next to nothing.
 """
 
 import importlib as _importlib
-
-from racecheck import runtime as _runtime
-from racecheck.runtime import point
-
-# The fake filesystem is an extension like any other; importing it (only when a Config sets fs=) registers it.
-_runtime.declare_provider("fs", "racecheck.fakefs")
 
 __all__ = [
     "Config",
@@ -37,6 +31,7 @@ _ERRORS = ("Crashed", "Deadlock", "RacecheckError", "ReplayDivergence", "StepLim
 _LAZY = {
     **dict.fromkeys(("explore", "replay", "Result", "Failure"), "racecheck.api"),
     "Config": "racecheck.config",
+    "point": "racecheck.runtime",
     **dict.fromkeys(_ERRORS, "racecheck.errors"),
 }
 

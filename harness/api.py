@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from racecheck import runtime
 from racecheck.config import Config, resolve
 from racecheck.search.exploration import run_exploration, run_replay
 from racecheck.search.result import Failure, Result
@@ -16,6 +17,10 @@ from racecheck.search.result import Failure, Result
 __racecheck_engine__ = True
 
 __all__ = ["Failure", "Result", "explore", "replay"]
+
+# The fake filesystem is an extension like any other: the engine imports it, and registers its extension, only when
+# a Config sets fs= (racecheck.runtime.declare_provider), so an exploration without fs= never loads fsspec.
+runtime.declare_provider("fs", "racecheck.fakefs")
 
 
 def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: Any) -> Result:
