@@ -30,7 +30,7 @@ from racecheck.runtime.fairness import after_pick, fair_candidates, note_yield
 from racecheck.runtime.latch import Latch
 from racecheck.runtime.locations import BOTTOM_CODE_IDS, caller_location, code_location, thread_bottom
 from racecheck.runtime.records import FailureInfo, RunConfig, ThreadRecord, release_quietly, unwind
-from racecheck.runtime.trace import TraceEvent
+from racecheck.runtime.trace import TraceEvent, add_access
 from racecheck.runtime.watchdog import describe_stuck
 
 __racecheck_engine__ = True
@@ -198,25 +198,10 @@ class Run:
             self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info", access)))
 
     def touch(self, access: tuple[Access, ...]) -> None:
-        """The calling thread's running step also touches ``access`` (see ``runtime.RunContract.touch``): its trace
-        event, the last one that is not a note, gains what it lacks. Only the running thread appends to the trace,
-        so that event is its own."""
+        """The calling thread's running step also touches ``access`` (see ``runtime.RunContract.touch``)."""
         me = _state.thread
-        if me is None or me.run is not self or self.aborting:
-            return
-        trace = self.trace
-        index = len(trace) - 1
-        event = trace[index]
-        while event[4] == "info":
-            index -= 1
-            if index < 0:
-                return
-            event = trace[index]
-        have = event[5]
-        for one in access:
-            if one not in have and event[1] == me.tid:
-                trace[index] = _event(TraceEvent, (*event[:5], have + tuple(a for a in access if a not in have)))
-                return
+        if me is not None and me.run is self and not self.aborting:
+            add_access(self.trace, me.tid, access)
 
     def caller_record(self) -> ThreadRecord:
         """The calling thread's record. Raises if the caller is not a thread of this run (a controlled object used

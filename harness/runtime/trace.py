@@ -30,6 +30,22 @@ class TraceEvent(NamedTuple):
     access: tuple[Any, ...] = ()
 
 
+def add_access(trace: list[TraceEvent], tid: int, access: tuple[Any, ...]) -> None:
+    """Thread ``tid``'s running step also touches ``access``: its event, the last one of ``trace`` that is not a
+    note, gains what it lacks. Only the running thread appends to a run's trace, so that event is its own."""
+    index = len(trace) - 1
+    while index >= 0 and trace[index][4] == "info":
+        index -= 1
+    if index < 0:
+        return
+    event = trace[index]
+    have = event[5]
+    for one in access:
+        if one not in have and event[1] == tid:
+            trace[index] = event._replace(access=have + tuple(a for a in access if a not in have))
+            return
+
+
 _path_cache: dict[tuple[str, str], str] = {}
 
 

@@ -1,11 +1,13 @@
 """Coverage of an exploration: distinct interleavings, duplicate schedules, and a small space seen to its end.
 
-Two schedules that differ only in the order of operations that commute (two threads touching different
-resources, or both only reading one) are the same interleaving: they cannot behave differently. An interleaving is
-therefore identified by, for every resource, the order in which threads accessed it (consecutive reads collapsed
-into a set, since reads commute): Mazurkiewicz's equivalence, read from the trace. ``result.interleavings`` counts
-the distinct ones. Plain memory touched between scheduling points is invisible to racecheck and not counted: the
-orders it sees are those of named resources (locks, queues, events, futures, files, ``racecheck.point`` names).
+Two schedules that differ only in the order of steps that commute (``racecheck.search.dependency``: two threads
+touching different objects, or both only reading one) are the same interleaving: they cannot behave differently.
+An interleaving is therefore identified by, for every object, the order in which steps accessed it, a run of
+mutually commuting accesses (reads, listings, a directory's entry changes) taken as a set: Mazurkiewicz's
+equivalence, read from the accesses every step recorded. A step is named by its thread and its number within
+that thread, the same in every equivalent schedule. ``result.interleavings`` counts the distinct ones, for every
+strategy; dpor explores one schedule per interleaving. Plain memory touched between scheduling points is not seen,
+except where a ``racecheck.point`` marks it.
 
 Random walk and PCT draw schedules independently, so on a small program they repeat themselves. ``ChoiceTree``
 remembers every executed choice sequence as a path in a tree (each node knows how many options its decision had);
@@ -14,7 +16,8 @@ when the strategy's pick leads into a complete subtree, takes the first option t
 run twice while any new one is left; when the root is complete the whole space has been run: ``exhausted``.
 This is the default for random, pct and pos (``skip_duplicates=True``); it never lowers the chance of reaching a
 schedule not yet run, because only picks that lead into subtrees already run to the end are redirected (so PCT's
-per-schedule bound still holds).
+per-schedule bound still holds). The systematic strategies (dfs, dpor) never repeat themselves and know when they
+are done, so they run without it.
 
 ``Progress`` is what an exploration tells a ``progress=`` callback after every schedule: the engine reports plain
 numbers and the CLI or pytest plugin decides how to show them (the engine knows nothing of rich). ``Coverage`` is
@@ -27,13 +30,12 @@ import hashlib
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain, groupby
 from operator import attrgetter, itemgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.trace import TraceEvent
-from racecheck.search.race import MEMORY, access_of
+from racecheck.search.dependency import COMMUTING
 
 if TYPE_CHECKING:
     from racecheck.config import Config
@@ -43,88 +45,83 @@ if TYPE_CHECKING:
 __racecheck_engine__ = True
 
 
-_ACCESS_LIMIT = 1 << 16
-_WHO = itemgetter(1, 2, 4)  # (thread, op, switch) of a trace event
-_RESOURCE = itemgetter(0)
+_SHAPE = itemgetter(1, 4, 5)  # (thread, switch, access) of a trace event: all an interleaving key depends on
+_OBJECT = itemgetter(0)
 _COMPLETE = attrgetter("complete")
-_LABEL = itemgetter(1)
-_READS = itemgetter(2)
 
+_COMMUTE_GET = COMMUTING.get
+_DIGESTS: dict[tuple, str] = {}  # a key's structure -> its digest
 
-class _Accesses(dict):
-    """(thread, op, switch) -> what that event adds to an interleaving key: one (resource, "<thread> <op>",
-    read_only) triple per named resource, sorted by resource; () for an event that names none or is an "info" note.
-
-    Memoised across schedules (the same few operations recur in every schedule of an exploration), and looked up
-    with ``dict.__getitem__`` from ``map``, so a hit costs no Python-level work at all: ``__missing__`` runs only
-    for an access seen for the first time."""
-
-    def __missing__(self, who: tuple[int, str, str]) -> tuple[tuple[str, str, bool], ...]:
-        tid, op, switch = who
-        entry: tuple[tuple[str, str, bool], ...] = ()
-        if switch != "info":
-            access = access_of(op)
-            label = f"{tid} {op}"
-            entry = tuple((resource, label, access.read_only) for resource in sorted(access.resources - {MEMORY}))
-        if len(self) >= _ACCESS_LIMIT:
-            self.clear()
-        self[who] = entry
-        return entry
-
-
-_ACCESSES = _Accesses()
-
-# Accesses in resource order -> key. The key is a function of that list alone, and an exploration meets the same
-# few interleavings again and again (far fewer interleavings than distinct schedules), so a repeat costs a hash
-# and a lookup instead of building and hashing the text, which is much cheaper.
+# A trace's shape -> its key. An exploration meets the same few interleavings again and again (far fewer than
+# distinct schedules), and the shape is built and hashed by C-level iteration, so a repeat costs that and a lookup
+# instead of a pass over the trace in Python.
 _KEYS: dict[tuple, str] = {}
 _KEY_LIMIT = 1 << 12
 
 
 def interleaving_key(events: Sequence[TraceEvent]) -> str:
-    """A digest of the per-resource access order of a trace (the interleaving's identity).
+    """A digest of the per-object access order of a trace (the interleaving's identity).
 
-    Runs once per schedule over the whole trace, so the per-event work is done by C-level iteration: each event's
-    accesses come from the memo (``_Accesses``), and a stable sort by resource puts every resource's accesses
-    together in trace order. Each resource becomes the line "<resource>\x02<access>\x00<access>..." where an
-    access is "<thread> <op>" and a run of consecutive reads is one access, its distinct labels sorted and joined
-    by \x01 (reads commute); the lines, in resource order, joined by \x03, are hashed. Separators are control
-    characters that no op text or path contains. ``tests/engine/test_coverage.py`` compares it with a plain
-    per-event implementation of that definition on generated traces."""
-    accesses = tuple(sorted(chain.from_iterable(map(_ACCESSES.__getitem__, map(_WHO, events))), key=_RESOURCE))
-    key = _KEYS.get(accesses)
+    Every access of every step becomes (object, thread, the thread's step number), notes counted in the step they
+    belong to; a stable sort by object puts each object's accesses together in trace order. Each object becomes the
+    line "<object>\x02<group>\x00<group>..." where a group is one step "<thread>.<n>", or a run of mutually
+    commuting accesses, its distinct steps sorted and joined by \x01; the lines, in object order, joined by \x03,
+    are hashed. Separators are control characters that no object name contains. ``tests/engine/test_coverage.py``
+    compares it with a plain implementation of that definition on generated traces, and the dpor model test uses
+    the same definition."""
+    shape = tuple(map(_SHAPE, events))
+    key = _KEYS.get(shape)
     if key is None:
         if len(_KEYS) >= _KEY_LIMIT:
             _KEYS.clear()
-        key = _KEYS[accesses] = _digest(accesses)
+        key = _KEYS[shape] = _digest(shape)
     return key
 
 
-def _digest(accesses: tuple[tuple[str, str, bool], ...]) -> str:
-    """``interleaving_key``'s text of accesses sorted by resource, hashed."""
-    lines = []
-    for resource, group in groupby(accesses, _RESOURCE):
-        group = list(group)
-        if not any(map(_READS, group)):
-            lines.append(resource + "\x02" + "\x00".join(map(_LABEL, group)))
-            continue
-        line: list[str] = []
-        reads: set[str] | None = None
-        for _, label, read_only in group:
-            if not read_only:
-                if reads is not None:
-                    line.append("\x01".join(sorted(reads)))
-                    reads = None
-                line.append(label)
-            elif reads is None:
-                reads = {label}
+def _digest(shape: tuple) -> str:
+    """``interleaving_key`` of a trace's shape: its structure (per object, its groups of steps) is built in one
+    pass, and only a structure not met before is turned into text and hashed."""
+    counts: dict[int, int] = {}
+    history: dict[str, list] = {}
+    for tid, switch, access in shape:
+        if switch == "info":
+            if not access:
+                continue
+            who = (tid, counts.get(tid, 1) - 1)
+        else:
+            nth = counts.get(tid, 0)
+            counts[tid] = nth + 1
+            if not access:
+                continue
+            who = (tid, nth)
+        for one in access:
+            line = history.get(one[0])
+            together = _COMMUTE_GET(one[1])
+            if line is None:
+                history[one[0]] = [together, {who} if together is not None else who]
+            elif together is not None and line[-2] is together:
+                line[-1].add(who)
             else:
-                reads.add(label)
-        if reads is not None:
-            line.append("\x01".join(sorted(reads)))
-        lines.append(resource + "\x02" + "\x00".join(line))
-    text = "\x03".join(lines)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+                line += (together, {who} if together is not None else who)
+    structure = tuple((obj, tuple(map(_frozen, history[obj][1::2]))) for obj in sorted(history))
+    key = _DIGESTS.get(structure)
+    if key is None:
+        if len(_DIGESTS) >= _KEY_LIMIT:
+            _DIGESTS.clear()
+        lines = [obj + "\x02" + "\x00".join(map(_group_text, groups)) for obj, groups in structure]
+        text = "\x03".join(lines)
+        key = _DIGESTS[structure] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return key
+
+
+def _frozen(group: Any) -> Any:
+    return frozenset(group) if type(group) is set else group
+
+
+def _group_text(group: Any) -> str:
+    if type(group) is frozenset:
+        return "\x01".join(sorted(f"{tid}.{nth}" for tid, nth in group))
+    return f"{group[0]}.{group[1]}"
 
 
 @dataclass(frozen=True)

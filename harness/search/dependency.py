@@ -24,15 +24,19 @@ choice, whatever the order of threads around it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from racecheck.runtime.access import ENTRY, LIST, READ, Access
+from racecheck.runtime.access import ENTRY, LIST, MEMORY_OBJ, READ, Access
 
 __racecheck_engine__ = True
 
 # Kinds that commute with each other on one object: looking (reads, listings), and a directory's entry changes.
 _COMMUTING_GROUPS = (frozenset({READ, LIST}), frozenset({ENTRY}))
-_COMMUTE = {kind: group for group in _COMMUTING_GROUPS for kind in group}
+# kind -> the group of kinds it commutes with on one object (the same frozenset object for every kind of a group);
+# a kind missing here commutes with nothing on its object.
+COMMUTING: dict[str, frozenset[str]] = {kind: group for group in _COMMUTING_GROUPS for kind in group}
+_COMMUTE = COMMUTING
 
 
 def accesses_conflict(a: Access, b: Access) -> bool:
@@ -62,3 +66,40 @@ def commuting_run(kind: str) -> frozenset[str] | None:
     identity treats a run of mutually commuting accesses to one object as a set."""
     return _COMMUTE.get(kind)
 
+
+
+def steps(events: Sequence[Any]) -> list[tuple[Any, int, tuple[Access, ...]]]:
+    """The scheduling steps of a trace, each as (its event, the thread's step number counted from 0, everything the
+    step touched). A note (a release, a notify: ``switch == "info"``) adds its accesses to the step its thread is
+    running. A step's number within its thread is its identity in every schedule equivalent to this one."""
+    out: list[tuple[Any, int, tuple[Access, ...]]] = []
+    counts: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for event in events:
+        tid = event.tid
+        if event.switch == "info":
+            at = last.get(tid)
+            if at is not None and event.access:
+                step, nth, touched = out[at]
+                out[at] = (step, nth, touched + tuple(a for a in event.access if a not in touched))
+            continue
+        nth = counts.get(tid, 0)
+        counts[tid] = nth + 1
+        last[tid] = len(out)
+        out.append((event, nth, tuple(event.access)))
+    return out
+
+
+def shown(obj: str) -> str:
+    """How a report names an object: a file or directory by its path, plain memory as shared memory, anything
+    else by its name."""
+    if obj == MEMORY_OBJ:
+        return "shared memory"
+    kind, _, rest = obj.partition(" ")
+    return rest if kind in ("file", "dir") and rest else obj
+
+
+def most_specific(objs: Iterable[str]) -> str:
+    """Of the objects two steps conflict on, the one a report names: a file before a directory's entries, the
+    deepest path first (an ancestor only read on the way), otherwise in name order."""
+    return min(objs, key=lambda obj: (obj.startswith("dir "), -len(obj) if obj.startswith("file ") else 0, obj))

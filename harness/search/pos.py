@@ -7,10 +7,11 @@ operations that *race* with it (another thread's pending step on the same resour
 priorities. Operations on unrelated resources keep theirs, so independent work does not dilute the choices that
 matter, and every partial order of racing operations gets a fair share of samples.
 
-Resources come from the operation text every trace event already carries (``racecheck.search.race.access_of``). The
-chooser reads the run's trace and each thread's pending operation through the runtime; it decides only where the
-scheduler asks (more than one thread can run), and applies the priority updates for every step that ran since,
-asked or not.
+What races is read from the accesses every step records and every waiting thread's pending operation names
+(``racecheck.search.dependency``): a step that ran (with its notes: a release, a notify) re-draws the priority of
+every other thread's pending operation it conflicts with. The chooser reads the run's trace and the records
+through the runtime; it decides only where the scheduler asks (more than one thread can run), and applies the
+priority updates for every step that ran since, asked or not.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.runtime.chooser import Chooser
-from racecheck.search.race import access_of
+from racecheck.search.dependency import dependent
 from racecheck.search.strategy import Strategy
 
 __racecheck_engine__ = True
@@ -42,21 +43,17 @@ class POSChooser(Chooser):
         while self.seen < len(trace):
             event = trace[self.seen]
             self.seen += 1
-            if event.switch == "info":
-                continue
-            self.done[event.tid] = self.done.get(event.tid, 0) + 1
-            self.priority.pop((event.tid, self.done[event.tid] - 1), None)
-            ran = access_of(event.op)
-            if not ran.resources:
+            if event.switch != "info":  # a note belongs to the step before it: it only adds what that step touched
+                self.done[event.tid] = self.done.get(event.tid, 0) + 1
+                self.priority.pop((event.tid, self.done[event.tid] - 1), None)
+            ran = event.access
+            if not ran:
                 continue
             for rec in run.threads:
                 if rec.tid == event.tid or rec.finished or not rec.launched:
                     continue
                 key = (rec.tid, self.done.get(rec.tid, 0))
-                if key not in self.priority:
-                    continue
-                pending = access_of(rec.op)
-                if ran.resources & pending.resources and not (ran.read_only and pending.read_only):
+                if key in self.priority and dependent(ran, rec.access):
                     self.priority[key] = self.rng.random()
 
     def pick_thread(self, enabled, current_enabled, yielding, current=None):

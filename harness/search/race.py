@@ -1,87 +1,32 @@
 """Name the racing pair: the two conflicting operations whose order decides a failure.
 
 A shrunk schedule still shows every step; a person wants the one ordering that matters. After shrinking, every
-pair of *conflicting* operations (two threads, one resource: a lock, queue, event, future, file path, a named
-``racecheck.point``) that are neighbours in that resource's history is a candidate. Each candidate is tested by
-running the same schedule with the pair swapped (the later operation is made to happen first, everything else
-kept in the shrunk order as far as the program allows) and checking that the failure goes away. The first
-candidate, latest in the trace first, whose swap is realised and removes the failure is the race.
-
-Resources are read from the trace's operation text ("acquire Lock#2", "fs.rename /a.tmp -> /a.ckpt",
-"put ThreadPoolExecutor#1.queue"), which every controlled operation already writes; this keeps primitives and
-extensions free of a second description of what they touch.
+pair of *conflicting* steps (two threads, one object, kinds that do not commute: ``racecheck.search.dependency``,
+read from the accesses each step recorded) that are neighbours in that object's history is a candidate. Each
+candidate is tested by running the same schedule with the pair swapped (the later operation is made to happen
+first, everything else kept in the shrunk order as far as the program allows) and checking that the failure goes
+away. The first candidate, latest in the trace first, whose swap is realised and removes the failure is the race.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from racecheck import runtime
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.trace import TraceEvent, normalize_addresses
+from racecheck.search.dependency import conflicts, most_specific, shown, steps
 
 __racecheck_engine__ = True
 
-MEMORY = "shared memory"  # what plain Python code between scheduling points touches, as far as racecheck can tell
-_OBJECT = re.compile(r"\b[A-Za-z_]\w*#\d+(?:\.\w+)?")
-_THREAD = re.compile(r"^(?:start|join) (T\d+)$")
-# Operations that only look: two of them on one resource commute, so they never race with each other.
-_READS = ("is_set ", "qsize ", "empty ", "full ", "fs.stat ", "fs.read ", "fs.listdir ")
-
-
-@dataclass(frozen=True)
-class Access:
-    """What one trace event touches: its resources, and whether it only reads them."""
-
-    resources: frozenset[str]
-    read_only: bool
-
-
-@lru_cache(maxsize=1 << 16)
-def access_of(op: str) -> Access:
-    """(Memoised: a pure function of the text, and every run repeats the same few operations.)
-
-    The resources an operation touches, from its trace text; empty when it names none ("sleep 0", "begin")."""
-    if op.startswith("fs."):
-        words = op[3:].split()
-        verb = words[0] if words else ""
-        paths = [w for w in words[1:] if w.startswith("/") or (len(w) > 2 and w[1] == ":")]
-        found = set(paths)
-        if verb in ("open", "remove", "rename", "mkdir", "rmdir") and paths:
-            found.update(_parent(p) for p in paths)  # a name appearing or vanishing changes its directory
-        read_only = op.startswith(_READS) or (verb == "open" and len(words) > 2 and set(words[2]) <= {"r", "b"})
-        return Access(frozenset(found), read_only)
-    if op == "line":  # line-level preemption: the line runs until the next point and may touch anything
-        return Access(frozenset({MEMORY}), False)
-    if op.startswith(("store ", "del ")):  # line-level preemption: a store to shared state, about to happen
-        return Access(frozenset({MEMORY, op.split(" ", 1)[1]}), False)
-    if op.startswith("point ") or op == "begin":
-        # The code after a delay hook or a thread's start runs until its next point and may touch any shared
-        # object: plain memory, which conflicts with every other thread's such step.
-        return Access(frozenset({op, MEMORY}) if op != "begin" else frozenset({MEMORY}), False)
-    thread = _THREAD.match(op)
-    if thread:
-        return Access(frozenset({f"thread {thread.group(1)}"}), False)
-    return Access(frozenset(_OBJECT.findall(op)), op.startswith(_READS))
-
-
-def _parent(path: str) -> str:
-    head = path.rstrip("/").rsplit("/", 1)[0]
-    return head or "/"
-
 
 def conflicting(a: TraceEvent, b: TraceEvent) -> frozenset[str]:
-    """The resources two events of different threads share where at least one writes (empty: they commute)."""
+    """The objects two events of different threads conflict on (empty: they commute)."""
     if a.tid == b.tid:
         return frozenset()
-    left, right = access_of(a.op), access_of(b.op)
-    if left.read_only and right.read_only:
-        return frozenset()
-    return left.resources & right.resources
+    return conflicts(a.access, b.access)
 
 
 @dataclass(frozen=True)
@@ -124,28 +69,24 @@ WAITING = "waiting"  # the switch mark of a pseudo-event: an operation a thread 
 
 def steps_of(events: Sequence[TraceEvent]) -> list[tuple[TraceEvent, int]]:
     """The scheduling steps of a trace (no notes), each with its per-thread ordinal."""
-    counts: dict[int, int] = {}
-    out = []
-    for event in events:
-        if event.switch == "info":
-            continue
-        nth = counts.get(event.tid, 0)
-        counts[event.tid] = nth + 1
-        out.append((event, nth))
-    return out
+    return [(event, nth) for event, nth, _touched in steps(events)]
 
 
 def candidates(events: Sequence[TraceEvent]) -> list[tuple[int, int, str]]:
     """Pairs (i, j, resource) of positions in ``steps_of(events)``: for every step j, the latest earlier step of
-    another thread that conflicts with it on some resource; latest j first."""
-    steps = steps_of(events)
+    another thread that conflicts with it (its own accesses and its notes'), and the object they conflict on as a
+    report names it; latest j first."""
+    found = steps(events)
     pairs: list[tuple[int, int, str]] = []
-    for j in range(len(steps) - 1, 0, -1):
-        later = steps[j][0]
+    for j in range(len(found) - 1, 0, -1):
+        later, _, touched = found[j]
         for i in range(j - 1, -1, -1):
-            shared = conflicting(steps[i][0], later)
+            earlier, _, before = found[i]
+            if earlier.tid == later.tid:
+                continue
+            shared = conflicts(before, touched)
             if shared:
-                pairs.append((i, j, min(shared)))
+                pairs.append((i, j, shown(most_specific(shared))))
                 break
     return pairs
 
@@ -235,12 +176,13 @@ def find_race(
 
 def same_race(race: Race, events: Sequence[TraceEvent]) -> bool:
     """Whether a trace orders ``race``'s two operations the same way (first's op and place before second's, by
-    different threads): a failing schedule that does is taken to be another instance of that race."""
-    first_at = None
-    for index, (event, _nth) in enumerate(steps_of(events)):
+    different threads, the two steps conflicting): a failing schedule that does is taken to be another instance of
+    that race."""
+    first_at: tuple[int, tuple] | None = None
+    for event, _nth, touched in steps(events):
         if first_at is None and (event.op, event.loc) == (race.first.op, race.first.loc):
-            first_at = (index, event.tid)
+            first_at = (event.tid, touched)
         elif first_at is not None and (event.op, event.loc) == (race.second.op, race.second.loc):
-            if event.tid != first_at[1]:
+            if event.tid != first_at[0] and conflicts(first_at[1], touched):
                 return True
     return False

@@ -17,6 +17,7 @@ import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime.access import RELEASE, on
 from racecheck.runtime.locations import thread_bottom
 from racecheck.sync.futures import Future
 from racecheck.sync.locks import ControlledLock
@@ -77,13 +78,14 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
         self._run = run
         self._name = run.new_object_id("Executor")
         self._max_workers = max_workers
-        self._work_queue = ControlledSimpleQueue(run)
-        self._work_queue._rename(f"{self._name}.queue")
+        run.new_object_id("SimpleQueue")  # counted as it always was, so that later queues keep their numbers
+        self._work_queue = ControlledSimpleQueue(run, name=f"{self._name}.queue")
         self._idle = 0  # workers waiting for work (the stdlib's idle semaphore; checked without a point)
         self._threads: list[Any] = []
         self._shutdown = False
         self._broken: str | bool = False
         self._shutdown_lock = ControlledLock(run, name=f"{self._name}.lock")
+        self._idle_access = on(f"{self._name}.lock", RELEASE)
         self._thread_name_prefix = thread_name_prefix or self._name.replace("#", "-")
         self._initializer = initializer
         self._initargs = initargs
@@ -130,7 +132,7 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
             del item
             self._idle += 1
             # Read by submit under the pool's lock: this step writes what that lock's holders read.
-            self._run.touch(self._shutdown_lock._release_access)
+            self._run.touch(self._idle_access)
 
     def _initializer_failed(self) -> None:
         with self._shutdown_lock:

@@ -45,12 +45,7 @@ class Primitive:
         self._accesses()
 
     def _accesses(self) -> None:
-        """Build the access tuples of the operations from ``_name`` (again after a rename)."""
-
-    def _rename(self, name: str) -> None:
-        """A new trace name (an executor's own queue), and the accesses that go with it."""
-        self._name = name
-        self._accesses()
+        """Build the access tuples of the operations from ``_name``."""
 
     def __repr__(self) -> str:
         return f"<racecheck {self._name}>"

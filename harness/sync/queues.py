@@ -21,8 +21,8 @@ class _QueueCore(Primitive):
 
     _kind = "SimpleQueue"
 
-    def __init__(self, run: Any) -> None:
-        super().__init__(run)
+    def __init__(self, run: Any, name: str | None = None) -> None:
+        super().__init__(run, name)
         self._items: Any = self._new_container()
 
     def _accesses(self) -> None:

@@ -20,73 +20,90 @@ import racecheck
 from classic_bugs import lost_update_fixed
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from racecheck.runtime import access as acc
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.trace import TraceEvent
+from racecheck.search import dependency
 from racecheck.search.coverage import ChoiceTree, Progress, Steering, interleaving_key, schedule_digest
-from racecheck.search.race import MEMORY, access_of
+
+LOCK1 = acc.on("Lock#1", acc.ACQUIRE)
+LOCK2 = acc.on("Lock#2", acc.ACQUIRE)
 
 
 def _events(*steps):
-    return [TraceEvent(i, tid, op, "") for i, (tid, op) in enumerate(steps)]
+    return [TraceEvent(i, tid, "op", "", "", access) for i, (tid, access) in enumerate(steps)]
 
 
 def test_commuting_operations_are_one_interleaving():
-    a = _events((1, "acquire Lock#1"), (2, "acquire Lock#2"))
-    b = _events((2, "acquire Lock#2"), (1, "acquire Lock#1"))
+    a = _events((1, LOCK1), (2, LOCK2))
+    b = _events((2, LOCK2), (1, LOCK1))
     assert interleaving_key(a) == interleaving_key(b)
 
 
 def test_reads_commute_but_a_write_orders_them():
-    reads = [(1, "fs.stat /a"), (2, "fs.stat /a")]
+    stat = acc.file_access(acc.READ, "/r/a", root="/r")
+    remove = acc.file_access(acc.REMOVE, "/r/a", True, "/r")
+    reads = [(1, stat), (2, stat)]
     assert interleaving_key(_events(*reads)) == interleaving_key(_events(*reversed(reads)))
-    write_first = _events((1, "fs.remove /a"), (2, "fs.stat /a"))
-    read_first = _events((2, "fs.stat /a"), (1, "fs.remove /a"))
+    write_first = _events((1, remove), (2, stat))
+    read_first = _events((2, stat), (1, remove))
     assert interleaving_key(write_first) != interleaving_key(read_first)
 
 
 def test_conflicting_order_is_another_interleaving():
-    a = _events((1, "acquire Lock#1"), (2, "acquire Lock#1"))
-    b = _events((2, "acquire Lock#1"), (1, "acquire Lock#1"))
+    a = _events((1, LOCK1), (2, LOCK1))
+    b = _events((2, LOCK1), (1, LOCK1))
     assert interleaving_key(a) != interleaving_key(b)
 
 
+def test_the_display_text_decides_nothing():
+    a = [TraceEvent(0, 1, "acquire Lock#1", ""), TraceEvent(1, 2, "acquire Lock#1", "")]
+    b = [TraceEvent(0, 2, "acquire Lock#1", ""), TraceEvent(1, 1, "acquire Lock#1", "")]
+    assert interleaving_key(a) == interleaving_key(b)  # no accesses recorded: nothing to order
+
+
 def _reference_key(events):
-    """The interleaving key by its definition, one event at a time: per resource, the accesses in trace order,
-    a run of consecutive reads collapsed into the set of its labels; "info" notes and resource-less events left out."""
+    """The interleaving key by its definition, one event at a time: per object, the accesses in trace order, each
+    named by its step (thread, the thread's step number; a note belongs to its thread's running step), a run of
+    mutually commuting accesses collapsed into the set of its steps."""
     history = {}
+    counts = {}
     for event in events:
         if event.switch == "info":
-            continue
-        access = access_of(event.op)
-        for resource in access.resources - {MEMORY}:
-            line = history.setdefault(resource, [])
-            label = f"{event.tid} {event.op}"
-            if not access.read_only:
-                line.append(label)
-            elif line and isinstance(line[-1], set):
-                line[-1].add(label)
+            who = f"{event.tid}.{counts.get(event.tid, 1) - 1}"
+        else:
+            who = f"{event.tid}.{counts.get(event.tid, 0)}"
+            counts[event.tid] = counts.get(event.tid, 0) + 1
+        for one in event.access:
+            line = history.setdefault(one.obj, [])
+            group = dependency.commuting_run(one.kind)
+            if line and group is not None and line[-1][0] == group:
+                line[-1][1].add(who)
             else:
-                line.append({label})
+                line.append((group, {who}))
     text = "\x03".join(
-        resource + "\x02" + "\x00".join(e if isinstance(e, str) else "\x01".join(sorted(e)) for e in history[resource])
-        for resource in sorted(history)
+        obj + "\x02" + "\x00".join("\x01".join(sorted(who)) for _, who in history[obj]) for obj in sorted(history)
     )
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-_OPS = [
-    "acquire Lock#1", "release Lock#1", "acquire Lock#2", "put Queue#1", "get Queue#1", "qsize Queue#1",
-    "is_set Event#1", "set Event#1", "start T1", "join T1", "begin", "sleep 0", "point save", "fs.stat /a",
-    "fs.stat /a/b", "fs.read /a/b", "fs.remove /a/b", "fs.rename /a/b /c/d", "fs.open /a/b rb", "fs.open /a/b wb",
-    "fs.listdir /a", "wait Condition#1", "notify Condition#1 (0 woken)", "empty Queue#1",
+_ACCESSES = [
+    LOCK1, acc.on("Lock#1", acc.RELEASE), LOCK2, acc.on("Queue#1", acc.PUT), acc.on("Queue#1", acc.GET),
+    acc.on("Queue#1", acc.READ), acc.on("Event#1", acc.READ), acc.on("Event#1", acc.WRITE),
+    acc.on_thread(1, acc.START), acc.on_thread(1, acc.JOIN), acc.on_thread(1, acc.BEGIN), (), acc.MEMORY,
+    acc.file_access(acc.READ, "/r/a", root="/r"), acc.file_access(acc.READ, "/r/a/b", root="/r"),
+    acc.file_access(acc.REMOVE, "/r/a/b", True, "/r"),
+    acc.file_access(acc.RENAME, "/r/a/b", True, "/r") + acc.file_access(acc.RENAME, "/r/c/d", True, "/r"),
+    acc.file_access(acc.CREATE, "/r/a/c", True, "/r"), acc.file_access(acc.READ, "/r/a", root="/r")
+    + acc.listing("/r/a"), acc.on("Condition#1", acc.WAIT), acc.on("Condition#1", acc.NOTIFY),
 ]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(_OPS), st.sampled_from(["", "switch", "preempt",
-                                                                                     "info"])), max_size=40))
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(_ACCESSES), st.sampled_from(["", "switch", "preempt",
+                                                                                          "info"])), max_size=40))
 def test_interleaving_key_matches_its_definition(steps):
-    events = [TraceEvent(i, tid, op, "", switch) for i, (tid, op, switch) in enumerate(steps)]
+    events = [TraceEvent(i, tid, "op", "", switch, access) for i, (tid, access, switch) in enumerate(steps)]
     assert interleaving_key(events) == _reference_key(events)
 
 
@@ -112,7 +129,7 @@ def test_interleaving_key_matches_its_definition_on_explored_traces():
 
     racecheck.explore(program, strategy="random", schedules=60, seed=3)
     assert len(seen) >= 30
-    assert any(access_of(e.op).read_only for trace in seen for e in trace)
+    assert any(a.kind == acc.READ for trace in seen for e in trace for a in e.access)
     for trace in seen:
         assert interleaving_key(trace) == _reference_key(trace)
 

@@ -6,6 +6,7 @@ import random
 import pytest
 import racecheck
 from classic_bugs import BUGS
+from racecheck.runtime.access import ACQUIRE, READ, on
 from racecheck.runtime.scheduler import Run
 from racecheck.runtime.trace import TraceEvent
 from racecheck.search.pos import POSChooser
@@ -38,22 +39,26 @@ def test_same_seed_same_schedules():
 
 
 class _Rec:
-    def __init__(self, tid, op):
-        self.tid, self.op, self.finished, self.launched = tid, op, False, True
+    def __init__(self, tid, access):
+        self.tid, self.access, self.finished, self.launched = tid, access, False, True
 
 
 def test_only_racing_pending_operations_are_redrawn():
+    """What races is read from the accesses of the step that ran and of each pending operation, not their text."""
+    lock1, lock2 = on("Lock#1", ACQUIRE), on("Lock#2", ACQUIRE)
     chooser = POSChooser(random.Random(0))
     run = Run.__new__(Run)
     run.trace = []
-    run.threads = [_Rec(0, "acquire Lock#1"), _Rec(1, "acquire Lock#1"), _Rec(2, "acquire Lock#2")]
+    run.threads = [_Rec(0, lock1), _Rec(1, lock1), _Rec(2, lock2), _Rec(3, on("Queue#1", READ))]
     for rec in run.threads:
         chooser.priority[(rec.tid, 0)] = 0.5
-    run.trace.append(TraceEvent(1, 0, "acquire Lock#1", ""))
+    run.trace.append(TraceEvent(1, 0, "acquire Lock#2", "", "", lock1))
+    run.trace.append(TraceEvent(1, 0, "qsize", "", "info", on("Queue#1", READ)))  # a note: part of that step
     chooser._catch_up(run)
     assert (0, 0) not in chooser.priority  # it ran: its next operation draws afresh
     assert chooser.priority[(1, 0)] != 0.5  # races with it: re-drawn
-    assert chooser.priority[(2, 0)] == 0.5  # another lock: untouched
+    assert chooser.priority[(2, 0)] == 0.5  # another lock (whatever the text says): untouched
+    assert chooser.priority[(3, 0)] == 0.5  # two reads commute: untouched
 
 
 def test_unknown_strategy_names_pos():
