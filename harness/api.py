@@ -38,10 +38,12 @@ def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: An
     return run_exploration(fn, resolve(config, shortcuts, "explore"))
 
 
-def replay(fn: Callable[[], Any], token: str, config: Config | None = None, **shortcuts: Any) -> Result:
+def replay(
+    fn: Callable[[], Any], token: str, config: Config | None = None, *, judge: bool = False, **shortcuts: Any
+) -> Result:
     """Run exactly the schedule ``token`` describes; the Result carries the same failure and the same trace.
 
     Options as for ``explore`` (only instrument, fs, on_crash, max_steps, watchdog and check_determinism matter
     here: the schedule comes from the token). Raises TokenError for a malformed, edited or foreign token and
     ReplayDivergence when the code under test does not follow the schedule (saying where)."""
-    return run_replay(fn, token, resolve(config, shortcuts, "replay"))
+    return run_replay(fn, token, resolve(config, shortcuts, "replay"), judge)

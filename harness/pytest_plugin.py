@@ -30,7 +30,8 @@ from racecheck.search.registry import STRATEGY_NAMES
 __racecheck_engine__ = True  # never instrumented; trace locations skip these frames and point at the test
 
 STRATEGIES = STRATEGY_NAMES
-DEFAULTS = {"schedules": 1000, "strategy": "pct", "seed": 0}
+DEFAULTS = {"schedules": 1000, "strategy": "pct", "seed": 0, "max_failures": 1}
+FS_CHOICES = ("posix", "windows")
 
 _STATE = pytest.StashKey["_SessionState"]()
 _SECTION = pytest.StashKey["str"]()
@@ -54,9 +55,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "pytest-repeat adds the repetition index")
     group.addoption("--racecheck-replay", dest="racecheck_replay", default=None, metavar="TOKEN",
                     help="replay exactly this schedule in the selected marked test instead of exploring")
+    group.addoption("--racecheck-max-failures", dest="racecheck_max_failures", default=None, metavar="N",
+                    help="keep exploring until N distinct failures are found and report each (default: ini "
+                         "racecheck_max_failures, else 1); a marker's max_failures= wins")
+    group.addoption("--racecheck", dest="racecheck_all", action="store_true", default=False,
+                    help="explore every selected test as if it carried @pytest.mark.racecheck (unedited test files)")
+    group.addoption("--racecheck-fs", dest="racecheck_fs", default=None, metavar="posix|windows",
+                    help="a fresh fake filesystem of these semantics for every schedule (tmp_path inside it), for "
+                         "every explored test whose marker does not say fs=")
+    group.addoption("--racecheck-instrument", dest="racecheck_instrument", action="append", default=[],
+                    metavar="MOD", help="also control this module's threads, locks, queues and time (repeatable)")
     parser.addini("racecheck_schedules", "default schedules per marked test", default=None)
     parser.addini("racecheck_strategy", f"default strategy for marked tests ({' | '.join(STRATEGIES)})", default=None)
     parser.addini("racecheck_seed", "default base seed for marked tests", default=None)
+    parser.addini("racecheck_max_failures", "default distinct failures to find per marked test", default=None)
 
 
 @dataclass
@@ -67,6 +79,10 @@ class _SessionState:
     strategy: str
     seed: int
     replay: str | None
+    max_failures: int = 1
+    every_test: bool = False  # --racecheck: unmarked tests are explored too
+    fs: str | None = None  # --racecheck-fs
+    instrument: tuple[str, ...] = ()  # --racecheck-instrument
     tests: int = 0
     total_schedules: int = 0
     failures: int = 0
@@ -87,7 +103,7 @@ def _layered(config: pytest.Config, key: str) -> tuple[Any, str]:
     """Command line over ini over the built-in default; returns the value and where it came from."""
     cli = config.getoption(f"racecheck_{key}")
     if cli is not None:
-        return cli, f"--racecheck-{key}"
+        return cli, f"--racecheck-{key.replace('_', '-')}"
     ini = config.getini(f"racecheck_{key}")
     if ini not in (None, "", []):
         return ini, f"ini racecheck_{key}"
@@ -106,6 +122,20 @@ def _checked_token(token: str) -> str:
     return token.strip()
 
 
+def _checked_module(name: str) -> str:
+    """A ``--racecheck-instrument`` module, found (not imported) here so a typo is a usage error up front."""
+    import importlib.util
+
+    name = str(name).strip()
+    try:
+        found = importlib.util.find_spec(name) if name else None
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        raise pytest.UsageError(f"racecheck: --racecheck-instrument: no module named {name!r}")
+    return name
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -120,10 +150,17 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"racecheck: {where} must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     seed, where = _layered(config, "seed")
     seed = _int_setting(seed, where)
+    max_failures, where = _layered(config, "max_failures")
+    max_failures = _int_setting(max_failures, where, minimum=1)
     token = config.getoption("racecheck_replay")
     if token is not None:
         token = _checked_token(token)
-    state = _SessionState(schedules, strategy, seed, token)
+    fs = config.getoption("racecheck_fs")
+    if fs is not None and fs not in FS_CHOICES:
+        raise pytest.UsageError(f"racecheck: --racecheck-fs must be one of {', '.join(FS_CHOICES)}, got {fs!r}")
+    instrument = tuple(_checked_module(name) for name in config.getoption("racecheck_instrument") or ())
+    state = _SessionState(schedules, strategy, seed, token, max_failures, bool(config.getoption("racecheck_all")),
+                          fs, instrument)
     config.stash[_STATE] = state
     config.pluginmanager.register(_Summary(state), "racecheck-summary")
 
@@ -134,13 +171,22 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     marker = pyfuncitem.get_closest_marker("racecheck")
+    state = pyfuncitem.config.stash[_STATE]
     if marker is None:
-        return None
+        if not state.every_test or _is_async(pyfuncitem.obj):
+            return None  # with --racecheck an async test still runs plainly: racecheck controls threads
+        marker = pytest.mark.racecheck.mark  # --racecheck: as if the test carried a bare marker
     __tracebackhide__ = True
     from racecheck.frontends import pytest_runner  # the engine loads here, at the first marked test
 
-    pytest_runner.run_marked(pyfuncitem, marker, pyfuncitem.config.stash[_STATE], _SECTION)
+    pytest_runner.run_marked(pyfuncitem, marker, state, _SECTION)
     return True
+
+
+def _is_async(function: Any) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function)
 
 
 # ----- fixtures ----------------------------------------------------------------------------------------------------
@@ -170,8 +216,12 @@ def racefs(request: pytest.FixtureRequest) -> RaceFS:
     marker = request.node.get_closest_marker("racecheck")
     fs = marker.kwargs.get("fs") if marker is not None else None
     if fs is None:
-        pytest.fail("the racefs fixture needs @pytest.mark.racecheck(fs='posix'|'windows'|FakeFS(...))",
-                    pytrace=False)
+        state = request.config.stash[_STATE]
+        if marker is not None or state.every_test:
+            fs = state.fs
+    if fs is None:
+        pytest.fail("the racefs fixture needs @pytest.mark.racecheck(fs='posix'|'windows'|FakeFS(...)) or "
+                    "--racecheck-fs", pytrace=False)
     from racecheck.fakefs.spec import as_spec
 
     root = as_spec(fs).root

@@ -3,7 +3,7 @@ checkpoint IO given as ``module:attr``, on the fake filesystem (posix or windows
 
 Public API (the CLI, pytest plugin, reports and gate build on exactly this):
 ``CATALOGUE``, ``get``, ``Scenario``, ``Target``, ``Prepared``, ``load_target``, ``run``, ``ScenarioError``,
-``STOCK_TARGET``, ``FIXED_TARGET``.
+``STOCK_TARGET``, ``FIXED_TARGET``; ``READERS`` says how oracles read checkpoints (``Scenario.reader``).
 """
 
 from __future__ import annotations
@@ -11,11 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 from racecheck.scenarios.catalogue import CATALOGUE
-from racecheck.scenarios.core import SEMANTICS, Context, Prepared, Scenario, ScenarioError, Target, load_target
+from racecheck.scenarios.core import (
+    READERS,
+    SEMANTICS,
+    Context,
+    Prepared,
+    Scenario,
+    ScenarioError,
+    Target,
+    load_target,
+)
 
 STOCK_TARGET = "lightning.pytorch.plugins.io.async_plugin:AsyncCheckpointIO"
 FIXED_TARGET = "racecheck.fixed_impl:LockedAsyncCheckpointIO"
 LEGACY_TARGET = "racecheck.scenarios.legacy:Lightning18AsyncCheckpointIO"
+DCP_TARGET = "racecheck.scenarios.dcp:DcpAsyncCheckpointIO"
+DCP_WAITING_TARGET = "racecheck.scenarios.dcp:WaitingDcpAsyncCheckpointIO"
 
 
 def get(name: str) -> Scenario:
@@ -36,8 +47,11 @@ def run(name: str, target: str = STOCK_TARGET, fs: str = "posix", extra_instrume
 
 __all__ = [
     "CATALOGUE",
+    "DCP_TARGET",
+    "DCP_WAITING_TARGET",
     "FIXED_TARGET",
     "LEGACY_TARGET",
+    "READERS",
     "SEMANTICS",
     "STOCK_TARGET",
     "Context",

@@ -21,14 +21,14 @@ from racecheck.scenarios.helpers import quiet
 
 SEMANTICS = ("posix", "windows", "real")
 
-# Modules the stock Lightning save/remove path runs through: their threading/executor names are controlled.
-LIGHTNING_MODULES = (
-    "lightning.pytorch.plugins.io.async_plugin",
-    "lightning.pytorch.plugins.io.wrapper",
-    "lightning.fabric.plugins.io.torch_io",
-    "lightning.fabric.utilities.cloud_io",
-)
 _IO_METHODS = ("save_checkpoint", "load_checkpoint", "remove_checkpoint", "teardown")
+
+# How an oracle reads what a schedule left, named by the "Reader:" paragraph of its workload's docstring.
+READERS = {
+    "target": "checkpoints read back with a fresh instance of the target (its load_checkpoint); names on the "
+              "filesystem",
+    "names": "names on the filesystem only (no checkpoint is read)",
+}
 
 
 class ScenarioError(Exception):
@@ -64,9 +64,9 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
 class Target:
     """A checkpoint IO given as ``module:attr``: a class, or a zero-argument factory returning an IO.
 
-    ``instrument`` names the modules whose threading / queue / executor names racecheck controls: the target's
-    module, the modules of the IO class and its bases, the stock Lightning IO path, anything the target module
-    lists in ``__racecheck_instrument__``, and the caller's extras.
+    ``instrument`` names the modules racecheck instruments explicitly (it controls every module by default, these
+    included): the target's module, the modules of the IO class and its bases, anything the target module lists in
+    ``__racecheck_instrument__``, and the caller's extras. Their loggers are quieted during a schedule.
     """
 
     spec: str
@@ -136,7 +136,7 @@ def load_target(spec: str, extra_instrument: Iterable[str] = ()) -> Target:
     for mod in _unique([module_name, getattr(obj, "__module__", module_name), io_class.__module__]):
         declared.extend(getattr(sys.modules.get(mod), "__racecheck_instrument__", ()) or ())
     names = _unique([module_name, getattr(obj, "__module__", None) or module_name, *_class_modules(io_class),
-                     *LIGHTNING_MODULES, *declared, *extra_instrument])
+                     *declared, *extra_instrument])
     for name in names:
         try:
             importlib.import_module(name)
@@ -219,7 +219,8 @@ class Scenario:
 
     ``semantics``: the filesystems it runs under; ``default_semantics``: what ``--fs both`` means for it;
     ``small``: dfs exhausts it at preemption bound 2. ``crash``: the fake filesystem draws a power loss and
-    ``recovery`` (the oracle) runs afterwards. ``why`` explains a missing semantics.
+    ``recovery`` (the oracle) runs afterwards. ``why`` explains a missing semantics. ``reader``: how the oracle
+    reads what the schedule left (a key of ``READERS``).
     """
 
     name: str
@@ -234,6 +235,7 @@ class Scenario:
     watchdog: float | None = 2.0
     why: str = ""
     extra: Any = field(default=None, repr=False, compare=False)  # scenario data, e.g. a generated workload
+    reader: str = "target"
 
     @property
     def crash(self) -> bool:
@@ -293,9 +295,15 @@ class Scenario:
 
 
 def define(name: str, workload: Callable[[Context], None], **options: Any) -> Scenario:
-    """A Scenario whose oracle sentence is the workload's docstring (first paragraph): one source for both."""
+    """A Scenario whose oracle sentence is the workload's docstring (first paragraph), and whose reader is named by
+    the docstring's "Reader: <key>." paragraph: one source for the docs and ``racecheck list``."""
     doc = inspect.getdoc(workload) or ""
-    oracle = " ".join(doc.split("\n\n")[0].split())
+    paragraphs = doc.split("\n\n")
+    oracle = " ".join(paragraphs[0].split())
     if not oracle:
         raise ValueError(f"scenario {name!r}: the workload needs a docstring stating its oracle")
-    return Scenario(name=name, oracle=oracle, workload=workload, **options)
+    said = [p.split(None, 2)[1].rstrip(".") for p in paragraphs if p.startswith("Reader:") and len(p.split()) > 1]
+    if len(said) != 1 or said[0] not in READERS:
+        raise ValueError(f"scenario {name!r}: the workload's docstring needs one 'Reader: <{'|'.join(READERS)}>.' "
+                         "paragraph")
+    return Scenario(name=name, oracle=oracle, workload=workload, reader=said[0], **options)

@@ -15,6 +15,8 @@ def evict_before_commit(ctx) -> None:
     checkpoint survives.
 
     Top-k eviction must not delete the only complete checkpoint before its replacement is committed (durable).
+
+    Reader: target. After the crash, each surviving name is read with a fresh instance of the target.
     """
     committed(ctx, "old.ckpt", 1, durable=True)
     io, calls = ctx.new_io(), Calls()
@@ -22,7 +24,7 @@ def evict_before_commit(ctx) -> None:
     calls("remove old", io.remove_checkpoint, ctx.path("old.ckpt"))
     calls("teardown", io.teardown)
     calls.raise_first()
-    expect_files(ctx.directory, {"new.ckpt": 2})
+    expect_files(ctx, {"new.ckpt": 2})
 
 
 def evict_before_commit_recovery(ctx) -> None:
@@ -31,7 +33,7 @@ def evict_before_commit_recovery(ctx) -> None:
     complete = []
     for name in ckpt_names(ctx.directory):
         try:
-            complete.append((name, load_step(ctx.path(name))))
+            complete.append((name, load_step(ctx, ctx.path(name))))
         except Incomplete:
             continue
     if not complete:
@@ -44,6 +46,9 @@ def crash_consistency(ctx) -> None:
     that survives is complete and holds a step that was saved to it.
 
     A partial file under the final name is what a resume would load.
+
+    Reader: target. Every surviving name is read with a fresh instance of the target: a partial file, or a
+    directory without its metadata, does not load.
     """
     io, calls = ctx.new_io(), Calls()
     calls("save a 1", io.save_checkpoint, checkpoint(1), ctx.path("a.ckpt"))
@@ -51,7 +56,7 @@ def crash_consistency(ctx) -> None:
     calls("save b 3", io.save_checkpoint, checkpoint(3), ctx.path("b.ckpt"))
     calls("teardown", io.teardown)
     calls.raise_first()
-    expect_files(ctx.directory, {"a.ckpt": 2, "b.ckpt": 3})
+    expect_files(ctx, {"a.ckpt": 2, "b.ckpt": 3})
 
 
 SAVED = {"a.ckpt": (1, 2), "b.ckpt": (3,)}
@@ -59,7 +64,7 @@ SAVED = {"a.ckpt": (1, 2), "b.ckpt": (3,)}
 
 def crash_consistency_recovery(ctx) -> None:
     for name in ckpt_names(ctx.directory):
-        step = load_step(ctx.path(name))  # Incomplete: a partial file under the final name
+        step = load_step(ctx, ctx.path(name))  # Incomplete: a partial checkpoint under the final name
         if step not in SAVED.get(name, ()):
             raise AssertionError(f"{name} holds step {step}, which was never saved to it")
 
@@ -67,6 +72,9 @@ def crash_consistency_recovery(ctx) -> None:
 def resume_last(ctx) -> None:
     """ModelCheckpoint's call sequence with save_last (save step=n, save last, remove step=n-1, for n = 1..3),
     crashing at any point: resuming from "last" never loads a partial or torn file.
+
+    Reader: target. The resume reads last.ckpt with a fresh instance of the target, as a Trainer given that IO
+    would.
     """
     io, calls = ctx.new_io(), Calls()
     for n in (1, 2, 3):
@@ -76,21 +84,18 @@ def resume_last(ctx) -> None:
             calls(f"remove step={n - 1}", io.remove_checkpoint, ctx.path(f"step={n - 1}.ckpt"))
     calls("teardown", io.teardown)
     calls.raise_first()
-    expect_files(ctx.directory, {"step=3.ckpt": 3, "last.ckpt": 3})
+    expect_files(ctx, {"step=3.ckpt": 3, "last.ckpt": 3})
 
 
 def resume_last_recovery(ctx) -> None:
-    """What ``Trainer.fit(ckpt_path="last")`` does: pick last.ckpt if it exists and load it with Lightning's own
-    TorchCheckpointIO; a file that does not load completely would crash (or corrupt) the resumed run."""
-    from lightning.fabric.plugins import TorchCheckpointIO
-
-    last = ctx.path("last.ckpt")
+    """What ``Trainer.fit(ckpt_path="last")`` does: pick last.ckpt if it exists and load it with the checkpoint IO
+    (a fresh instance of the target); a checkpoint that does not load completely would crash (or corrupt) the
+    resumed run."""
     if "last.ckpt" not in ckpt_names(ctx.directory):
         return  # Lightning starts from scratch: nothing partial was picked
     try:
-        data = TorchCheckpointIO().load_checkpoint(last, weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any load error is the failure
-        raise Incomplete(f"resume from last.ckpt fails: {type(exc).__name__}: {exc}") from None
-    step = data.get("step")
-    if step not in (1, 2, 3) or not bool((data["state_dict"]["w"] == float(step)).all()):
-        raise Incomplete(f"last.ckpt holds a torn checkpoint (step {step!r})")
+        step = load_step(ctx, ctx.path("last.ckpt"))
+    except Incomplete as exc:
+        raise Incomplete(f"resume from last.ckpt fails: {exc}") from None
+    if step not in (1, 2, 3):
+        raise Incomplete(f"last.ckpt holds a step that was never saved ({step!r})")

@@ -19,6 +19,9 @@ def error_propagation(ctx) -> None:
     The remove is ModelCheckpoint's top-k eviction, issued before the caller can know that the newer save
     failed: acting on it would leave no checkpoint at all. Lightning tears the IO down in its exception
     handler, so an error raised by a call and raised again by teardown counts twice.
+
+    Reader: target. good.ckpt and other.ckpt are read with a fresh instance of the target; whether bad.ckpt and
+    good.ckpt exist is checked on the filesystem.
     """
     committed(ctx, "good.ckpt", 1)
     io = ctx.new_io()
@@ -44,8 +47,8 @@ def error_propagation(ctx) -> None:
         raise AssertionError("bad.ckpt exists although its save failed")
     if not os.path.exists(ctx.path("good.ckpt")):
         raise AssertionError("good.ckpt was deleted although the save that replaced it failed")
-    load_step(ctx.path("good.ckpt"))
-    if os.path.exists(ctx.path("other.ckpt")) and load_step(ctx.path("other.ckpt")) != 3:
+    load_step(ctx, ctx.path("good.ckpt"))
+    if os.path.exists(ctx.path("other.ckpt")) and load_step(ctx, ctx.path("other.ckpt")) != 3:
         raise AssertionError("other.ckpt holds the wrong step")
 
 
@@ -55,6 +58,9 @@ def windows_replace_open(ctx) -> None:
 
     On Windows, replacing a file that is open fails (sharing violation / access denied): the IO may surface
     that or retry, never report success while the old checkpoint stays in place.
+
+    Reader: target. The reader thread, like an evaluation process, loads last.ckpt with its own fresh instance of
+    the target; so does the final check.
     """
     committed(ctx, "last.ckpt", 1)
     io, calls = ctx.new_io(), Calls()
@@ -63,7 +69,7 @@ def windows_replace_open(ctx) -> None:
 
     def reader() -> None:  # an evaluation process reading the latest checkpoint
         try:
-            seen.append(load_step(last))
+            seen.append(load_step(ctx, last))
         except Exception as exc:  # noqa: BLE001 - checked below
             seen.append(exc)
 
@@ -76,5 +82,5 @@ def windows_replace_open(ctx) -> None:
         raise seen[0]
     if isinstance(seen[0], BaseException):
         raise AssertionError(f"the reader could not read last.ckpt: {type(seen[0]).__name__}: {seen[0]}")
-    if not calls.errors and load_step(last) != 2:
+    if not calls.errors and load_step(ctx, last) != 2:
         raise AssertionError("no error surfaced, yet last.ckpt still holds step 1: the replace silently failed")

@@ -1,8 +1,10 @@
-"""Helpers every scenario shares: tiny checkpoints, outcome checks on the files, error capture, quiet Lightning.
+"""Helpers every scenario shares: tiny checkpoints, outcome checks, error capture, quiet Lightning.
 
 Why one place: oracles must check outcomes (files, contents, exceptions) the same way in every scenario, and
-never a target's private fields. This module is instrumented with each scenario, so its ``os`` and ``open``
-reach the fake filesystem inside a run.
+never a target's private fields. Two readers: what a checkpoint holds, and whether it is complete, is read through
+the target itself (``read_checkpoint``: a fresh instance's ``load_checkpoint``), so any format the target writes is
+judged; which names exist, and what is left over, is read on the filesystem (``names``, ``ckpt_names``). This
+module is instrumented with each scenario, so its ``os`` and ``open`` reach the fake filesystem inside a run.
 """
 
 from __future__ import annotations
@@ -28,35 +30,36 @@ class Incomplete(AssertionError):
     """A file under a checkpoint name that does not load as a complete checkpoint."""
 
 
-def load_step(path: str) -> int:
-    """The step stored in the checkpoint at ``path``; Incomplete if it is partial, torn or inconsistent."""
-    import torch
-
+def read_checkpoint(ctx: Any, path: str) -> Any:
+    """The checkpoint at ``path`` as the target reads it back: a fresh instance of the target (``ctx.new_io()``),
+    its own ``load_checkpoint``, then its ``teardown``. So a directory format or a custom serialiser is judged by
+    its own reader, never by a ``torch.load`` of a file. FileNotFoundError when nothing is there (checked on the
+    filesystem: a reader may say "not found" about a part of a checkpoint that is there); Incomplete when what is
+    there does not load."""
+    io = ctx.new_io()
     try:
-        data = torch.load(path, weights_only=True)
-    except FileNotFoundError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any load error means the file is not a complete checkpoint
+        return io.load_checkpoint(path)
+    except FileNotFoundError as exc:
+        if not os.path.exists(path):
+            raise
         raise Incomplete(f"{os.path.basename(path)} is not a complete checkpoint: {type(exc).__name__}: {exc}") \
             from None
+    except Exception as exc:  # noqa: BLE001 - any load error means the checkpoint is not complete
+        raise Incomplete(f"{os.path.basename(path)} is not a complete checkpoint: {type(exc).__name__}: {exc}") \
+            from None
+    finally:
+        io.teardown()
+
+
+def load_step(ctx: Any, path: str) -> int:
+    """The step stored in the checkpoint at ``path``, read through the target (``read_checkpoint``); Incomplete
+    if it is partial, torn or inconsistent."""
+    data = read_checkpoint(ctx, path)
     step = data.get("step") if isinstance(data, dict) else None
     weights = data.get("state_dict", {}).get("w") if isinstance(data, dict) else None
     if not isinstance(step, int) or weights is None or not bool((weights == float(step)).all()):
         raise Incomplete(f"{os.path.basename(path)} holds an inconsistent checkpoint (step {step!r})")
     return step
-
-
-def load_any(path: str) -> Any:
-    """Load a checkpoint of any content (a Lightning checkpoint); Incomplete if it does not load."""
-    import torch
-
-    try:
-        return torch.load(path, weights_only=False)
-    except FileNotFoundError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any load error means the file is not a complete checkpoint
-        raise Incomplete(f"{os.path.basename(path)} is not a complete checkpoint: {type(exc).__name__}: {exc}") \
-            from None
 
 
 def names(directory: str) -> list[str]:
@@ -71,8 +74,10 @@ def ckpt_names(directory: str) -> list[str]:
     return [n for n in names(directory) if n.endswith(CKPT_SUFFIX)]
 
 
-def expect_files(directory: str, expected: dict[str, int]) -> None:
-    """The directory holds exactly ``expected`` (name -> step) under checkpoint names, each complete."""
+def expect_files(ctx: Any, expected: dict[str, int], directory: str | None = None) -> None:
+    """The directory (``ctx.directory`` by default) holds exactly ``expected`` (name -> step) under checkpoint names
+    (file-level: names on the filesystem), each complete with that step (read through the target)."""
+    directory = ctx.directory if directory is None else directory
     present = ckpt_names(directory)
     leaked = sorted(set(present) - set(expected))
     if leaked:
@@ -81,7 +86,7 @@ def expect_files(directory: str, expected: dict[str, int]) -> None:
     if missing:
         raise AssertionError(f"lost checkpoint(s) {missing}: saved but missing after teardown")
     for name, step in sorted(expected.items()):
-        got = load_step(os.path.join(directory, name))
+        got = load_step(ctx, os.path.join(directory, name))
         if got != step:
             raise AssertionError(f"{name} holds step {got}, expected step {step} (the last save of that path)")
 

@@ -20,6 +20,9 @@ def delete_while_queued(ctx) -> None:
 
     The remove arrives while a's save is still queued: it must cancel the write or run after it (Lightning
     #14035: the file is "deleted", then written anyway).
+
+    Reader: target. What a checkpoint holds is read with a fresh instance of the target; which names exist, on
+    the filesystem.
     """
     io, calls = ctx.new_io(), Calls()
     calls("save a", io.save_checkpoint, checkpoint(1), ctx.path("a.ckpt"))
@@ -27,7 +30,7 @@ def delete_while_queued(ctx) -> None:
     calls("remove a", io.remove_checkpoint, ctx.path("a.ckpt"))
     calls("teardown", io.teardown)
     calls.raise_first()
-    expect_files(ctx.directory, {"b.ckpt": 2})
+    expect_files(ctx, {"b.ckpt": 2})
 
 
 def delete_while_writing(ctx) -> None:
@@ -37,6 +40,8 @@ def delete_while_writing(ctx) -> None:
     The training thread believes the file is saved once it sees it; the writer may still hold it open (Lightning
     1.8 wrote the final name in place: PermissionError [WinError 32]) or be finishing its commit (2.x moves a temp
     file, then fixes permissions: FileNotFoundError).
+
+    Reader: names. Only which names exist is checked, on the filesystem: nothing is left to read.
     """
     io, calls = ctx.new_io(), Calls()
     a = ctx.path("a.ckpt")
@@ -47,23 +52,31 @@ def delete_while_writing(ctx) -> None:
     calls("remove a", io.remove_checkpoint, a)
     calls("teardown", io.teardown)
     calls.raise_first()
-    expect_files(ctx.directory, {})
+    expect_files(ctx, {})
 
 
 def overwrite_same_path(ctx) -> None:
     """save(last, 1); save(last, 2); save(last, 3); teardown(): last.ckpt must hold step 3 (the last call wins) and
-    no call may raise."""
+    no call may raise.
+
+    Reader: target. What a checkpoint holds is read with a fresh instance of the target; which names exist, on
+    the filesystem.
+    """
     io, calls = ctx.new_io(), Calls()
     for step in (1, 2, 3):
         calls(f"save last {step}", io.save_checkpoint, checkpoint(step), ctx.path("last.ckpt"))
     calls("teardown", io.teardown)
     calls.raise_first()
-    expect_files(ctx.directory, {"last.ckpt": 3})
+    expect_files(ctx, {"last.ckpt": 3})
 
 
 def load_while_pending(ctx) -> None:
     """With a committed a.ckpt (step 1): save(a, 2); load(a) must return step 2 (the pending save), then
-    teardown(); no call may raise."""
+    teardown(); no call may raise.
+
+    Reader: target. The load under test is the target's own, on the instance that saved; afterwards a fresh
+    instance reads the file, and which names exist is checked on the filesystem.
+    """
     committed(ctx, "a.ckpt", 1)
     io, calls = ctx.new_io(), Calls()
     a = ctx.path("a.ckpt")
@@ -74,12 +87,16 @@ def load_while_pending(ctx) -> None:
     step = loaded.get("step") if isinstance(loaded, dict) else None
     if step != 2:
         raise AssertionError(f"load_checkpoint(a) returned step {step} while the save of step 2 was pending")
-    expect_files(ctx.directory, {"a.ckpt": 2})
+    expect_files(ctx, {"a.ckpt": 2})
 
 
 def teardown_flush(ctx) -> None:
     """save(a, 1); save(b, 2); save(c, 3); remove(b); save(a, 4); teardown(): afterwards exactly a.ckpt (step 4)
-    and c.ckpt (step 3) exist, nothing else (no temp file) is left, and no call raised."""
+    and c.ckpt (step 3) exist, nothing else (no temp file) is left, and no call raised.
+
+    Reader: target. What a checkpoint holds is read with a fresh instance of the target; which names exist, on
+    the filesystem.
+    """
     io, calls = ctx.new_io(), Calls()
     calls("save a 1", io.save_checkpoint, checkpoint(1), ctx.path("a.ckpt"))
     calls("save b 2", io.save_checkpoint, checkpoint(2), ctx.path("b.ckpt"))
@@ -88,7 +105,7 @@ def teardown_flush(ctx) -> None:
     calls("save a 4", io.save_checkpoint, checkpoint(4), ctx.path("a.ckpt"))
     calls("teardown", io.teardown)
     calls.raise_first()
-    expect_files(ctx.directory, {"a.ckpt": 4, "c.ckpt": 3})
+    expect_files(ctx, {"a.ckpt": 4, "c.ckpt": 3})
     from racecheck.scenarios.helpers import names
 
     stray = [n for n in names(ctx.directory) if n not in ("a.ckpt", "c.ckpt")]
@@ -98,13 +115,16 @@ def teardown_flush(ctx) -> None:
 
 def snapshot_isolation(ctx) -> None:
     """save(a, w=0) then, as soon as it returns, w += 1 in place; teardown(): a.ckpt must hold the values at call
-    time (step 0, w all 0)."""
+    time (step 0, w all 0).
+
+    Reader: target. The file is read back with a fresh instance of the target.
+    """
     io, calls = ctx.new_io(), Calls()
     state = checkpoint(0)
     calls("save a", io.save_checkpoint, state, ctx.path("a.ckpt"))
     state["state_dict"]["w"].add_(1.0)  # the optimizer step that follows a save
     calls("teardown", io.teardown)
     calls.raise_first()
-    step = load_step(ctx.path("a.ckpt"))  # Incomplete if w no longer matches step 0
+    step = load_step(ctx, ctx.path("a.ckpt"))  # Incomplete if w no longer matches step 0
     if step != 0:
         raise AssertionError(f"a.ckpt holds step {step}, expected 0")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from racecheck.scenarios.helpers import ckpt_names, load_any, quiet
+from racecheck.scenarios.helpers import ckpt_names, quiet, read_checkpoint
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def check_fit(ctx, config: FitConfig) -> None:
             raise AssertionError(f"[{config.name}] files on disk differ from ModelCheckpoint's view: "
                                  f"leaked {leaked}, lost {lost}")
         for name in disk:
-            load_any(directory + "/" + name)
+            read_checkpoint(ctx, directory + "/" + name)
         steps = trainer.global_step
         trainer, callback = _fit(ctx, config, config.epochs + 1, ckpt_path="last")
         if trainer.global_step != steps + STEPS_PER_EPOCH:
@@ -99,7 +99,11 @@ def check_fit(ctx, config: FitConfig) -> None:
 def trainer_fit(ctx) -> None:
     """A real Trainer.fit (tiny model, ModelCheckpoint monitoring an improving metric, save_last=True) in each
     configuration (save_top_k 1 and 2 x every_n_train_steps=1 and every_n_epochs=1): no exception, the checkpoint
-    files on disk equal ModelCheckpoint's view, and resuming from "last" loads a complete checkpoint."""
+    files on disk equal ModelCheckpoint's view, and resuming from "last" loads a complete checkpoint.
+
+    Reader: target. The Trainer resumes through the target (it is the Trainer's checkpoint IO) and every kept file
+    is read with a fresh instance of it; the files on disk are compared with ModelCheckpoint's view by name.
+    """
     for config in CONFIGS:
         check_fit(ctx, config)
 
@@ -110,7 +114,9 @@ def _one(config: FitConfig):
 
     workload.__doc__ = (f"trainer-fit in one configuration (save_top_k={config.top_k}, {config.every}=1, "
                         "save_last=True): no exception, files on disk equal ModelCheckpoint's view, and resuming "
-                        "from \"last\" loads a complete checkpoint.")
+                        "from \"last\" loads a complete checkpoint.\n\n"
+                        "Reader: target. The Trainer resumes through the target and every kept file is read with a "
+                        "fresh instance of it; names on disk are compared with ModelCheckpoint's view.")
     workload.__qualname__ = workload.__name__ = f"trainer_fit_{config.name.replace('-', '_')}"
     return workload
 

@@ -79,13 +79,17 @@ def run_ops(ctx, ops: Sequence[Op]) -> None:
         calls.raise_first()
     calls("final teardown", io.teardown)
     calls.raise_first()
-    expect_files(ctx.directory, model)
+    expect_files(ctx, model)
 
 
 def workload(ctx) -> None:
     """A sequence of save / save-same-path / remove / load / teardown over a few paths behaves like the sequential
     model: every load returns the last save of its path, no call raises, and after teardown exactly the model's
-    files exist with the model's contents."""
+    files exist with the model's contents.
+
+    Reader: target. Loads are the target's own, on the instance under test; afterwards a fresh instance reads each
+    file, and which names exist is checked on the filesystem.
+    """
     run_ops(ctx, ctx.scenario.extra or DEFAULT)
 
 

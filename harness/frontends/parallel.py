@@ -1,14 +1,10 @@
 """Exploring scenario cells in one process, in J local processes, or on execnet gateways, with the same answer.
 
-Determinism across worker counts comes from the partitioning, not from the workers: the N schedules of a cell are
-cut into fixed chunks of ``CHUNK`` schedules (dfs, which cannot be cut, is one unit). Chunk k always runs
-``explore(schedules=CHUNK, seed=chunk_seed(seed, k))`` and its schedule i is global schedule ``k*CHUNK + i``,
-whoever runs it. Units are handed out in order; once chunk k of a cell fails, later chunks of that cell are not
-started and earlier ones still finish, so the reported failure is always the one with the lowest global index and
-the schedule count is the same for ``--jobs 1`` and ``--jobs 8``.
-
-``time_budget`` is checked only between units: what is explored is always a prefix of the same unit sequence, and
-the result says how many schedules that prefix held.
+Determinism across worker counts comes from the partitioning, not from the workers
+(:mod:`racecheck.frontends.chunks`: fixed chunks of schedules, each with its own seed, handed out in order, the
+answer read from them in order), so the reported failures, their tokens and the schedule count are the same for
+``--jobs 1`` and ``--jobs 8``. ``time_budget`` is checked only between units: what is explored is always a prefix of
+the same unit sequence, and the result says how many schedules that prefix held.
 
 Every unit and every result is plain JSON-safe data, so the same ``execute_unit`` runs in this process, in a
 spawned process, or on a remote interpreter reached through execnet (``--tx``).
@@ -16,24 +12,21 @@ spawned process, or on a remote interpreter reached through execnet (``--tx``).
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 import queue
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from racecheck.frontends.clitoken import CliToken
+from racecheck.frontends.chunks import CHUNK, Dispatcher, assemble, plan, wanted  # noqa: F401 - CHUNK: run reports it
 from racecheck.report.model import CellResult, FailureRecord
 
 __racecheck_engine__ = True
 
-CHUNK = 25
 DEFAULT_CATALOGUE = "racecheck.scenarios"
 CATALOGUE_ENV = "RACECHECK_CATALOGUE"
 
@@ -66,37 +59,6 @@ def catalogue_name() -> str | None:
 
 def load_catalogue(name: str | None) -> Any:
     return importlib.import_module(name or DEFAULT_CATALOGUE)
-
-
-def chunk_seed(seed: int, chunk: int) -> int:
-    """The seed of chunk ``chunk``: a function of (seed, chunk) only, identical on every machine."""
-    digest = hashlib.sha256(f"racecheck-cli:{seed}:{chunk}".encode()).hexdigest()
-    return int(digest[:12], 16)
-
-
-def plan(cells: Sequence[Cell]) -> list[dict]:
-    """All units of all cells, in the order they are handed out."""
-    units = []
-    for index, cell in enumerate(cells):
-        common = {
-            "cell": index,
-            "catalogue": cell.catalogue,
-            "scenario": cell.scenario,
-            "target": cell.target,
-            "fs": cell.fs,
-            "instrument": list(cell.instrument),
-            "strategy": cell.strategy,
-            "options": dict(cell.options),
-        }
-        if cell.strategy == "dfs":
-            units.append({**common, "chunk": 0, "base": 0, "seed": cell.seed, "schedules": cell.schedules})
-            continue
-        for chunk, base in enumerate(range(0, cell.schedules, CHUNK)):
-            size = min(CHUNK, cell.schedules - base)
-            units.append(
-                {**common, "chunk": chunk, "base": base, "seed": chunk_seed(cell.seed, chunk), "schedules": size}
-            )
-    return units
 
 
 # ----- one unit, in whichever process runs it ---------------------------------------------------------------------
@@ -140,6 +102,41 @@ def _race(failure: Any) -> tuple[list[list[Any]] | None, str]:
         return None, str(race)
 
 
+def _record(failure: Any, base: int) -> FailureRecord:
+    """A failure of the engine as plain data (``base``: the global index of the unit's first schedule)."""
+    race, race_text = _race(failure)
+    key = race_key(failure)
+    return FailureRecord(
+        kind=str(failure.kind),
+        message=f"{type(failure.exception).__name__}: {failure.exception}",
+        schedule_index=base + int(failure.schedule_index),
+        preemptions=int(failure.preemptions),
+        steps=int(failure.steps),
+        trace=str(failure.trace),
+        engine_token=str(failure.token),
+        thread=getattr(failure, "thread", None),
+        events=[_event(e) for e in failure.events],
+        race=race,
+        race_text=race_text,
+        cleanup=list(getattr(failure, "cleanup", [])),
+        depends_on_schedule=getattr(failure, "depends_on_schedule", None),
+        occurrences=int(getattr(failure, "occurrences", 1)),
+        signature=[str(part) for part in getattr(failure, "signature", ())],
+        race_key=key,
+    )
+
+
+def race_key(failure: Any) -> str:
+    """The racing pair's operations and places as one string, comparable across chunks ("" when not named)."""
+    race = getattr(failure, "race", None)
+    if race is None:
+        return ""
+    try:
+        return repr(race.key())
+    except (AttributeError, TypeError):
+        return str(race)
+
+
 def execute_unit(unit: dict, on_schedule: Callable[[dict, Any], None] | None = None) -> dict:
     """Explore one unit; the answer is JSON-safe (it may cross a process or a network). ``on_schedule(unit,
     snapshot)`` is told after every schedule (in-process runs only: the CLI's live progress).
@@ -168,33 +165,16 @@ def execute_unit(unit: dict, on_schedule: Callable[[dict, Any], None] | None = N
     except Exception as exc:  # noqa: BLE001 - reported to the user as one line by the CLI
         text = f"{type(exc).__name__}: {exc}".strip().splitlines()
         return {"error": text[0] if text else type(exc).__name__}
-    failure = result.failure
     out: dict[str, Any] = {
         "schedules": result.schedules,
-        "executions": result.schedules + (getattr(failure, "shrink_probes", 0) if failure else 0),
+        "executions": result.schedules + sum(int(getattr(f, "shrink_probes", 0)) for f in result.failures),
         "elapsed": elapsed,
         "exhausted": bool(result.exhausted),
         "exhausted_note": result.exhausted_note,
         "interleaving_keys": sorted(set(keys)),
         "schedule_digests": sorted(set(schedules)),
-        "failure": None,
+        "failures": [_record(failure, unit["base"]).to_dict() for failure in result.failures],
     }
-    if failure is not None:
-        race, race_text = _race(failure)
-        out["failure"] = FailureRecord(
-            kind=str(failure.kind),
-            message=f"{type(failure.exception).__name__}: {failure.exception}",
-            schedule_index=unit["base"] + int(failure.schedule_index),
-            preemptions=int(failure.preemptions),
-            steps=int(failure.steps),
-            trace=str(failure.trace),
-            engine_token=str(failure.token),
-            thread=getattr(failure, "thread", None),
-            events=[_event(e) for e in failure.events],
-            race=race,
-            race_text=race_text,
-            cleanup=list(getattr(failure, "cleanup", [])),
-        ).to_dict()
     return out
 
 
@@ -277,39 +257,6 @@ def _one_line(exc: BaseException) -> str:
     return lines[-1] if lines else type(exc).__name__
 
 
-# ----- the dispatcher ----------------------------------------------------------------------------------------------
-
-
-class _Dispatcher:
-    def __init__(self, units: list[dict], time_budget: float | None) -> None:
-        self.units = deque(units)
-        self.lock = threading.Lock()
-        self.failed_at: dict[int, int] = {}  # cell -> first chunk that failed or exhausted the whole space
-        self.time_budget = time_budget
-        self.started = time.monotonic()
-        self.budget_hit = False
-
-    def next_unit(self) -> dict | None:
-        with self.lock:
-            while self.units:
-                if self.time_budget is not None and time.monotonic() - self.started >= self.time_budget:
-                    self.budget_hit = True
-                    self.units.clear()
-                    return None
-                unit = self.units.popleft()
-                failed = self.failed_at.get(unit["cell"])
-                if failed is not None and unit["chunk"] > failed:
-                    continue
-                return unit
-            return None
-
-    def record(self, unit: dict, result: dict) -> None:
-        if result.get("failure") is not None or result.get("exhausted"):  # later chunks would add nothing
-            with self.lock:
-                cell = unit["cell"]
-                self.failed_at[cell] = min(self.failed_at.get(cell, unit["chunk"]), unit["chunk"])
-
-
 ProgressFn = Callable[[dict, dict], None]
 
 
@@ -325,7 +272,7 @@ def explore_cells(
     ``progress(unit, result)`` after every unit; ``on_schedule(unit, snapshot)`` after every schedule, only when
     units run in this process (``jobs=1``, no ``tx``): other processes report per unit."""
     units = plan(cells)
-    dispatcher = _Dispatcher(units, time_budget)
+    dispatcher = Dispatcher(units, time_budget, [wanted(cell) for cell in cells])
     results: dict[tuple[int, int], dict] = {}
 
     def finish(unit: dict, result: dict) -> None:
@@ -343,7 +290,7 @@ def explore_cells(
             finish(unit, result)
     else:
         _run_parallel(dispatcher, jobs, specs, finish)
-    return [_assemble(i, cell, results) for i, cell in enumerate(cells)], dispatcher.budget_hit
+    return [assemble(i, cell, results) for i, cell in enumerate(cells)], dispatcher.budget_hit
 
 
 def _warm() -> int:
@@ -367,7 +314,7 @@ def _process_pool(jobs: int) -> Any:
     return pool
 
 
-def _run_parallel(dispatcher: _Dispatcher, jobs: int, specs: list[str], finish: Callable[[dict, dict], None]) -> None:
+def _run_parallel(dispatcher: Dispatcher, jobs: int, specs: list[str], finish: Callable[[dict, dict], None]) -> None:
     slots: list[_Slot] = []
     pool = group = None
     try:
@@ -421,41 +368,3 @@ def _run_parallel(dispatcher: _Dispatcher, jobs: int, specs: list[str], finish: 
             group.terminate(timeout=10)
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _assemble(index: int, cell: Cell, results: dict[tuple[int, int], dict]) -> CellResult:
-    out = CellResult(
-        scenario=cell.scenario,
-        target=cell.target,
-        fs=cell.fs,
-        strategy=cell.strategy,
-        seed=cell.seed,
-        requested=cell.schedules,
-        oracle=cell.oracle,
-    )
-    chunk = 0
-    keys: set[str] = set()
-    digests: set[str] = set()
-    while (index, chunk) in results:
-        part = results[(index, chunk)]
-        out.schedules += part["schedules"]
-        out.executions += part["executions"]
-        out.elapsed += part["elapsed"]
-        keys.update(part.get("interleaving_keys", ()))
-        digests.update(part.get("schedule_digests", ()))
-        out.interleavings, out.distinct = len(keys), len(digests)
-        if part["exhausted"]:  # the whole space, in this one unit: later chunks (run or not) add nothing
-            out.exhausted, out.exhausted_note = True, part.get("exhausted_note", "")
-        if part["failure"] is not None:
-            failure = FailureRecord.from_dict(part["failure"])
-            failure.token = CliToken(
-                cell.scenario, cell.fs, cell.target, failure.engine_token, failure.schedule_index,
-                cell.instrument, cell.catalogue,
-            ).encode()
-            out.failure = failure
-            break
-        if out.exhausted:
-            break
-        chunk += 1
-    out.budget_stopped = out.failure is None and not out.exhausted and out.schedules < out.requested
-    return out

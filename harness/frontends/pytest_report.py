@@ -8,7 +8,8 @@ Plain text from plain values (it loads nothing of the engine): the runner calls 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 __racecheck_engine__ = True
@@ -16,11 +17,27 @@ __racecheck_engine__ = True
 REPLAY_PASSED = ("note: replaying the token in this process passed; state shared across schedules "
                  "(a fixture other than tmp_path/tmpdir?) may have made the failure depend on earlier ones")
 REPLAY_TRACE_DIFFERS = "note: the replay's trace differs from the exploration's (shown: the replay's)"
+NOT_A_RACE = "fails under every schedule tried: not a race"
 
 
-def replay_command(nodeid: str, token: str) -> str:
-    """The command that replays ``token`` in the test ``nodeid``."""
-    return f"pytest {shlex.quote(nodeid)} --racecheck-replay {token}"
+@dataclass(frozen=True)
+class How:
+    """What an exploration of one test was: its node id, schedules run, strategy, seed, pytest-repeat repetition,
+    and the options a replay command needs besides the token."""
+
+    nodeid: str
+    schedules: int
+    strategy: str
+    seed: int
+    repetition: tuple[int, int] | None = None
+    replay_args: Sequence[str] = ()
+
+
+def replay_command(nodeid: str, token: str, args: Sequence[str] = ()) -> str:
+    """The command that replays ``token`` in the test ``nodeid``, with the options it was explored with that a
+    replay needs (``--racecheck`` for an unmarked test, ``--racecheck-fs``, ``--racecheck-instrument``)."""
+    extra = "".join(f" {shlex.quote(arg)}" for arg in args)
+    return f"pytest {shlex.quote(nodeid)}{extra} --racecheck-replay {token}"
 
 
 def replay_diverged(exc: BaseException) -> str:
@@ -33,29 +50,40 @@ def _thread(failure: Any) -> str:
     return f" in {failure.thread}" if failure.thread else ""
 
 
-def failure_lines(nodeid: str, failure: Any, schedules: int, strategy: str, seed: int,
-                  repetition: tuple[int, int] | None, remark: str) -> list[str]:
-    """The head of a found failure's section: what failed where, its token and replay command, the remark if any.
-    The first three lines are also the note added to the re-raised exception."""
-    how = f"{strategy}, seed {seed}"
-    if repetition is not None:
-        how += f", repetition {repetition[0]} of {repetition[1]}"
-    header = (f"schedule #{failure.schedule_index}, after {schedules} schedules ({how}): "
-              f"{failure.kind}{_thread(failure)}, "
-              f"{failure.preemptions} preemptions (before shrinking {failure.original_preemptions}), "
-              f"{failure.steps} steps")
-    lines = [f"racecheck found a failing {header}", f"token: {failure.token}",
-             f"replay: {replay_command(nodeid, failure.token)}"]
+def failure_lines(how: How, failure: Any, remark: str, total: int = 1, position: int = 1) -> list[str]:
+    """The head of one found failure's section: what failed where (or that it fails under every schedule tried),
+    its token and replay command, the remark if any. ``total`` distinct failures were found; this is the
+    ``position``-th. The first three lines of the first failure are also the note added to the re-raised
+    exception."""
+    detail = f"{how.strategy}, seed {how.seed}"
+    if how.repetition is not None:
+        detail += f", repetition {how.repetition[0]} of {how.repetition[1]}"
+    steps = (f"{failure.kind}{_thread(failure)}, "
+             f"{failure.preemptions} preemptions (before shrinking {failure.original_preemptions}), "
+             f"{failure.steps} steps")
+    number = f"[{position}/{total}] " if total > 1 else ""
+    if failure.not_a_race:
+        head = (f"racecheck: {number}{NOT_A_RACE}: {failure.message.splitlines()[0] if failure.message else ''} "
+                f"(first at schedule #{failure.schedule_index}, after {how.schedules} schedules ({detail}): {steps})")
+    else:
+        found = "a failing" if total == 1 else f"{total} distinct failures; {number}failing"
+        head = (f"racecheck found {found} schedule #{failure.schedule_index}, after {how.schedules} schedules "
+                f"({detail}): {steps}")
+    lines = [head, f"token: {failure.token}", f"replay: {replay_command(how.nodeid, failure.token, how.replay_args)}"]
+    if position > 1:
+        lines.append(f"{failure.message.splitlines()[0] if failure.message else failure.kind}")
+    if failure.race is not None:
+        lines.append(str(failure.race))
     if remark:
         lines.append(remark)
     return lines
 
 
-def replay_lines(nodeid: str, failure: Any, token: str) -> list[str]:
+def replay_lines(nodeid: str, failure: Any, token: str, args: Sequence[str] = ()) -> list[str]:
     """The head of the section of a failure replayed with ``--racecheck-replay``."""
     return [f"racecheck replayed schedule #{failure.schedule_index} ({failure.kind}{_thread(failure)}, "
             f"{failure.preemptions} preemptions, {failure.steps} steps)", f"token: {token}",
-            f"replay: {replay_command(nodeid, token)}"]
+            f"replay: {replay_command(nodeid, token, args)}"]
 
 
 def section(lines: list[str], trace: str) -> str:
@@ -76,6 +104,11 @@ def summary_line(nodeid: str, props: Mapping[str, Any], failed: bool, outcome: s
         detail += f"; {exhausted})" if exhausted else ")"
     token = props.get("racecheck_token")
     shown = "FAILED" if failed else outcome
+    if failed and props.get("racecheck_verdict") == "not-a-race":
+        shown += f" ({NOT_A_RACE})"
+    tokens = str(props.get("racecheck_tokens", "")).split()
+    if len(tokens) > 1:
+        return f"{nodeid}: {detail} {shown}, {len(tokens)} distinct failures, tokens {' '.join(tokens)}"
     return f"{nodeid}: {detail} {shown}" + (f" token {token}" if token else "")
 
 

@@ -47,6 +47,7 @@ class Settings:
     repetition: tuple[int, int] | None  # (1-based index, count) under pytest-repeat
     fs: Any
     shared: dict[str, Any]  # every other marker argument: keywords for both explore and replay
+    replay_args: tuple[str, ...] = ()  # the options a replay command needs besides the token (--racecheck, ...)
 
 
 def _repetition(item: pytest.Function) -> tuple[int, int] | None:
@@ -86,7 +87,7 @@ def settings(item: pytest.Function, marker: pytest.Mark, session: Any) -> Settin
     repetition = _repetition(item)
     if repetition is not None:
         seed += repetition[0] - 1  # each repetition explores other schedules; independent of worker and order
-    fs = kw.get("fs")
+    fs = kw.get("fs", session.fs)  # --racecheck-fs fills in what the marker leaves out
     if fs is not None:
         from racecheck.fakefs.spec import as_spec
 
@@ -95,10 +96,13 @@ def settings(item: pytest.Function, marker: pytest.Mark, session: Any) -> Settin
         except (TypeError, ValueError) as exc:
             bad_marker(item, f"fs: {exc}")
     shared = {name: value for name, value in kw.items() if name not in LAYERED}
+    if fs is not None:
+        shared["fs"] = fs
+    shared.setdefault("max_failures", session.max_failures)
     instrument = kw.get("instrument", ())
     if isinstance(instrument, (str, types.ModuleType)):
         instrument = [instrument]
-    instrument = list(instrument)
+    instrument = [*instrument, *session.instrument]
     if fs is not None and "tmpdir" in _argnames(item):
         instrument.append(_legacy_path_module())  # so LocalPath's own os calls reach the fake store
     shared["instrument"] = instrument
@@ -106,7 +110,20 @@ def settings(item: pytest.Function, marker: pytest.Mark, session: Any) -> Settin
         Config(strategy=strategy, schedules=schedules, seed=seed, **shared)
     except (TypeError, ValueError) as exc:
         bad_marker(item, str(exc))
-    return Settings(schedules, strategy, seed, repetition, fs, shared)
+    return Settings(schedules, strategy, seed, repetition, fs, shared, _replay_args(item, kw, session))
+
+
+def _replay_args(item: pytest.Function, kw: dict[str, Any], session: Any) -> tuple[str, ...]:
+    """What a replay of this test needs on the command line besides its node id and token: ``--racecheck`` for a
+    test explored without a marker, and the ``--racecheck-fs``/``--racecheck-instrument`` options it used."""
+    args: list[str] = []
+    if item.get_closest_marker("racecheck") is None:
+        args.append("--racecheck")
+    if "fs" not in kw and session.fs is not None:
+        args += ["--racecheck-fs", session.fs]
+    for name in session.instrument:
+        args += ["--racecheck-instrument", name]
+    return tuple(args)
 
 
 def _legacy_path_module() -> str:
@@ -233,6 +250,10 @@ def run_marked(item: pytest.Function, marker: pytest.Mark, session: Any, section
         return
     failure = result.failure
     props.append(("racecheck_token", failure.token))
+    props.append(("racecheck_verdict", "race" if any(not f.not_a_race for f in result.failures) else "not-a-race"))
+    if len(result.failures) > 1:
+        props.append(("racecheck_failures", len(result.failures)))
+        props.append(("racecheck_tokens", " ".join(f.token for f in result.failures)))
     _discard_captured_output(item.config)
     shown, remark = failure, ""
     try:
@@ -246,9 +267,14 @@ def run_marked(item: pytest.Function, marker: pytest.Mark, session: Any, section
             shown = again.failure
             if again.failure.trace != failure.trace:
                 remark = pytest_report.REPLAY_TRACE_DIFFERS
-    lines = pytest_report.failure_lines(item.nodeid, failure, result.schedules, found.strategy, found.seed,
-                                        found.repetition, remark)
-    item.stash[section_key] = pytest_report.section(lines, shown.trace)
+    how = pytest_report.How(item.nodeid, result.schedules, found.strategy, found.seed, found.repetition,
+                            found.replay_args)
+    lines = pytest_report.failure_lines(how, failure, remark, total=len(result.failures))
+    parts = [pytest_report.section(lines, shown.trace)]
+    for position, other in enumerate(result.failures[1:], 2):
+        more = pytest_report.failure_lines(how, other, "", total=len(result.failures), position=position)
+        parts.append(pytest_report.section(more, other.trace))
+    item.stash[section_key] = "\n\n".join(parts)
     _raise(shown.exception, "\n".join(lines[:3]))
 
 
@@ -268,6 +294,6 @@ def _replay_marked(item: pytest.Function, body: ScheduleBody, found: Settings, t
     if result.failure is None:
         return
     failure = result.failure
-    lines = pytest_report.replay_lines(item.nodeid, failure, token)
+    lines = pytest_report.replay_lines(item.nodeid, failure, token, found.replay_args)
     item.stash[section_key] = pytest_report.section(lines, failure.trace)
     _raise(failure.exception, "\n".join(lines))

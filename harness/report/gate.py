@@ -44,6 +44,10 @@ class Expectation:
     expect: str  # "race" | "clean"
     relative_throughput: float | None
     shrink_budget: int | None = None
+    max_failures: int = 1  # distinct failures the cell's exploration looks for
+    # with expect "race": the distinct failures that must be found, each a prefix of a failure's message
+    # ("ExceptionType: text"); every failure found must match one of them. None: not compared
+    expect_failures: tuple[str, ...] | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -105,7 +109,7 @@ def parse(text: str | bytes, source: str = "baseline") -> Baseline:
         where = f"{source}: cells[{i}]"
         _require(isinstance(cell, dict), f"{where} must be an object")
         fields = {"scenario", "target", "semantics", "strategy", "seed", "schedules", "expect",
-                  "relative_throughput", "shrink_budget", "comment"}
+                  "relative_throughput", "shrink_budget", "max_failures", "expect_failures", "comment"}
         unknown = sorted(set(cell) - fields)
         _require(not unknown, f"{where}: unknown field {unknown[0]!r}" if unknown else "")
         for name in ("scenario", "semantics"):
@@ -122,9 +126,20 @@ def parse(text: str | bytes, source: str = "baseline") -> Baseline:
         _require(rel is None or (_number(rel) and rel > 0), f"{where}: 'relative_throughput' must be > 0 or null")
         shrink = cell.get("shrink_budget")
         _require(shrink is None or _int(shrink, 0, 100000), f"{where}: 'shrink_budget' must be an integer >= 0")
+        expected = cell.get("expect_failures")
+        _require(expected is None or (isinstance(expected, list) and expected
+                                      and all(isinstance(e, str) and 0 < len(e) <= 1000 for e in expected)),
+                 f"{where}: 'expect_failures' must be a non-empty list of message prefixes")
+        _require(expected is None or cell["expect"] == "race",
+                 f"{where}: 'expect_failures' needs 'expect': 'race'")
+        wanted = cell.get("max_failures", max(1, len(expected or ())))
+        _require(_int(wanted, 1, 1000), f"{where}: 'max_failures' must be an integer in 1..1000")
+        _require(expected is None or wanted >= len(expected),
+                 f"{where}: 'max_failures' must be at least the number of 'expect_failures'")
         expectation = Expectation(
             cell["scenario"], cell["target"], cell["semantics"], cell["strategy"], cell["seed"], cell["schedules"],
-            cell["expect"], None if rel is None else float(rel), shrink,
+            cell["expect"], None if rel is None else float(rel), shrink, wanted,
+            None if expected is None else tuple(expected),
         )
         _require(expectation.key not in seen, f"{where}: duplicate scenario x target x semantics")
         seen.add(expectation.key)
@@ -166,9 +181,14 @@ def judge(baseline: Baseline, cells: list[CellResult], reference_rate: float) ->
             problems.append(
                 f"known-buggy target no longer caught: {cell.schedules} schedules clean (the harness lost power)"
             )
-        if expectation.expect == "clean" and cell.failure is not None:
-            problems.append(f"fixed target now fails: {cell.failure.message}; replay: racecheck replay "
-                            f"{cell.failure.token}")
+        elif expectation.expect == "race" and not cell.races:
+            problems.append(f"known-buggy target no longer races: {cell.failure.message} fails under every schedule "
+                            "tried (not a race)")
+        if expectation.expect == "clean":
+            problems.extend(f"fixed target now fails: {f.message}; replay: racecheck replay {f.token}"
+                            for f in cell.failures)
+        if expectation.expect_failures is not None and cell.failures:
+            problems.extend(compare_failures(expectation.expect_failures, cell))
         if expectation.relative_throughput is not None and relative is not None:
             floor = expectation.relative_throughput * (1 - baseline.tolerance)
             if relative < floor:
@@ -178,6 +198,20 @@ def judge(baseline: Baseline, cells: list[CellResult], reference_rate: float) ->
                 )
         verdicts.append(Verdict(expectation, cell, relative, problems))
     return verdicts
+
+
+def compare_failures(expected: tuple[str, ...], cell: CellResult) -> list[str]:
+    """The differences between the distinct failures a baseline expects (message prefixes) and those found."""
+    problems = []
+    found = [f.message for f in cell.failures]
+    for prefix in expected:
+        if not any(message.startswith(prefix) for message in found):
+            problems.append(f"expected distinct failure no longer found: {prefix!r} (found: "
+                            f"{'; '.join(found)})")
+    for f in cell.failures:
+        if not any(f.message.startswith(prefix) for prefix in expected):
+            problems.append(f"new distinct failure: {f.message}; replay: racecheck replay {f.token}")
+    return problems
 
 
 def updated(baseline: Baseline, verdicts: list[Verdict]) -> str:

@@ -99,18 +99,23 @@ def timeline(failure: FailureRecord) -> str:
     return f'<div class="timeline">{"".join(rows)}</div>'
 
 
-def _failure_section(index: int, cell: CellResult) -> str:
-    f = cell.failure
-    assert f is not None
+NOT_A_RACE = "fails under every schedule tried: not a race"
+
+
+def _failure_section(index: int, cell: CellResult, f: FailureRecord, position: int = 0) -> str:
+    """One failure of a cell (``position``: its number among the cell's distinct failures, 0 when alone)."""
     race_note = ""
     if f.race:
         text = escape(f.race_text) if f.race_text else "racing pair: " + " and ".join(
             f"T{e[1]} {escape(str(e[2]))}" for e in f.race
         )
         race_note = f'<p><span class="swatch" style="background:{RACE_COLOUR}"></span>{text}</p>'
+    if f.not_a_race:
+        race_note = f'<p class="not-a-race"><b>{NOT_A_RACE}</b>: the order of the threads does not decide it</p>'
+    number = f" (failure {position} of {len(cell.failures)})" if position else ""
     return f"""
 <section class="failure" id="failure-{index}">
-<h2>{escape(cell.scenario)} [{escape(cell.fs)}] on <code>{escape(cell.target)}</code></h2>
+<h2>{escape(cell.scenario)} [{escape(cell.fs)}] on <code>{escape(cell.target)}</code>{number}</h2>
 <p><b>{escape(f.kind)}</b>{' in ' + escape(f.thread) if f.thread else ''}: {escape(f.message)}</p>
 <p>schedule #{f.schedule_index}, {f.preemptions} preemption(s), {f.steps} steps, {escape(cell.strategy)} seed
 {cell.seed}. Replay: <code class="token">racecheck replay {escape(f.token)}</code></p>
@@ -135,11 +140,19 @@ def render(
     rows = []
     failing = 0
     sections = []
+    sections_count = 0
     for cell in cells:
-        if cell.failure is not None:
+        if cell.failures:
             failing += 1
-            result = f'<td class="race"><a href="#failure-{failing}">race found</a></td>'
-            sections.append(_failure_section(failing, cell))
+            first = sections_count + 1
+            many = len(cell.failures) > 1
+            for position, f in enumerate(cell.failures, 1):
+                sections_count += 1
+                sections.append(_failure_section(sections_count, cell, f, position if many else 0))
+            label = "race found" if cell.verdict == "race" else NOT_A_RACE
+            if many:
+                label += f" ({len(cell.failures)} distinct failures)"
+            result = f'<td class="race"><a href="#failure-{first}">{escape(label)}</a></td>'
         else:
             extra = f" ({cell.exhausted_note})" if cell.exhausted else " (time budget)" if cell.budget_stopped else ""
             result = f'<td class="clean">clean{extra}</td>'
@@ -154,13 +167,16 @@ def render(
             f"<td>{cell.schedules} ({cell.interleavings} interleavings)</td>"
             f"<td>{cell.schedules_per_second:.1f}</td>{result}{gate}</tr>"
         )
+    races = sum(1 for c in cells if c.verdict == "race")
+    not_races = failing - races
+    others = f", {not_races} failing under every schedule tried (not a race)" if not_races else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>{_CSS}</style></head>
 <body>
 <h1>{escape(title)}</h1>
-<div class="meta">{escape(meta)} {len(cells)} cell(s), {failing} race(s) found.</div>
+<div class="meta">{escape(meta)} {len(cells)} cell(s), {races} race(s) found{others}.</div>
 <table class="summary">{head}{"".join(rows)}</table>
 {"".join(sections) if sections else "<p>No failing schedule.</p>"}
 </body></html>

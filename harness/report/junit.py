@@ -1,7 +1,9 @@
 """``junit.xml``: one testcase per scenario x target x semantics, so any CI shows racecheck cells like tests.
 
-A failing cell carries its message, its replay token (in the ``message`` attribute and the body) and the trace;
-a gate regression is a failure too (``extra_failures``: cell key -> reason).
+A failing cell has one ``<failure>`` (CI views show one per testcase): its ``message`` carries the first failure's
+message and replay token and says how many distinct failures there are; its body holds every distinct failure
+(message, verdict when it is not a race, replay command, trace). A gate regression is a failure too
+(``extra_failures``: cell key -> reason).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 
-from racecheck.report.model import CellResult
+from racecheck.report.model import CellResult, FailureRecord
 
 __racecheck_engine__ = True
 
@@ -20,6 +22,22 @@ _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-
 def _x(text: str) -> str:
     """Characters XML 1.0 cannot hold (NUL, most C0 controls, lone surrogates) become U+FFFD."""
     return _NOT_XML.sub("\ufffd", text)
+
+
+NOT_A_RACE = "fails under every schedule tried: not a race"
+
+
+def _text(f: FailureRecord) -> str:
+    verdict = f"{NOT_A_RACE}\n" if f.not_a_race else ""
+    race = f"{f.race_text}\n" if f.race_text else ""
+    return f"{f.message}\n{verdict}replay with: racecheck replay {f.token}\n{race}\n{f.trace}\n"
+
+
+def _message(cell: CellResult) -> str:
+    f = cell.failures[0]
+    lead = f"{NOT_A_RACE}: " if cell.verdict == "not-a-race" else ""
+    more = f"; {len(cell.failures)} distinct failures" if len(cell.failures) > 1 else ""
+    return f"{lead}{f.message} (replay: racecheck replay {f.token}){more}"
 
 
 def render(
@@ -56,16 +74,19 @@ def render(
             ("schedules_per_s", f"{cell.schedules_per_second:.2f}"),
             ("interleavings", str(cell.interleavings)),
             *((("exhausted", cell.exhausted_note),) if cell.exhausted else ()),
+            *((("distinct_failures", str(len(cell.failures))),) if cell.max_failures > 1 else ()),
+            *((("verdict", cell.verdict),) if cell.failures else ()),
         ):
             ET.SubElement(props, "property", name=key, value=value)
         reason = extra.get(cell.key)
-        if cell.failure is not None:
-            f = cell.failure
-            failure = ET.SubElement(
-                case, "failure", message=_x(f"{f.message} (replay: racecheck replay {f.token})"), type=_x(f.kind)
-            )
+        if cell.failures:
+            failure = ET.SubElement(case, "failure", message=_x(_message(cell)), type=_x(cell.failures[0].kind))
             lead = f"{reason}\n" if reason else ""
-            failure.text = _x(f"{lead}{f.message}\nreplay with: racecheck replay {f.token}\n\n{f.trace}\n")
+            many = len(cell.failures) > 1
+            body = "\n".join(
+                (f"[{i}/{len(cell.failures)}] " if many else "") + _text(f) for i, f in enumerate(cell.failures, 1)
+            )
+            failure.text = _x(f"{lead}{body}")
         elif reason:
             ET.SubElement(case, "failure", message=_x(reason), type="gate").text = _x(reason)
     ET.indent(root)

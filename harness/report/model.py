@@ -31,6 +31,23 @@ class FailureRecord:
     race: list[list[Any]] | None = None  # the racing pair of events, when the engine names it
     race_text: str = ""  # the engine's one-line description of that pair
     cleanup: list[dict] = field(default_factory=list)  # left behind by threads that could not be unwound, removed
+    # False: it also failed under every schedule the not-a-race check tried (the order does not decide it); None:
+    # not checked (a replay)
+    depends_on_schedule: bool | None = None
+    occurrences: int = 1  # failing schedules explored that were this same failure (over every chunk)
+    signature: list[str] = field(default_factory=list)  # what groups failures: kind, exception type, where raised
+    race_key: str = ""  # the racing pair's operations and places, comparable across chunks ("" when not named)
+
+    @property
+    def not_a_race(self) -> bool:
+        return self.depends_on_schedule is False
+
+    def same_failure(self, other: FailureRecord) -> bool:
+        """Whether ``other`` is another occurrence of this failure, as the engine groups them: the same signature,
+        and the same racing pair when both name one."""
+        if self.signature != other.signature:
+            return False
+        return not self.race_key or not other.race_key or self.race_key == other.race_key
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -56,8 +73,20 @@ class CellResult:
     interleavings: int = 0  # distinct interleavings explored (over every chunk of the cell)
     distinct: int = 0  # distinct schedules explored (over every chunk of the cell)
     budget_stopped: bool = False  # --time-budget ran out before all requested schedules
-    failure: FailureRecord | None = None
+    failure: FailureRecord | None = None  # the first of ``failures`` (the lowest schedule index)
     oracle: str = ""
+    failures: list[FailureRecord] = field(default_factory=list)  # every distinct failure, first found first
+    max_failures: int = 1  # distinct failures asked for (--max-failures)
+
+    def __post_init__(self) -> None:
+        if self.failure is not None and not self.failures:
+            self.failures = [self.failure]
+        elif self.failures and self.failure is None:
+            self.failure = self.failures[0]
+
+    def set_failures(self, failures: list[FailureRecord]) -> None:
+        self.failures = list(failures)
+        self.failure = self.failures[0] if self.failures else None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -66,6 +95,19 @@ class CellResult:
     @property
     def ok(self) -> bool:
         return self.failure is None
+
+    @property
+    def races(self) -> list[FailureRecord]:
+        """The failures whose order matters (not those that fail under every schedule tried)."""
+        return [f for f in self.failures if not f.not_a_race]
+
+    @property
+    def verdict(self) -> str:
+        """``race`` (some failure depends on the schedule), ``not-a-race`` (every failure happened under every
+        schedule tried) or ``clean``."""
+        if not self.failures:
+            return "clean"
+        return "race" if self.races else "not-a-race"
 
     @property
     def schedules_per_second(self) -> float:

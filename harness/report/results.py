@@ -1,6 +1,6 @@
 """``results.json``: the machine-readable record of a CLI exploration (schema in reports/SCHEMA.md).
 
-The schema is versioned (``"schema": "racecheck-results/1"``); a reader must check it. Key order is fixed and
+The schema is versioned (``"schema": "racecheck-results/2"``); a reader must check it. Key order is fixed and
 floats are rounded, so two runs with the same outcome differ only in the throughput and timing fields.
 """
 
@@ -11,11 +11,11 @@ import platform
 from collections.abc import Sequence
 from importlib import metadata
 
-from racecheck.report.model import CellResult
+from racecheck.report.model import CellResult, FailureRecord
 
 __racecheck_engine__ = True
 
-SCHEMA = "racecheck-results/1"
+SCHEMA = "racecheck-results/2"
 
 
 def _version(package: str) -> str | None:
@@ -34,27 +34,29 @@ def versions() -> dict[str, str | None]:
     }
 
 
+def failure_dict(f: FailureRecord) -> dict:
+    return {
+        "kind": f.kind,
+        "message": f.message,
+        "token": f.token,
+        "engine_token": f.engine_token,
+        "schedule_index": f.schedule_index,
+        "preemptions": f.preemptions,
+        "steps": f.steps,
+        "thread": f.thread,
+        "trace": f.trace,
+        "events": f.events,
+        "race": f.race,
+        "race_text": f.race_text,
+        "cleanup": f.cleanup,
+        "depends_on_schedule": f.depends_on_schedule,
+        "occurrences": f.occurrences,
+        "signature": f.signature,
+    }
+
+
 def cell_dict(cell: CellResult) -> dict:
-    failures = []
-    if cell.failure is not None:
-        f = cell.failure
-        failures.append(
-            {
-                "kind": f.kind,
-                "message": f.message,
-                "token": f.token,
-                "engine_token": f.engine_token,
-                "schedule_index": f.schedule_index,
-                "preemptions": f.preemptions,
-                "steps": f.steps,
-                "thread": f.thread,
-                "trace": f.trace,
-                "events": f.events,
-                "race": f.race,
-                "race_text": f.race_text,
-                "cleanup": f.cleanup,
-            }
-        )
+    failures = [failure_dict(f) for f in cell.failures]
     return {
         "scenario": cell.scenario,
         "target": cell.target,
@@ -72,7 +74,8 @@ def cell_dict(cell: CellResult) -> dict:
         "exhausted": cell.exhausted,
         "exhausted_note": cell.exhausted_note,
         "budget_stopped": cell.budget_stopped,
-        "verdict": "race" if cell.failure is not None else "clean",
+        "verdict": cell.verdict,
+        "max_failures": cell.max_failures,
         "failures": failures,
     }
 
@@ -86,7 +89,9 @@ def render(cells: Sequence[CellResult], command: str, run: dict | None = None) -
         "run": run or {},
         "summary": {
             "cells": len(cells),
-            "races": sum(1 for c in cells if c.failure is not None),
+            "races": sum(1 for c in cells if c.verdict == "race"),
+            "not_a_race": sum(1 for c in cells if c.verdict == "not-a-race"),
+            "failures": sum(len(c.failures) for c in cells),
             "schedules": sum(c.schedules for c in cells),
             "interleavings": sum(c.interleavings for c in cells),
             "exhausted": sum(1 for c in cells if c.exhausted),

@@ -15,7 +15,7 @@ from racecheck.errors import ReplayDivergence, TokenError
 from racecheck.search.coverage import Coverage
 from racecheck.search.database import FailureDatabase
 from racecheck.search.divergence import LIKELY_CAUSE
-from racecheck.search.findings import collect
+from racecheck.search.findings import collect, judgeable, schedule_dependence
 from racecheck.search.registry import make_strategy
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, failure_of, render_run
@@ -47,6 +47,11 @@ def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
             Schedules(session, strat, coverage, result).run(locate_all)
         result.exhausted = strat.exhausted or coverage.exhausted
         coverage.settle(result)
+    for failure in result.failures:  # a schedule explored after the check ran, that did not fail this way
+        if failure.depends_on_schedule is False and (
+            result.passed or any(f.signature != failure.signature for f in result.failures)
+        ):
+            failure.depends_on_schedule = True
     if database is not None:
         for failure in result.failures:
             database.save(db_key, failure.token)
@@ -84,9 +89,10 @@ def replay_database(
     return False
 
 
-def run_replay(fn: Callable[[], Any], token: str, cfg: Config) -> Result:
+def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = False) -> Result:
     """``racecheck.replay`` once its Config is resolved: exactly the schedule ``token`` describes, checked to have
-    followed it (TokenError for a token of another test or configuration, ReplayDivergence where it did not)."""
+    followed it (TokenError for a token of another test or configuration, ReplayDivergence where it did not).
+    ``judge``: a failing replay also gets the not-a-race check (``failure.depends_on_schedule``), as explore's do."""
     parsed = decode(token)
     session = Session(fn, cfg)
     if parsed.target != short_hash(session.target):
@@ -104,6 +110,9 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config) -> Result:
             )
         if divergence is None and cfg.check_determinism:
             divergence = session.check_determinism(run)
+        depends = None
+        if divergence is None and judge and judgeable(run):
+            depends = schedule_dependence(session, run, Result(ok=False, schedules=0))
     if divergence is not None:
         raise ReplayDivergence(divergence)
     result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed, config=cfg,
@@ -114,6 +123,7 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config) -> Result:
     if run.failure is not None:
         result.failure = failure_of(run, parsed.encode(), parsed.index, run, 0)
         result.failure.signature = run.failure.signature()
+        result.failure.depends_on_schedule = depends
         result.failures.append(result.failure)
     result.trace = render_run(run)
     return result

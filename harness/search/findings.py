@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.scheduler import VALUE_PICK, Run
 from racecheck.runtime.trace import TraceEvent
+from racecheck.search.not_a_race import depends_on_schedule
 from racecheck.search.race import WAITING, Race, find_race, same_race
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, failure_of, outcome_line
@@ -96,6 +97,30 @@ def racing_pair(session: Session, run: Run, result: Result) -> Race | None:
     return race
 
 
+def judgeable(run: Run) -> bool:
+    """Whether the not-a-race check may run ``run``'s test again: not after a thread was left stuck in code
+    racecheck does not control (every rerun would leave another), nor for a failure that is about reruns."""
+    failure = run.failure
+    return failure is not None and not run.leaked and failure.kind in ("exception", "deadlock", "step-limit")
+
+
+def schedule_dependence(session: Session, run: Run, result: Result) -> bool:
+    """Whether the failure of ``run`` depends on the schedule (``not_a_race.depends_on_schedule`` over real runs
+    of this session): False when every probe schedule fails the same way."""
+    signature = run.failure.signature()  # type: ignore[union-attr]
+
+    def execute(chooser: Chooser) -> Run:
+        probe = session.run_once(chooser, locate=False)
+        result.leaked_threads.extend(probe.leaked)
+        return probe
+
+    def fails_same(other: Run) -> bool:
+        return other.failure is not None and other.failure.signature() == signature
+
+    depends, _spent = depends_on_schedule(execute, fails_same)
+    return depends
+
+
 def collect(
     session: Session, run: Run, index: int, result: Result, origin: tuple[str, int] | None = None
 ) -> bool:
@@ -118,6 +143,15 @@ def collect(
         if other.race is not None and failure.race is not None and other.race.key() == failure.race.key():
             other.occurrences += 1
             return False
+    # A named racing pair already shows that another order makes the failure go away. ``race_budget=0`` asks for
+    # no judging replays at all, and a run that left a thread stuck in uncontrolled code is never run again (see
+    # ``Session.located``): then the verdict stays unknown.
+    if failure.race is not None:
+        failure.depends_on_schedule = True
+    elif result.passed or any(f.signature != signature for f in result.failures):
+        failure.depends_on_schedule = True  # an explored schedule did not fail this way
+    elif cfg.race_budget > 0 and judgeable(best):
+        failure.depends_on_schedule = schedule_dependence(session, best, result)
     result.failures.append(failure)
     if result.failure is None:
         result.failure = failure

@@ -13,6 +13,7 @@ from racecheck.runtime.records import FailureInfo
 from racecheck.runtime.scheduler import Run
 from racecheck.runtime.trace import TraceEvent, render
 from racecheck.search.coverage import exhausted_note
+from racecheck.search.not_a_race import NOT_A_RACE
 from racecheck.search.race import Race
 
 if TYPE_CHECKING:
@@ -46,14 +47,24 @@ class Failure:
     # what racecheck removed after threads it could not unwind: {"kind", "path", "outcome"} each (the message
     # only counts them by kind, so that it reads the same in every replay)
     cleanup: list[dict] = field(default_factory=list)
+    # False: the failure also happened under every schedule the not-a-race check tried (``search.not_a_race``), so
+    # the order of the threads does not decide it; None: not checked (a replay, unless asked to judge)
+    depends_on_schedule: bool | None = None
 
     @property
     def message(self) -> str:
         return f"{type(self.exception).__name__}: {self.exception}"
 
+    @property
+    def not_a_race(self) -> bool:
+        """The failure happened under every schedule the check tried: a bug, but not a race."""
+        return self.depends_on_schedule is False
+
     def __str__(self) -> str:
         where = f" in {self.thread}" if self.thread else ""
         race = f"{self.race}\n" if self.race is not None else ""
+        if self.not_a_race:
+            race = f"{NOT_A_RACE}\n"
         return race + (
             f"racecheck found a failing schedule (#{self.schedule_index}, {self.kind}{where}): {self.message}\n"
             f"preemptions: {self.preemptions} (before shrinking {self.original_preemptions}), steps: {self.steps}\n"
@@ -81,6 +92,7 @@ class Result:
     interleavings: int = 0  # distinct interleavings explored (by the order of conflicting operations)
     distinct: int = 0  # distinct schedules (exact choice sequences) explored; with ``exhausted``: the whole space
     replayed: int = 0  # schedules replayed first from the failure database (counted in ``schedules`` too)
+    passed: int = 0  # explored schedules that passed (a failure they did not have depends on the schedule)
 
     def raise_on_failure(self) -> None:
         if self.failure is not None:
@@ -102,8 +114,10 @@ class Result:
                 f"{self.seed}){done}"
             )
         more = f" (and {len(self.failures) - 1} more distinct failures)" if len(self.failures) > 1 else ""
+        verdict = f" ({NOT_A_RACE})" if self.failure.not_a_race else ""
         return (
-            f"FAILED after {self.schedules} schedules: {self.failure.message}; token {self.failure.token}{more}"
+            f"FAILED after {self.schedules} schedules: {self.failure.message}{verdict}; token {self.failure.token}"
+            f"{more}"
         )
 
 

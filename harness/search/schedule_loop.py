@@ -69,6 +69,7 @@ class Schedules:
         self.strat.end_execution(self.chooser, run.steps)
         self.result.leaked_threads.extend(run.leaked)
         self.coverage.count(run, self.index, self.result, self.strat.exhausted)
+        self.result.passed += 1
         self.index += 1
         self.counted = run
         return True
@@ -90,6 +91,8 @@ class Schedules:
         if not stop and run.failure is not None:
             run = session.located(run, result)
             stop = collect(session, run, index, result)
+        elif not stop:
+            result.passed += 1
         self.coverage.count(run, index, result, self.strat.exhausted)
         self.index += 1
         return stop

@@ -2,7 +2,8 @@
 
 Loaded through ``RACECHECK_CATALOGUE=cli_stub_catalogue`` (with this directory on PYTHONPATH), also by worker
 processes and execnet gateways. Targets are counters: ``RacyCounter`` reads, yields at a point, then writes (a lost
-update); ``LockedCounter`` holds a lock across the same steps. A third target races only under Windows semantics.
+update); ``LockedCounter`` holds a lock across the same steps. A third target races only under Windows semantics;
+``TwoBugCounter`` has two distinct bugs and ``RefusingCounter`` fails under every schedule (not a race).
 """
 
 from __future__ import annotations
@@ -40,6 +41,30 @@ class LockedCounter(RacyCounter):
     def add(self) -> None:
         with self.lock:
             super().add()
+
+
+class TwoBugCounter(RacyCounter):
+    """Two distinct bugs: the lost update, and a claim on the counter that another add can take over in between
+    (RuntimeError in the worker): ``--max-failures 2`` reports both."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owner: object = None
+
+    def add(self) -> None:
+        super().add()
+        me = object()
+        self.owner = me
+        racecheck.point("claimed")
+        if self.owner is not me:
+            raise RuntimeError("another add claimed the counter")
+
+
+class RefusingCounter(RacyCounter):
+    """Fails whatever the order: a configuration error, not a race."""
+
+    def add(self) -> None:
+        raise TypeError("this counter refuses to count (configuration error)")
 
 
 class OpenWhileRemoving:

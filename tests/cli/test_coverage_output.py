@@ -96,12 +96,12 @@ def test_progress_counts_are_the_union_over_chunks_and_processes():
         progress.schedule(cell0, _snapshot(i, key))
     assert (progress.done, progress.interleavings, progress.failures) == (3, 2, 0)
     # a chunk of cell 0 that ran in another process: only its final answer arrives
-    progress.update({"cell": 0, "chunk": 1}, {"schedules": 25, "interleaving_keys": ["b", "c"], "failure": None})
-    progress.update({"cell": 1, "chunk": 0}, {"schedules": 4, "interleaving_keys": ["a"], "failure": {"x": 1},
+    progress.update({"cell": 0, "chunk": 1}, {"schedules": 25, "interleaving_keys": ["b", "c"], "failures": []})
+    progress.update({"cell": 1, "chunk": 0}, {"schedules": 4, "interleaving_keys": ["a"], "failures": [{"x": 1}],
                                               "exhausted": False})
     assert (progress.done, progress.interleavings, progress.failures) == (28 + 4 - 0, 3 + 1, 1)
     # cell 0's first chunk ends having run its whole space: chunk 1 (run beside it) and the rest leave the total
-    progress.update(cell0, {"schedules": 3, "interleaving_keys": ["a", "b"], "failure": None, "exhausted": True})
+    progress.update(cell0, {"schedules": 3, "interleaving_keys": ["a", "b"], "failures": [], "exhausted": True})
     assert progress.done == 3 + 4 and progress.total == 3 + 50
     progress.close()
     assert "7/53 schedules, 4 interleavings" in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue())

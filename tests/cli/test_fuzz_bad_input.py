@@ -128,7 +128,8 @@ def test_one_bad_top_level_field(field, value):
     _parse_or_error(json.dumps({**GOOD, field: value}))
 
 
-@given(st.sampled_from(sorted(GOOD["cells"][0]) + ["extra", "shrink_budget"]), json_values)
+@given(st.sampled_from(sorted(GOOD["cells"][0]) + ["extra", "shrink_budget", "max_failures", "expect_failures"]),
+       json_values | st.lists(st.text(max_size=12), max_size=3))
 @FUZZ
 def test_one_bad_cell_field(field, value):
     cell = {**GOOD["cells"][0], field: value}
@@ -159,6 +160,7 @@ option_values = {
     "--time-budget": st.sampled_from(["30"]) | junk,
     "--instrument": st.sampled_from(["json"]) | junk,
     "--tx": junk.filter(lambda v: "popen" not in v),
+    "--max-failures": st.sampled_from(["1", "2", "5", "1000", "1001", "-2", "3.5", "0x2", " 2"]) | junk,
 }
 
 
@@ -213,6 +215,15 @@ def test_run_arguments(stub_env, args, with_report):
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 def test_other_commands_arguments(stub_env, args):
     _check(invoke(*args))
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x", "", "1.5", "1e3", "99999999999999999999"])
+def test_bad_max_failures_is_one_usage_line_and_exit_2(stub, value):
+    result = invoke("run", "lost-update", "--max-failures", value, "--schedules", "2")
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("racecheck: error: ") and "--max-failures" in lines[0], lines
+    assert "Traceback" not in result.output
 
 
 @pytest.fixture

@@ -100,8 +100,53 @@ def test_the_committed_baseline_is_valid_and_names_real_cells():
 
     baseline = gate.read(str(Path(__file__).resolve().parents[2] / "reports" / "baseline.json"))
     assert {c.expect for c in baseline.cells} == {"race", "clean"}
+    assert any(c.expect_failures for c in baseline.cells)  # the gate compares distinct failures somewhere
     for cell in baseline.cells:
         assert cell.fs in scenarios.get(cell.scenario).semantics
-        assert cell.target in (scenarios.STOCK_TARGET, scenarios.FIXED_TARGET)
-        assert (cell.expect == "race") == (cell.target == scenarios.STOCK_TARGET)
+        assert cell.target in (scenarios.STOCK_TARGET, scenarios.FIXED_TARGET, scenarios.LEGACY_TARGET)
+        assert (cell.expect == "race") == (cell.target != scenarios.FIXED_TARGET)
         assert cell.relative_throughput is not None and cell.relative_throughput > 0
+
+
+TWO = "cli_stub_catalogue:TwoBugCounter"
+
+
+def test_gate_compares_distinct_failures(stub, tmp_path):
+    both = ["AssertionError: lost update", "RuntimeError: another add claimed"]
+    path = _write(tmp_path, [_cell(TWO, "race", None, max_failures=3, expect_failures=both)])
+    out = invoke("gate", "--baseline", str(path))
+    assert out.exit_code == 0, out.output
+    assert "got race (2 distinct failures)" in out.stdout
+    # one expected failure only: the other one is new; a third expected one is no longer found
+    path = _write(tmp_path, [_cell(TWO, "race", None, max_failures=3,
+                                   expect_failures=[both[0], "ValueError: never raised"])])
+    out = invoke("gate", "--baseline", str(path))
+    assert out.exit_code == 1, out.output
+    assert "new distinct failure: RuntimeError: another add claimed the counter; replay: racecheck replay" in out.stdout
+    assert "expected distinct failure no longer found: 'ValueError: never raised'" in out.stdout
+
+
+def test_gate_expecting_a_race_fails_on_a_failure_that_is_not_a_race(stub, tmp_path):
+    path = _write(tmp_path, [_cell("cli_stub_catalogue:RefusingCounter", "race")])
+    out = invoke("gate", "--baseline", str(path))
+    assert out.exit_code == 1, out.output
+    assert "known-buggy target no longer races" in out.stdout and "not a race" in out.stdout
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"max_failures": 0}, "'max_failures' must be an integer in 1..1000"),
+    ({"max_failures": "2"}, "'max_failures' must be an integer"),
+    ({"expect_failures": []}, "'expect_failures' must be a non-empty list"),
+    ({"expect_failures": ["a", 3]}, "'expect_failures' must be a non-empty list"),
+    ({"expect_failures": ["a", "b"], "max_failures": 1}, "'max_failures' must be at least"),
+])
+def test_bad_distinct_failure_fields_are_one_line(stub, tmp_path, extra, message):
+    path = _write(tmp_path, [_cell(RACY, "race", None, **extra)])
+    out = invoke("gate", "--baseline", str(path))
+    assert out.exit_code == 2 and message in one_error_line(out.stderr)
+
+
+def test_expect_failures_needs_expect_race(stub, tmp_path):
+    path = _write(tmp_path, [_cell(LOCKED, "clean", None, expect_failures=["x"])])
+    out = invoke("gate", "--baseline", str(path))
+    assert out.exit_code == 2 and "needs 'expect': 'race'" in one_error_line(out.stderr)

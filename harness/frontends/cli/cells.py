@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 from racecheck.frontends import parallel
-from racecheck.report.model import CellResult
+from racecheck.report.model import CellResult, FailureRecord
 
 __racecheck_engine__ = True
 
@@ -103,18 +103,34 @@ def prepare_report_dir(directory: str | None) -> None:
 # ----- output ------------------------------------------------------------------------------------------------------
 
 
-def failure_block(cell: CellResult) -> str:
-    """What a person needs about one failure: message, where, the replay command, the trace. `run` and `replay`
-    print the same block for the same schedule."""
-    f = cell.failure
+NOT_A_RACE = "fails under every schedule tried: not a race"
+
+
+def failure_block(cell: CellResult, failure: FailureRecord | None = None, position: int = 0) -> str:
+    """What a person needs about one failure (the cell's first by default): message, where, the verdict when it is
+    not a race, the replay command, the trace, the racing pair. ``position`` (1-based) numbers it among several.
+    ``run`` and ``replay`` print the same block for the same schedule."""
+    f = failure or cell.failure
     assert f is not None
     where = f" in {f.thread}" if f.thread else ""
+    number = f"[{position}/{len(cell.failures)}] " if position else ""
+    verdict = f"  {NOT_A_RACE}\n" if f.not_a_race else ""
     return (
-        f"  {f.message}\n"
+        f"  {number}{f.message}\n"
         f"  {f.kind}{where}, schedule #{f.schedule_index}, {f.preemptions} preemption(s), {f.steps} steps\n"
+        f"{verdict}"
         f"  replay with: racecheck replay {f.token}\n"
         f"{f.trace}"
     ) + (f"\n  {f.race_text}" if f.race_text else "")
+
+
+def failure_blocks(cell: CellResult, quiet: bool = False) -> list[str]:
+    """Every distinct failure of the cell: its block, or with ``quiet`` its replay command only."""
+    if quiet:
+        return [f"  replay with: racecheck replay {f.token}" for f in cell.failures]
+    if len(cell.failures) == 1:
+        return [failure_block(cell)]
+    return [failure_block(cell, f, i) for i, f in enumerate(cell.failures, 1)]
 
 
 def _coverage(cell: CellResult) -> str:
@@ -122,10 +138,23 @@ def _coverage(cell: CellResult) -> str:
 
 
 def cell_line(cell: CellResult) -> str:
-    """One line per explored cell: race catalogue (where, after how much) or clean (coverage, throughput)."""
+    """One line per explored cell: race found (where, after how much), a failure that is not a race (with its
+    exception), or clean (coverage, throughput)."""
     how = f"({cell.strategy}, seed {cell.seed})"
+    if cell.verdict == "not-a-race":
+        f = cell.failures[0]
+        more = f" (and {len(cell.failures) - 1} more distinct failure(s))" if len(cell.failures) > 1 else ""
+        return (f"{cell.label}: FAILED, {NOT_A_RACE}: {one_line(f.message)}{more}; first at schedule "
+                f"#{f.schedule_index} {how} after {_coverage(cell)}")
     if cell.failure is not None:
-        return f"{cell.label}: RACE FOUND at schedule #{cell.failure.schedule_index} {how} after {_coverage(cell)}"
+        if len(cell.failures) == 1:
+            return f"{cell.label}: RACE FOUND at schedule #{cell.failure.schedule_index} {how} after {_coverage(cell)}"
+        at = ", ".join(f"#{f.schedule_index}" for f in cell.failures)
+        races = len(cell.races)
+        kinds = f"{races} race(s), {len(cell.failures) - races} not a race" if races < len(cell.failures) else ""
+        detail = f" ({kinds})" if kinds else ""
+        return (f"{cell.label}: RACE FOUND, {len(cell.failures)} distinct failures{detail} at schedules {at} {how} "
+                f"after {_coverage(cell)}")
     note = f", {cell.exhausted_note}" if cell.exhausted else ""
     if cell.budget_stopped:
         note = f" (time budget: {cell.schedules} of {cell.requested})"

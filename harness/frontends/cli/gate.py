@@ -54,6 +54,8 @@ def baseline_cells(baseline: str, expected: gating.Baseline) -> list[parallel.Ce
         except InputError as exc:
             raise InputError(f"{baseline}: {exc}")
         options = () if exp.shrink_budget is None else (("shrink_budget", exp.shrink_budget),)
+        if exp.max_failures > 1:
+            options += (("max_failures", exp.max_failures),)
         cells.append(parallel.Cell(exp.scenario, exp.target, exp.fs, exp.strategy, exp.seed, exp.schedules, (),
                                    catalogue_name, options, oracle=one_line(scenario.oracle)))
     return cells
@@ -68,7 +70,7 @@ def _echo_verdict(verdict: gating.Verdict) -> None:
     ratio = "-" if verdict.relative is None else f"{verdict.relative:.3f}"
     base = verdict.expectation.relative_throughput
     base_text = "-" if base is None else f"{base:.3f}"
-    found = "race" if cell.failure is not None else "clean"
+    found = cell.verdict if len(cell.failures) <= 1 else f"{cell.verdict} ({len(cell.failures)} distinct failures)"
     done = f" ({cell.exhausted_note})" if cell.exhausted else ""
     click.echo(f"{'ok  ' if verdict.ok else 'FAIL'} {cell.label}: expected {verdict.expectation.expect}, "
                f"got {found} in {cell.schedules} schedules, {cell.interleavings} interleavings{done}; "

@@ -87,7 +87,7 @@ class LiveProgress:
             return
         self.live[(unit["cell"], unit["chunk"])] = result["schedules"]
         self.keys.setdefault(unit["cell"], set()).update(result.get("interleaving_keys", ()))
-        if result["failure"] is not None:
+        if result.get("failures"):
             self.failed_cells.add(unit["cell"])  # a race per cell, however many of its chunks failed
         if result.get("exhausted"):  # the cell's space is done: what it did not need leaves the total
             cell, chunk = unit["cell"], unit["chunk"]

@@ -11,6 +11,7 @@ import click
 from racecheck.errors import ReplayDivergence, TokenError
 from racecheck.frontends import parallel
 from racecheck.frontends.cli.cells import (
+    NOT_A_RACE,
     InputError,
     check_instrument,
     failure_block,
@@ -45,7 +46,7 @@ def replay_cli_token(token: str) -> tuple[str, CellResult | None, str]:
     except catalogue.ScenarioError as exc:
         raise InputError(str(exc))
     try:
-        result = replay(prepared.fn, parsed.engine_token, **kwargs)
+        result = replay(prepared.fn, parsed.engine_token, judge=True, **kwargs)
     except ReplayDivergence:
         raise
     except TokenError as exc:
@@ -64,6 +65,7 @@ def replay_cli_token(token: str) -> tuple[str, CellResult | None, str]:
         engine_token=parsed.engine_token,
         token=token.strip(),
         thread=getattr(failure, "thread", None),
+        depends_on_schedule=getattr(failure, "depends_on_schedule", None),
     )
     cell = CellResult(parsed.scenario, parsed.target, parsed.fs, "replay", parsed.index, 1, 1, failure=record)
     return label, cell, record.trace
@@ -82,6 +84,9 @@ def replay_cmd(token: str) -> None:
         click.echo(f"{label}: schedule replayed, no failure")
         click.echo(trace)
         sys.exit(0)
-    click.echo(f"{label}: RACE REPRODUCED at schedule #{cell.failure.schedule_index}")
+    if cell.failure.not_a_race:
+        click.echo(f"{label}: FAILURE REPRODUCED at schedule #{cell.failure.schedule_index} ({NOT_A_RACE})")
+    else:
+        click.echo(f"{label}: RACE REPRODUCED at schedule #{cell.failure.schedule_index}")
     click.echo(failure_block(cell))
     sys.exit(1)

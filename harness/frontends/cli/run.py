@@ -14,7 +14,7 @@ from racecheck.frontends.cli.cells import (
     InputError,
     cell_line,
     check_instrument,
-    failure_block,
+    failure_blocks,
     find_scenario,
     load_catalogue,
     load_target,
@@ -33,13 +33,19 @@ FS_CHOICES = ("posix", "windows", "both", "real")
 
 @click.command("list")
 def list_scenarios() -> None:
-    """List the scenario catalogue with each scenario's oracle."""
+    """List the scenario catalogue: each scenario's semantics, how its oracle reads checkpoints, and its oracle."""
     found = load_catalogue()
     items = list(found.CATALOGUE.items())
     width = max((len(name) for name, _ in items), default=0)
+    shown = {name: f"[{','.join(each.semantics)}]" for name, each in items}
+    across = max((len(text) for text in shown.values()), default=0)
     for name, each in items:
-        supported = ",".join(each.semantics)
-        click.echo(f"{name:{width}}  [{supported}]  {one_line(each.oracle)}")
+        reader = getattr(each, "reader", "")  # a plug-in catalogue may not say
+        said = f"reads: {reader:6}  " if reader else ""
+        click.echo(f"{name:{width}}  {shown[name]:{across}}  {said}{one_line(each.oracle)}")
+    readers = getattr(found, "READERS", None) or {}
+    for key, meaning in readers.items():
+        click.echo(f"reads: {key}: {meaning}")
 
 
 def _positive_budget(ctx: Any, param: Any, value: float | None) -> float | None:
@@ -62,10 +68,12 @@ def _positive_budget(ctx: Any, param: Any, value: float | None) -> float | None:
 @click.option("--time-budget", type=float, default=None, callback=_positive_budget, metavar="SECONDS",
               help="stop starting new work after this long (checked between chunks of schedules)")
 @click.option("--instrument", multiple=True, metavar="MOD", help="also control this module's threads/locks")
+@click.option("--max-failures", type=click.IntRange(1, 1000), default=1, show_default=True, metavar="N",
+              help="keep exploring a cell until N distinct failures are found, and report each")
 @click.option("--quiet", "-q", is_flag=True, help="one line per cell, no trace, no progress bar")
 def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules: int, seed: int, fs: str,
         jobs: int, tx: tuple[str, ...], report_dir: str | None, time_budget: float | None,
-        instrument: tuple[str, ...], quiet: bool) -> None:
+        instrument: tuple[str, ...], max_failures: int, quiet: bool) -> None:
     """Explore SCENARIOS (all when none is named); exit 1 with a replay token when a race is found."""
     catalogue_name = parallel.catalogue_name()
     found = load_catalogue(catalogue_name)
@@ -77,6 +85,7 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
     parallel.expand_tx(tx)
     prepare_report_dir(report_dir)
     cells = []
+    options = (("max_failures", max_failures),) if max_failures > 1 else ()
     for each in chosen:
         supported = scenario_semantics(each, fs)
         if not supported:
@@ -91,7 +100,7 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
         for semantic in supported:
             cells.append(parallel.Cell(
                 each.name, target, semantic, strategy, seed, schedules, tuple(instrument), catalogue_name,
-                oracle=one_line(each.oracle),
+                options, oracle=one_line(each.oracle),
             ))
     for cell in cells:
         prebuild(catalogue_name, cell)
@@ -100,19 +109,25 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
     explore_wall = time.perf_counter() - started
     for cell in results:
         click.echo(cell_line(cell))
-        if cell.failure is not None:
-            click.echo(f"  replay with: racecheck replay {cell.failure.token}" if quiet else failure_block(cell))
+        for block in failure_blocks(cell, quiet):
+            click.echo(block)
     explored, requested = sum(c.schedules for c in results), sum(c.requested for c in results)
     if budget_hit:
         click.echo(f"time budget of {time_budget:g}s reached: explored {explored} of {requested} schedules "
                    "(always the same leading schedules of this exploration)")
-    races = sum(1 for c in results if c.failure is not None)
+    races = sum(1 for c in results if c.verdict == "race")
+    not_races = sum(1 for c in results if c.verdict == "not-a-race")
+    distinct = sum(len(c.failures) for c in results)
     interleavings = sum(c.interleavings for c in results)
     exhausted = sum(1 for c in results if c.exhausted)
     done = f", {exhausted} exhausted" if exhausted else ""
+    if max_failures > 1:
+        done = f" ({distinct} distinct failure(s))" + done
+    if not_races:
+        done = f", {not_races} cell(s) failing under every schedule tried (not a race)" + done
     click.echo(f"{len(results)} cell(s), {explored} schedules, {interleavings} interleavings, {races} race(s) found"
                f"{done}")
     run_info = {"jobs": jobs, "tx": list(tx), "time_budget_s": time_budget, "budget_reached": budget_hit,
                 "chunk": parallel.CHUNK, "explore_wall_s": round(explore_wall, 3)}
     write_reports(report_dir, results, run_info)
-    sys.exit(1 if races else 0)
+    sys.exit(1 if races or not_races else 0)
