@@ -210,7 +210,6 @@ def explore_workload(workload, schedules: int, fresh_threads: bool = False) -> N
         workload,
         strategy="pct",
         schedules=schedules,
-        instrument=["lightning.pytorch.plugins.io.async_plugin"],
         shrink_budget=0,
         fresh_threads=fresh_threads,
     )

@@ -67,10 +67,7 @@ def main() -> None:
     try:
         for name, fn in programs:
             for strategy in ("random", "pct", "dfs", "pos"):
-                result = racecheck.explore(
-                    fn, strategy=strategy, schedules=args.schedules, seed=args.seed,
-                    instrument=["lightning.pytorch.plugins.io.async_plugin"],
-                )
+                result = racecheck.explore(fn, strategy=strategy, schedules=args.schedules, seed=args.seed)
                 failure = result.failure
                 line = (name, strategy, result.ok, result.schedules, result.interleavings, result.exhausted,
                         None if failure is None else (failure.token, failure.kind, failure.trace))

@@ -6,7 +6,8 @@ written file (or every file of a directory checkpoint), fsync the directory that
 paths on the local filesystem get these steps; fsync means nothing to other fsspec filesystems.
 
 ``os`` is looked up through this module's global at call time (never captured at import), so racecheck can put the
-fake filesystem in its place: ``LockedAsyncCheckpointIO.__racecheck_instrument__`` names this module.
+fake filesystem in its place (control by default; ``LockedAsyncCheckpointIO.__racecheck_instrument__`` names this
+module too, as a hint).
 """
 
 from __future__ import annotations

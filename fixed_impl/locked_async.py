@@ -18,8 +18,8 @@ This module holds the queue, its worker and the public API; the durability steps
 ``racecheck.fixed_impl.durability`` and the caller-side copy in ``racecheck.fixed_impl.snapshot``.
 
 Threading primitives are looked up through the module global ``threading`` at call time (never captured at
-import), so the racecheck engine can instrument this module by swapping that name; the same holds for ``os`` here
-and in the durability module. ``__racecheck_instrument__`` names both modules for tools that explore this IO.
+import), so the racecheck engine controls this module by swapping that name, with no module named; the same holds
+for ``os`` here and in the durability module. ``__racecheck_instrument__`` names both modules, an optional hint.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ from typing_extensions import override
 log = logging.getLogger(__name__)
 
 #: Modules whose ``threading`` / ``os`` names racecheck must control to explore this IO (every module of this
-#: package that touches either at call time); read by the scenario layer, and passed by hand as
-#: ``racecheck.explore(fn, instrument=LockedAsyncCheckpointIO.__racecheck_instrument__)``.
+#: package that touches either at call time): an optional hint, since racecheck controls every module by default;
+#: the scenario layer reads it, and ``instrument=`` accepts it.
 __racecheck_instrument__ = ("racecheck.fixed_impl.locked_async", "racecheck.fixed_impl.durability")
 
 _QUEUED, _RUNNING, _DONE, _CANCELLED = "queued", "running", "done", "cancelled"

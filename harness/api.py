@@ -30,10 +30,12 @@ def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: An
     (``explore(fn, strategy="dfs", preemption_bound=1)``); any other keyword is a TypeError naming it.
     strategy: "random" (uniform walk), "pct" (priority change points, ``depth``), or "dfs" (every schedule with at
     most ``preemption_bound`` preemptions, default 2; None or ``math.inf`` for no bound; ``result.exhausted`` says
-    the search finished). ``instrument``: modules or dotted names whose threading/queue/futures/time names are
-    controlled during the run (the module defining ``fn`` always is). ``fs``: "posix", "windows" or a
-    ``racecheck.fakefs.FakeFS`` for a fresh fake filesystem per schedule. ``check_determinism``: run every schedule
-    twice and report a difference as a failure of kind "nondeterminism". The failure comes shrunk, with a token.
+    the search finished). Every thread, lock, queue, future, executor, sleep and clock call of a controlled thread is
+    controlled, in whatever module it is made (docs/control.md); ``exclude``: modules or dotted names kept real;
+    ``instrument``: modules to swap names in explicitly besides ``fn``'s own (rarely needed). ``fs``: "posix",
+    "windows" or a ``racecheck.fakefs.FakeFS`` for a fresh fake filesystem per schedule. ``check_determinism``: run
+    every schedule twice and report a difference as a failure of kind "nondeterminism". The failure comes shrunk,
+    with a token.
     """
     return run_exploration(fn, resolve(config, shortcuts, "explore"))
 
@@ -43,7 +45,7 @@ def replay(
 ) -> Result:
     """Run exactly the schedule ``token`` describes; the Result carries the same failure and the same trace.
 
-    Options as for ``explore`` (only instrument, fs, on_crash, max_steps, watchdog and check_determinism matter
-    here: the schedule comes from the token). Raises TokenError for a malformed, edited or foreign token and
+    Options as for ``explore`` (only instrument, exclude, fs, on_crash, max_steps, watchdog and check_determinism
+    matter here: the schedule comes from the token). Raises TokenError for a malformed, edited or foreign token and
     ReplayDivergence when the code under test does not follow the schedule (saying where)."""
     return run_replay(fn, token, resolve(config, shortcuts, "replay"), judge)

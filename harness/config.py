@@ -39,6 +39,7 @@ class Config:
     schedules: int = 1000  # at most this many schedules (dfs may stop earlier: result.exhausted)
     seed: int = 0
     instrument: tuple[Any, ...] = ()  # modules or dotted names ("pkg.*") to control besides fn's own module
+    exclude: tuple[Any, ...] = ()  # modules or dotted names ("pkg.*") kept real: control by default leaves them out
     preemption_bound: int | float | None = 2  # dfs / shrinker bound; None or math.inf = unbounded
     depth: int = 3  # pct bug depth d (d-1 priority change points)
     fs: Any = None  # None, "posix", "windows" or a racecheck.fakefs.FakeFS: a fresh fake filesystem per schedule
@@ -66,6 +67,7 @@ class Config:
         else:
             instrument = tuple(instrument)
         object.__setattr__(self, "instrument", instrument)
+        object.__setattr__(self, "exclude", _module_list("exclude", self.exclude))
         self._validate()
 
     def _validate(self) -> None:
@@ -148,3 +150,14 @@ def _int_at_least(name: str, value: Any, low: int) -> None:
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     if value < low:
         raise ValueError(f"{name} must be >= {low}, not {value}")
+
+
+def _module_list(name: str, value: Any) -> tuple[Any, ...]:
+    """A Config field naming modules, as a tuple: one module or dotted name, or an iterable of them."""
+    if value is None:
+        return ()
+    items = (value,) if isinstance(value, (str, types.ModuleType)) else tuple(value)
+    for item in items:
+        if not isinstance(item, (str, types.ModuleType)) or item == "":
+            raise TypeError(f"{name} must name modules (module objects or dotted names), not {item!r}")
+    return items

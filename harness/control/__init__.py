@@ -1,5 +1,6 @@
-"""How unmodified code comes under control: name swapping, module facades, thread wrapping, line points,
-waits on other processes and temporary-file tracking. Imports the runtime and the stand-ins, nothing above.
+"""How unmodified code comes under control: control by default (``autocontrol``: every module, no list), name
+swapping, module facades, thread wrapping, line points, waits on other processes and temporary-file tracking.
+Imports the runtime and the stand-ins, nothing above.
 
 Importing the package registers the sync stand-ins' swaps (``sync_facades``): every user of the control layer
 (the explorer, the fake filesystem) then has them, and has them before it registers swaps of its own, which take

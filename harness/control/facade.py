@@ -31,6 +31,11 @@ class ModuleFacade(types.ModuleType):
 
     def __init__(self, real: types.ModuleType, overrides: dict[str, Any]) -> None:
         super().__init__(real.__name__, getattr(real, "__doc__", None))
+        # What the import system and introspection read of a module (a submodule imported through a facade
+        # looks up its parent's __path__ and __spec__), the real module's, not the None a new module has.
+        for dunder in ("__spec__", "__loader__", "__package__", "__file__", "__path__"):
+            if dunder in real.__dict__:
+                self.__dict__[dunder] = real.__dict__[dunder]
         self.__dict__["__racecheck_facade__"] = real
         self.__dict__.update(overrides)
 

@@ -8,6 +8,11 @@ they are shadowed by inserting a global of the same name and removing it on rest
 
 The stand-ins decide at call time whether the caller is a controlled thread (``runtime.current_run()``), so a
 swapped module keeps working for uncontrolled threads during a run.
+
+Every swap belongs to a group: ``"sync"`` for the stand-ins of ``racecheck.sync``, and an extension's name for its
+own (the fake filesystem's are ``"fakefs"``). Explicitly instrumented modules get every registered swap, as they
+always have; control by default (``racecheck.control.autocontrol``) applies only the groups of the exploration's
+active extensions, so the fake filesystem's stand-ins stay out of library code when no ``fs=`` is given.
 """
 
 from __future__ import annotations
@@ -26,16 +31,45 @@ class InstrumentError(Exception):
 
 _swaps: dict[int, tuple[Any, Any]] = {}
 _builtin_swaps: dict[str, Any] = {}
+# What control by default applies, per group (see the module docstring): id(real) -> (real, replacement).
+_everywhere: dict[str, dict[int, tuple[Any, Any]]] = {}
+_everywhere_builtins: dict[str, dict[str, Any]] = {}
 
 
-def register_swap(real: Any, replacement: Any) -> None:
-    """Within instrumented modules, every global that *is* ``real`` becomes ``replacement`` during a run."""
+def register_swap(real: Any, replacement: Any, group: str = "sync", everywhere: bool = True) -> None:
+    """Within instrumented modules, every global that *is* ``real`` becomes ``replacement`` during a run.
+    ``group``: who registers it (``"sync"`` or an extension's name); ``everywhere=False`` keeps it to explicitly
+    instrumented modules (a facade whose forwarding costs more in library code than what it controls there)."""
     _swaps[id(real)] = (real, replacement)
+    table = _everywhere.setdefault(group, {})
+    if everywhere:
+        table[id(real)] = (real, replacement)
+    else:
+        table.pop(id(real), None)
 
 
-def register_builtin_swap(name: str, replacement: Any) -> None:
-    """Shadow builtin ``name`` (e.g. ``open``) in instrumented modules during a run."""
+def register_builtin_swap(name: str, replacement: Any, group: str = "sync") -> None:
+    """Shadow builtin ``name`` (e.g. ``open``) in instrumented modules during a run; with control by default, the
+    builtin itself is replaced while ``group`` is active."""
     _builtin_swaps[name] = replacement
+    _everywhere_builtins.setdefault(group, {})[name] = replacement
+
+
+def swaps_for(groups: Iterable[str]) -> dict[int, tuple[Any, Any]]:
+    """The swaps control by default applies for ``groups`` ("sync" first, then each active extension's): a later
+    group's swap of the same real object wins, as a later registration does for explicit instrumentation."""
+    merged: dict[int, tuple[Any, Any]] = {}
+    for group in dict.fromkeys(["sync", *groups]):
+        merged.update(_everywhere.get(group, {}))
+    return merged
+
+
+def builtin_swaps_for(groups: Iterable[str]) -> dict[str, Any]:
+    """The builtins control by default replaces for ``groups``."""
+    merged: dict[str, Any] = {}
+    for group in dict.fromkeys(["sync", *groups]):
+        merged.update(_everywhere_builtins.get(group, {}))
+    return merged
 
 
 def resolve_modules(targets: Iterable[Any]) -> list[types.ModuleType]:
@@ -95,11 +129,7 @@ def apply(modules: Iterable[types.ModuleType]) -> Patch:
             namespace = module.__dict__
             if namespace.get("__racecheck_engine__"):
                 continue  # never instrument the engine itself
-            for name, value in list(namespace.items()):
-                entry = _swaps.get(id(value))
-                if entry is not None and entry[0] is value:
-                    patch.replaced.append((namespace, name, value))
-                    namespace[name] = entry[1]
+            swap_namespace(namespace, _swaps, patch)
             for name, replacement in _builtin_swaps.items():
                 if name not in namespace:
                     patch.inserted.append((namespace, name))
@@ -110,3 +140,15 @@ def apply(modules: Iterable[types.ModuleType]) -> Patch:
         patch.restore()
         raise
     return patch
+
+
+def swap_namespace(namespace: dict, swaps: dict[int, tuple[Any, Any]], patch: Patch) -> int:
+    """Swap every value of ``namespace`` that *is* a real object of ``swaps``, recorded in ``patch``; how many."""
+    count = 0
+    for name, value in list(namespace.items()):
+        entry = swaps.get(id(value))
+        if entry is not None and entry[0] is value:
+            patch.replaced.append((namespace, name, value))
+            namespace[name] = entry[1]
+            count += 1
+    return count

@@ -2,8 +2,9 @@
 
 Two ways in, one store per run:
   * ``racefs://`` (fsspec, entry point in pyproject) — usable standalone too (process-global default store);
-  * os-level stand-ins for ``os``, ``os.path``, ``io``, ``open``, ``shutil``, ``tempfile`` in instrumented modules,
-    for paths under the run's mount root (default ``/racefs``); other paths go to the real OS untouched.
+  * os-level stand-ins for ``os``, ``os.path``, ``io``, ``open``, ``shutil``, ``tempfile``, wherever control by default
+    reaches (every module but the engine's and the standard library's, plus pathlib's), for paths under the run's
+    mount root (default ``/racefs``) and fake descriptors; other paths go to the real OS untouched.
 
 Engine contract: ``begin_run(run, fs)`` before the test function of every schedule, ``end_run(run, crashed)``
 after all its threads are gone (applies the power loss). See docs/fakefs.md.
@@ -15,8 +16,6 @@ Config sets ``fs=``, see ``racecheck.runtime.declare_provider``); the stand-ins,
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from typing import Any
 
 from racecheck.fakefs import pycompat as _pycompat
@@ -31,35 +30,9 @@ from racecheck.fakefs.spec import FakeFS, as_spec
 from racecheck.fakefs.store import Store
 
 __all__ = ["FakeFS", "Store", "root", "current_store", "default_store", "reset_default_store",
-           "DEFAULT_MODULES", "default_modules", "begin_run", "end_run", "prepare", "WinPermissionError",
+           "stdlib_modules", "begin_run", "end_run", "prepare", "WinPermissionError",
            "os_facade", "path_facade", "io_facade", "shutil_facade", "tempfile_facade", "fake_open",
            "UnservedPathError"]
-
-# Modules whose file access Lightning checkpointing goes through; instrument them when fs= is given.
-_CANDIDATE_MODULES = (
-    "fsspec.implementations.local",
-    "lightning.fabric.utilities.cloud_io",
-    "lightning.fabric.plugins.io.torch_io",
-    "lightning.pytorch.plugins.io.torch_plugin",
-    "lightning.pytorch.callbacks.model_checkpoint",
-    "lightning.pytorch.trainer.connectors.checkpoint_connector",
-    "torch.serialization",
-    *_pycompat.pathlib_modules(),
-)
-
-
-class _ModuleList(tuple):
-    """A tuple of module names whose iteration also registers stand-ins for optional packages (torch) as soon as
-    the consumer has imported them: the engine imports each name while iterating, then instruments."""
-
-    def __iter__(self):
-        for name in tuple.__iter__(self):
-            yield name
-            _torch_hooks.register()
-
-
-# Only those whose top-level package is installed (checked without importing anything heavy).
-DEFAULT_MODULES = _ModuleList(m for m in _CANDIDATE_MODULES if importlib.util.find_spec(m.split(".")[0]) is not None)
 
 
 def prepare() -> None:
@@ -72,17 +45,12 @@ def prepare() -> None:
     _pycompat.install_captured_io()
 
 
-def default_modules() -> list[str]:
-    """DEFAULT_MODULES that import in this environment (imports them; registers the torch stand-in)."""
-    names = []
-    for name in DEFAULT_MODULES:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - an optional module that is absent or broken is skipped
-            continue
-        names.append(name)
+def stdlib_modules() -> list[str]:
+    """The standard-library modules whose own file I/O must reach the store: pathlib's (and glob, which 3.13's
+    ``Path.glob`` lists through). Control by default leaves the standard library alone, so the engine instruments
+    these explicitly; every other module is reached without being named. Activates the fake filesystem first."""
     prepare()
-    return names
+    return list(_pycompat.pathlib_modules())
 
 
 def root() -> str:
@@ -115,7 +83,7 @@ class _Extension:
         return config.fs is not None
 
     def modules(self, config: Any) -> list[str]:
-        return default_modules()
+        return stdlib_modules()
 
     def config_key(self, config: Any) -> str:
         return config.fs if isinstance(config.fs, str) else as_spec(config.fs).config_key()

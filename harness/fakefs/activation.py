@@ -1,7 +1,8 @@
 """What the fake filesystem registers with the engine and with fsspec when it is activated, once per process.
 
   * the stand-ins of ``os``, ``os.path``, ``io``, ``shutil`` and ``tempfile`` (whole modules and the functions
-    imported from them) and of builtin ``open``, swapped in instrumented modules (``racecheck.control.instrument``);
+    imported from them) and of builtin ``open``, swapped in instrumented modules (``racecheck.control.instrument``)
+    and, as the ``"fakefs"`` group, everywhere control by default reaches when ``fs=`` is given;
   * the ``torch.serialization`` stand-in, when torch is already loaded (later loads: ``prepare`` in the package);
   * the audit hook that keeps mounted paths off the real disk (``pycompat.install_guard``);
   * ``racefs://`` with fsspec: the pyproject entry point registers it when the package is installed, this covers
@@ -40,17 +41,20 @@ def activate() -> None:
     _active = True
 
 
+GROUP = "fakefs"  # the extension's name: control by default applies these swaps only when fs= is given
+
+
 def register_swaps() -> None:
     """Swap whole modules (``import os``) and directly imported functions (``from os import remove``)."""
     for real, fake in ((os, os_facade), (os.path, path_facade), (io, io_facade), (shutil, shutil_facade),
                        (tempfile, tempfile_facade)):
-        instrument.register_swap(real, fake)
+        instrument.register_swap(real, fake, GROUP)
         for name, value in fake.__dict__.items():
             if callable(value) and not name.startswith("_") and not isinstance(value, type(os)):
                 original = getattr(real, name, None)
                 if original is not None and original is not value:
-                    instrument.register_swap(original, value)
-    instrument.register_builtin_swap("open", fake_open)
+                    instrument.register_swap(original, value, GROUP)
+    instrument.register_builtin_swap("open", fake_open, GROUP)
 
 
 def register_fsspec() -> None:

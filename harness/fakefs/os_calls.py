@@ -1,5 +1,6 @@
-"""Stand-ins for ``os``, ``os.path``, ``io`` and builtin ``open`` in instrumented modules: the functions below and
-the facades built from them (``os_facade``, ``path_facade``, ``io_facade``; ``fake_open`` for the builtin).
+"""Stand-ins for ``os``, ``os.path``, ``io`` and builtin ``open``, wherever control reaches (every module control by
+default swaps names in, and builtins' ``open`` itself during an exploration): the functions below and the facades
+built from them (``os_facade``, ``path_facade``, ``io_facade``; ``fake_open`` for the builtin).
 
 Each facade is a module object that forwards every attribute it does not override to the real module, so code that
 reads ``os.sep`` or ``os.path.join`` sees the real thing. Overridden functions send paths under the run's mount

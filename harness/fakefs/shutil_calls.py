@@ -1,4 +1,4 @@
-"""Stand-ins for ``shutil`` and ``tempfile`` in instrumented modules: the facades ``shutil_facade`` and
+"""Stand-ins for ``shutil`` and ``tempfile``, wherever control reaches: the facades ``shutil_facade`` and
 ``tempfile_facade`` over the functions below.
 
 The real ``shutil.move``/``rmtree`` and ``tempfile.mkstemp`` call the real ``os`` through their own globals, so

@@ -92,8 +92,8 @@ def describe_stuck(rec: ThreadRecord | None, watchdog: float | None, outside: in
             f"controlled thread, which cannot run while T{rec.tid} waits)"
         )
     advice = (
-        "(a real lock, real sleep or I/O wait that racecheck does not control; instrument the module that owns "
-        "it)"
+        "(a real lock, real sleep or I/O wait that racecheck does not control: an object made before the "
+        "exploration, one of a module left out with exclude=, or a wait in C code)"
     )
     try:
         where = stuck_location(_frame_of(rec))

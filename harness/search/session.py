@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import racecheck.control.sync_facades  # noqa: F401 - importing it registers the sync stand-ins' swaps
 from racecheck import runtime
-from racecheck.control import external, instrument, lines, tempdirs
+from racecheck.control import autocontrol, external, instrument, lines, tempdirs
 from racecheck.control.threads import controlled_thread_class
 from racecheck.runtime.affinity import OneCpu
 from racecheck.runtime.batch import Batch
@@ -72,7 +72,8 @@ class Session:
         targets.extend(self.config.instrument)
         for ext in self.extensions:
             targets.extend(ext.modules(self.config))
-        return instrument.resolve_modules(targets)
+        excluded = autocontrol.Exclusions(self.config.exclude)  # exclude= wins, even over the test's own module
+        return [module for module in instrument.resolve_modules(targets) if module.__name__ not in excluded]
 
     def _line_modules(self, instrumented: list[types.ModuleType]) -> list[types.ModuleType]:
         """Where line-level preemption applies: every instrumented module, or the ones ``preempt`` names."""
@@ -94,6 +95,10 @@ class Session:
         try:
             modules = self._modules()
             with ExitStack() as stack:
+                # control by default first: explicitly named modules then get the swaps that stay out of library
+                # code (os's facade for getpid, the builtin open as a global) on top, as they always had
+                everywhere = autocontrol.install([ext.name for ext in self.extensions], self.config.exclude)
+                stack.callback(everywhere.restore)
                 patch = instrument.apply(modules)
                 stack.callback(patch.restore)
                 if self.config.preempt is not None:

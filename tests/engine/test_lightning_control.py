@@ -1,5 +1,5 @@
-"""Stock Lightning AsyncCheckpointIO comes under control by instrumenting its module: its own executor worker is a
-controlled thread, and the delete-while-queued race is found, replayed exactly and shrunk."""
+"""Stock Lightning AsyncCheckpointIO comes under control (by default, or by instrumenting its module as before): its
+own executor worker is a controlled thread, and the delete-while-queued race is found, replayed exactly and shrunk."""
 
 import os
 import shutil
@@ -44,8 +44,9 @@ def test_stock_async_checkpoint_io_race_is_found_and_replayed():
         assert again.failure.trace == failure.trace
 
 
-def test_without_instrumenting_lightning_the_worker_is_not_controlled():
-    """Negative control: the module's real executor runs uncontrolled (the gap other Python tools leave)."""
+def test_the_worker_is_controlled_with_no_module_named_and_exclude_keeps_it_real():
+    """Control by default: Lightning's executor is the controlled one without naming its module, and the race is
+    found the same way; ``exclude=`` keeps the module real (the gap other Python tools leave)."""
     seen = {}
 
     def probe():
@@ -55,6 +56,12 @@ def test_without_instrumenting_lightning_the_worker_is_not_controlled():
         io.teardown()
 
     racecheck.explore(probe, schedules=1)
-    assert seen["executor"].__module__ == "concurrent.futures.thread"
-    racecheck.explore(probe, schedules=1, instrument=[MODULE])
     assert seen["executor"].__module__.startswith("racecheck.sync")
+    racecheck.explore(probe, schedules=1, exclude=[MODULE])
+    assert seen["executor"].__module__ == "concurrent.futures.thread"
+    racecheck.explore(probe, schedules=1, exclude=["lightning.*"])
+    assert seen["executor"].__module__ == "concurrent.futures.thread"
+    result = racecheck.explore(save_save_remove_teardown, strategy="pct", schedules=200)
+    assert not result.ok and "leaked checkpoint" in result.failure.message
+    again = racecheck.replay(save_save_remove_teardown, result.failure.token)
+    assert again.failure.trace == result.failure.trace

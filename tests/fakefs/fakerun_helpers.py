@@ -7,10 +7,11 @@ the store needs from a run. Integration tests through ``racecheck.explore`` live
 from __future__ import annotations
 
 import contextlib
+import types
 from typing import Any
 
 import racecheck.fakefs as fakefs
-from racecheck.control import instrument
+from racecheck.control import autocontrol, instrument
 from racecheck.errors import Crashed
 from racecheck.runtime import bind
 
@@ -62,15 +63,21 @@ class FakeRun:
 
 
 @contextlib.contextmanager
-def bound_run(fs: Any = "posix", choices: dict | None = None, modules: tuple = ()):
-    """Bind a FakeRun with a fresh store to this thread (and instrument ``modules``) for the block."""
+def bound_run(fs: Any = "posix", choices: dict | None = None, modules: tuple = (), everywhere: bool = False):
+    """Bind a FakeRun with a fresh store to this thread (and instrument ``modules``) for the block.
+    ``everywhere``: control by default as an exploration with ``fs=`` has it (no module named)."""
     run = FakeRun(choices)
     fakefs.begin_run(run, fs)
+    if everywhere:
+        modules = (*fakefs.stdlib_modules(), *modules)
+    installed = autocontrol.install([fakefs.extension.name]) if everywhere else None
     patch = instrument.apply(instrument.resolve_modules(modules)) if modules else None
-    bind(run, object())
+    bind(run, types.SimpleNamespace(tid=0))  # a thread record: library code asks get_ident() of it
     try:
         yield run
     finally:
         bind(None, None)
         if patch is not None:
             patch.restore()
+        if installed is not None:
+            installed.restore()

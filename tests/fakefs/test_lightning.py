@@ -47,7 +47,7 @@ def test_torch_checkpoint_io_roundtrip_over_racefs_in_run():
 
 
 def test_torch_checkpoint_io_roundtrip_over_mounted_local_path(tmp_path):
-    with bound_run("posix", modules=fakefs.default_modules()) as run:
+    with bound_run("posix", everywhere=True) as run:
         store = run.resources["fakefs"]
         path = f"{fakefs.root()}/ckpts/epoch=0-step=1.ckpt"
         plugin = TorchCheckpointIO()
@@ -57,10 +57,10 @@ def test_torch_checkpoint_io_roundtrip_over_mounted_local_path(tmp_path):
         assert torch.equal(loaded["state_dict"]["w"], CKPT["state_dict"]["w"])
         plugin.remove_checkpoint(path)
         assert store.files() == []
-        # torch.save/torch.load by path go to the store too once torch.serialization is instrumented
+        # torch.save/torch.load by path go to the store too: control by default reaches torch.serialization
         torch.save(CKPT, f"{fakefs.root()}/direct.pt")
         assert torch.load(f"{fakefs.root()}/direct.pt", weights_only=True)["epoch"] == 3
-        # a path outside the mount still reaches the real disk through the same instrumented code
+        # a path outside the mount still reaches the real disk through the same controlled code
         real = tmp_path / "real.ckpt"
         plugin.save_checkpoint(CKPT, str(real))
         assert real.exists()
@@ -74,7 +74,7 @@ def _lightning_18_save(checkpoint: dict, filepath: str) -> None:
     """How Lightning 1.8's atomic_save wrote: torch.save into BytesIO, then a plain open/write."""
     buffer = io.BytesIO()
     torch.save(checkpoint, buffer)
-    with open(filepath, "wb") as f:  # noqa: PTH123 - runs through the instrumented builtin open
+    with open(filepath, "wb") as f:  # noqa: PTH123 - the builtin open is the fake's during the run
         f.write(buffer.getvalue()[:10])
         # the main thread's top-k eviction runs here, while the worker still holds the file open
         fsspec.implementations.local.LocalFileSystem().rm(filepath, recursive=True)
@@ -84,9 +84,7 @@ def _lightning_18_save(checkpoint: dict, filepath: str) -> None:
 def test_lightning_18_delete_while_writing_gives_winerror_32(monkeypatch):
     import fsspec.implementations.local  # noqa: F401
 
-    this = __import__(__name__, fromlist=["_"])
-    modules = fakefs.default_modules() + [this]
-    with bound_run("windows", modules=modules):
+    with bound_run("windows", everywhere=True):
         path = f"{fakefs.root()}/epoch=0-step=1.ckpt"
         with pytest.raises(PermissionError) as info:
             _lightning_18_save(CKPT, path)
@@ -100,8 +98,7 @@ def test_lightning_18_delete_while_writing_gives_winerror_32(monkeypatch):
 
 
 def test_lightning_18_delete_while_writing_posix_orphans_the_write():
-    this = __import__(__name__, fromlist=["_"])
-    with bound_run("posix", modules=fakefs.default_modules() + [this]) as run:
+    with bound_run("posix", everywhere=True) as run:
         path = f"{fakefs.root()}/epoch=0-step=1.ckpt"
         _lightning_18_save(CKPT, path)
         assert run.resources["fakefs"].files() == []  # the write went into the unlinked inode

@@ -22,7 +22,6 @@ from lightning.fabric.plugins import TorchCheckpointIO
 from racecheck.fakefs import FakeFS
 from racecheck.fixed_impl import LockedAsyncCheckpointIO, durability
 
-INSTRUMENT = LockedAsyncCheckpointIO.__racecheck_instrument__
 PROGRESS: dict = {}  # what the workload had done when the power went out (plain memory survives the "crash")
 
 
@@ -103,13 +102,13 @@ def _named_workload(kind: str):
 def _explore(kind: str, oracle, bound: int = 2):
     return racecheck.explore(
         _named_workload(kind), strategy="dfs", preemption_bound=bound, schedules=100_000,
-        fs=FakeFS(crash=True), on_crash=oracle, instrument=INSTRUMENT,
+        fs=FakeFS(crash=True), on_crash=oracle,
     )
 
 
 def _replay(kind: str, oracle, token: str):
     return racecheck.replay(
-        _named_workload(kind), token, fs=FakeFS(crash=True), on_crash=oracle, instrument=INSTRUMENT
+        _named_workload(kind), token, fs=FakeFS(crash=True), on_crash=oracle
     )
 
 
@@ -216,6 +215,6 @@ def test_atomic_mode_under_windows_semantics_dfs_exhausted(bound):
     """The rename over an existing ``last.ckpt`` and the remove of an evicted file never meet an open handle
     (WinError 32 / 5) in any schedule within the bound."""
     result = racecheck.explore(_atomic_on_windows, strategy="dfs", preemption_bound=bound, schedules=100_000,
-                               fs="windows", instrument=INSTRUMENT)
+                               fs="windows")
     result.raise_on_failure()
     assert result.exhausted

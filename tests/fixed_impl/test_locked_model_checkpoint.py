@@ -154,8 +154,7 @@ def test_best_model_path_never_names_a_failed_save(callback):
     def body():
         seen.append(_fit_with_failing_saves(callback))
 
-    result = racecheck.explore(body, strategy="random", schedules=24, seed=1, fs=FakeFS(eio=("write", "fsync")),
-                               instrument=LockedAsyncCheckpointIO.__racecheck_instrument__)
+    result = racecheck.explore(body, strategy="random", schedules=24, seed=1, fs=FakeFS(eio=("write", "fsync")))
     if callback is ModelCheckpoint:
         assert not result.ok and "whose save failed" in str(result.failure.exception)
     else:

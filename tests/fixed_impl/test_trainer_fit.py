@@ -29,7 +29,6 @@ from torch.utils.data import DataLoader, TensorDataset
 CONFIGS = [
     pytest.param(k, every, id=f"top{k}-{every}") for k in (1, 2) for every in ("every_n_train_steps", "every_n_epochs")
 ]
-STOCK_MODULE = "lightning.pytorch.plugins.io.async_plugin"
 
 
 class TinyModel(LightningModule):
@@ -125,7 +124,7 @@ def test_fit_fixed_disk_matches_model_checkpoint_50_fits(tmp_path, k, every):
 def _explore_fixed(k, every, schedules):
     result = racecheck.explore(
         lambda: _check_fixed(racecheck.fakefs.root(), k, every), strategy="pct", schedules=schedules, seed=0,
-        fs="posix", instrument=LockedAsyncCheckpointIO.__racecheck_instrument__,
+        fs="posix",
     )
     result.raise_on_failure()
     # the whole budget, unless the space is smaller: then every distinct schedule ran once (skip_duplicates)
@@ -152,10 +151,10 @@ def test_fit_stock_plugin_leaks_checkpoints(k, every):
     def fit_stock():
         _check_stock(k, every)
 
-    result = racecheck.explore(fit_stock, strategy="pct", schedules=300, seed=0, fs="posix", instrument=[STOCK_MODULE])
+    result = racecheck.explore(fit_stock, strategy="pct", schedules=300, seed=0, fs="posix")
     assert not result.ok, "the stock plugin never leaked a checkpoint"
     assert "leaked checkpoints" in str(result.failure.exception), result.failure
-    again = racecheck.replay(fit_stock, result.failure.token, fs="posix", instrument=[STOCK_MODULE])
+    again = racecheck.replay(fit_stock, result.failure.token, fs="posix")
     assert again.failure is not None and again.failure.trace == result.failure.trace
 
 

@@ -41,8 +41,6 @@ def _load_upstream_check():
 
 upstream = _load_upstream_check()
 
-INSTRUMENT = LockedAsyncCheckpointIO.__racecheck_instrument__
-STOCK_INSTRUMENT = [AsyncCheckpointIO.__module__]
 SEMANTICS = ["posix", "windows"]
 
 
@@ -56,7 +54,7 @@ def on_fake_fs(plugin_class):
 
 
 def _explore(fn, fs, strategy, schedules, **kw):
-    return racecheck.explore(fn, strategy=strategy, schedules=schedules, seed=0, fs=fs, instrument=INSTRUMENT, **kw)
+    return racecheck.explore(fn, strategy=strategy, schedules=schedules, seed=0, fs=fs, **kw)
 
 
 def test_upstream_check_passes_on_a_real_directory(tmp_path):
@@ -87,9 +85,9 @@ def test_upstream_check_fails_with_the_stock_plugin():
     """Not vacuous: the same check with Lightning's AsyncCheckpointIO fails under racecheck (the flake upstream
     retries), found by pct and replayed from its token."""
     stock = on_fake_fs(AsyncCheckpointIO)
-    result = racecheck.explore(stock, strategy="pct", schedules=500, seed=0, fs="posix", instrument=STOCK_INSTRUMENT)
+    result = racecheck.explore(stock, strategy="pct", schedules=500, seed=0, fs="posix")
     assert not result.ok
-    again = racecheck.replay(stock, result.failure.token, fs="posix", instrument=STOCK_INSTRUMENT)
+    again = racecheck.replay(stock, result.failure.token, fs="posix")
     assert again.failure is not None and again.failure.trace == result.failure.trace
 
 
@@ -116,7 +114,7 @@ def test_upstream_check_dfs_catches_the_stock_plugin(fs):
     preemption bound 2 (the remove racing fsspec's commit)."""
     result = racecheck.explore(
         on_fake_fs(AsyncCheckpointIO), strategy="dfs", schedules=100_000, preemption_bound=2, seed=0, fs=fs,
-        instrument=STOCK_INSTRUMENT, shrink_budget=50,
+        shrink_budget=50,
     )
     assert not result.ok
     assert result.failure.preemptions <= 2

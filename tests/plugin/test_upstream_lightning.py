@@ -1,5 +1,6 @@
-"""Lightning's own flaky ``test_async_checkpoint_plugin``, unmodified but for the marker, fails every time on stock
-Lightning under the plugin, and the printed command replays the same trace in another process.
+"""Lightning's own flaky ``test_async_checkpoint_plugin``, unmodified but for the marker (``fs="posix"``, no module
+named), fails every time on stock Lightning under the plugin, the printed command replays the same trace in another
+process, and the same test passes with racecheck's ``LockedAsyncCheckpointIO``.
 
 The bug it finds is the upstream flake: fsspec's transaction commit renames the temp file onto the checkpoint and
 then chmods it; ModelCheckpoint's top-k eviction removes that checkpoint in between, so the worker's chmod raises
@@ -49,3 +50,22 @@ def test_upstream_async_checkpoint_test_fails_deterministically_and_replays_in_a
     again.assert_outcomes(failed=1)
     replayed = section(again.stdout.str())
     assert replayed.split("\n\n", 1)[1] == report.split("\n\n", 1)[1]  # same trace, byte for byte
+
+
+FIXED = """
+
+from racecheck.fixed_impl import LockedAsyncCheckpointIO
+
+
+@pytest.mark.racecheck(schedules=20, fs="posix")
+def test_async_checkpoint_plugin_fixed(tmp_path):
+    check_async_checkpoint_plugin(tmp_path, LockedAsyncCheckpointIO)
+"""
+
+
+def test_the_fixed_io_passes_the_same_upstream_test_through_the_plugin_with_only_fs_in_the_marker(pytester):
+    """Nothing names ``racecheck.fixed_impl``: control by default reaches its queue, its worker and its files."""
+    pytest.importorskip("lightning")
+    pytester.makepyfile(test_checkpoint_io_plugin=UPSTREAM.read_text() + FIXED)
+    run = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "-k", "fixed")
+    run.assert_outcomes(passed=1)

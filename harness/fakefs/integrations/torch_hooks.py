@@ -53,7 +53,7 @@ def register() -> bool:
                 return _FakeFileZipWriter(name_or_buffer)
         return real_writer(name_or_buffer)
 
-    instrument.register_swap(real_writer, _open_zipfile_writer)
+    instrument.register_swap(real_writer, _open_zipfile_writer, "fakefs")
     _registered = True
     return True
 

@@ -1,0 +1,99 @@
+"""Where control by default swaps names: the globals, in every loaded module it reaches, that hold a real object of
+the swaps. Found by walking every loaded module's globals, and remembered between explorations.
+
+A test session explores again and again with the same modules loaded (thousands, with torch and Lightning), and an
+exploration's setup is paid by each of its schedules, so the walk is done in three depths:
+
+* nothing changed since the last exploration (the same module objects in ``sys.modules``, each reached module's
+  globals the same size, the same swaps and exclusions): the names found last time are used again, and each is
+  checked by identity when it is swapped;
+* something changed (a module imported since, a module that gained globals): every module is looked at, but only
+  a module that is new, or whose globals changed size, is walked again;
+* the first time, or other swaps (the fake filesystem's joined them): every module is walked.
+
+A module is walked with ``set.isdisjoint`` over the ids of its values, in C, and only one that holds something is
+walked name by name. What is remembered can miss a module that rebinds an existing global to a real primitive
+after an exploration without changing its size; a module imported or reloaded again is always walked.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__racecheck_engine__ = True
+
+_modules = sys.modules
+_ModuleType = types.ModuleType
+
+
+@dataclass
+class _Snapshot:
+    """The answer of the last walk and what it depended on."""
+
+    exclusions: Any
+    modules: list[Any]  # sys.modules' values then, compared by identity
+    namespaces: list[dict]  # the globals of every module reached
+    sizes: list[int]  # their sizes then
+    hits: list[tuple[dict, tuple[str, ...]]]  # the globals holding something to swap, and under which names
+
+
+class Scan:
+    """The walk and its memory; one per process (``SCAN``)."""
+
+    def __init__(self) -> None:
+        self.swap_ids: frozenset[int] = frozenset()
+        self.found: dict[int, tuple[int, str, tuple[str, ...]]] = {}  # id(globals) -> (size, module name, names)
+        self.last: _Snapshot | None = None
+
+    def targets(self, swap_ids: frozenset[int], reached: Callable[[str, dict], bool], exclusions: Any
+                ) -> list[tuple[dict, tuple[str, ...]]]:
+        """(globals, names) for every module ``reached(name, globals)`` says control reaches whose globals hold, under
+        those names, an object whose id is in ``swap_ids``. ``exclusions``: a key of what ``reached`` excludes."""
+        if swap_ids != self.swap_ids:
+            self.swap_ids, self.found, self.last = swap_ids, {}, None
+        modules = list(_modules.values())
+        last = self.last
+        if (last is not None and last.exclusions == exclusions and last.modules == modules
+                and list(map(len, last.namespaces)) == last.sizes):
+            return last.hits
+        items = list(_modules.items())
+        modules = [module for _, module in items]
+        namespaces: list[dict] = []
+        sizes: list[int] = []
+        hits: list[tuple[dict, tuple[str, ...]]] = []
+        found = self.found
+        for name, module in items:
+            if not isinstance(module, _ModuleType):
+                continue
+            namespace = module.__dict__
+            if not reached(name, namespace):
+                continue
+            size = len(namespace)
+            namespaces.append(namespace)
+            sizes.append(size)
+            entry = found.get(id(namespace))
+            if entry is None or entry[0] != size or entry[1] != name:
+                entry = (size, name, _holding(namespace, swap_ids))
+                found[id(namespace)] = entry
+            if entry[2]:
+                hits.append((namespace, entry[2]))
+        self.last = _Snapshot(exclusions, modules, namespaces, sizes, hits)
+        return hits
+
+
+def _holding(namespace: dict, swap_ids: frozenset[int]) -> tuple[str, ...]:
+    """The names in ``namespace`` whose value's id is in ``swap_ids``."""
+    try:
+        if swap_ids.isdisjoint(map(id, namespace.values())):
+            return ()
+        pairs = list(namespace.items())
+    except RuntimeError:  # another thread is importing into it right now
+        pairs = list(namespace.copy().items())
+    return tuple(name for name, value in pairs if id(value) in swap_ids)
+
+
+SCAN = Scan()
