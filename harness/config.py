@@ -5,8 +5,9 @@ config's value (``explore(fn, strategy="dfs", schedules=50)``). A keyword that i
 names it, so a typo never silently runs a default exploration.
 
 ``preemption_bound`` has one meaning everywhere: an int >= 0 is the bound, ``None`` (or ``math.inf``) means no bound.
-The default is 2 (SCTBench: most bugs need 1-3 preemptions). Only the dfs strategy and the shrinker's exhaustive
-pass use it.
+Left at ``"default"``, it is the strategy's own (``racecheck.search.registry``): 2 for dfs (SCTBench: most bugs
+need 1-3 preemptions), none for dpor, whose partial-order reduction makes the whole space affordable. Only dfs and
+dpor use it (``Config.bound`` is what they get).
 
 ``skip_duplicates`` is on by default: random, pct and pos never run the same schedule twice and stop with
 ``result.exhausted`` when a small space has been run to its end (``False`` spends the whole budget on independent
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from racecheck.search.registry import STRATEGY_NAMES
+from racecheck.search.registry import DEFAULT_BOUND, STRATEGY_NAMES, default_of
 
 __racecheck_engine__ = True
 
@@ -35,12 +36,13 @@ LOCATION_MODES = ("failures", "always")
 class Config:
     """How to explore: strategy, budget, what to control, limits. Immutable; derive variants with ``replace``."""
 
-    strategy: str = "pct"  # "random", "pct", "dfs" or "pos"
+    strategy: str = "pct"  # "random", "pct", "dfs", "pos" or "dpor"
     schedules: int = 1000  # at most this many schedules (dfs may stop earlier: result.exhausted)
     seed: int = 0
     instrument: tuple[Any, ...] = ()  # modules or dotted names ("pkg.*") to control besides fn's own module
     exclude: tuple[Any, ...] = ()  # modules or dotted names ("pkg.*") kept real: control by default leaves them out
-    preemption_bound: int | float | None = 2  # dfs / shrinker bound; None or math.inf = unbounded
+    # dfs / dpor bound; None or math.inf = unbounded; "default": the strategy's (dfs 2, dpor none)
+    preemption_bound: int | float | str | None = "default"
     depth: int = 3  # pct bug depth d (d-1 priority change points)
     fs: Any = None  # None, "posix", "windows" or a racecheck.fakefs.FakeFS: a fresh fake filesystem per schedule
     on_crash: Callable[[], Any] | None = None  # recovery check run after a simulated crash
@@ -80,7 +82,7 @@ class Config:
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise TypeError(f"seed must be an int, not {type(self.seed).__name__}")
         bound = self.preemption_bound
-        if bound is not None and bound != math.inf:
+        if bound is not None and bound != math.inf and bound != "default":
             _int_at_least("preemption_bound", bound, 0)
         if self.watchdog is not None and (not isinstance(self.watchdog, (int, float)) or not self.watchdog > 0):
             raise ValueError(f"watchdog must be a positive number of seconds or None, not {self.watchdog!r}")
@@ -111,9 +113,12 @@ class Config:
     @property
     def bound(self) -> int | None:
         """The preemption bound as the search uses it: an int, or None for unbounded."""
-        if self.preemption_bound is None or self.preemption_bound == math.inf:
+        bound = self.preemption_bound
+        if bound == "default":
+            bound = default_of(self.strategy, "preemption_bound", DEFAULT_BOUND)
+        if bound is None or bound == math.inf:
             return None
-        return int(self.preemption_bound)
+        return int(bound)
 
     def replace(self, **changes: Any) -> Config:
         """A copy with ``changes`` applied; unknown names raise TypeError naming them."""

@@ -1,7 +1,8 @@
 """Cutting cells into fixed chunks of schedules, handing them out, and putting their answers back together, so that
 ``--jobs 1``, ``--jobs 8`` and any set of gateways report the same failures with the same tokens.
 
-The N schedules of a cell are cut into chunks of ``CHUNK`` (dfs, which cannot be cut, is one unit). Chunk k always
+The N schedules of a cell are cut into chunks of ``CHUNK`` (a systematic strategy, dfs or dpor, whose next schedule
+depends on every earlier one, cannot be cut and is one unit: ``registry.is_systematic``). Chunk k always
 runs ``explore(schedules=CHUNK, seed=chunk_seed(seed, k))`` and its schedule i is global schedule ``k*CHUNK + i``,
 whoever runs it. A cell asks for ``max_failures`` distinct failures (1 by default): its answer is read from its
 chunks in order, merging each chunk's distinct failures into the cell's (the engine's rule: the same signature and,
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from racecheck.frontends.clitoken import CliToken
 from racecheck.report.model import CellResult, FailureRecord
+from racecheck.search.registry import is_systematic
 
 if TYPE_CHECKING:
     from racecheck.frontends.parallel import Cell
@@ -56,7 +58,7 @@ def plan(cells: Sequence[Cell]) -> list[dict]:
             "strategy": cell.strategy,
             "options": dict(cell.options),
         }
-        if cell.strategy == "dfs":
+        if is_systematic(cell.strategy):
             units.append({**common, "chunk": 0, "base": 0, "seed": cell.seed, "schedules": cell.schedules})
             continue
         for chunk, base in enumerate(range(0, cell.schedules, CHUNK)):

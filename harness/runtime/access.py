@@ -58,6 +58,12 @@ NOTHING: tuple[Access, ...] = ()
 CLOCK_OBJ = "clock"
 ON_CLOCK = (Access(CLOCK_OBJ, CLOCK),)  # a sleep, or a wait with a virtual deadline
 EXTERNAL = (Access("external", WRITE),)  # a wait on another process: whatever it does, in any order
+# Fair scheduling: a thread that yields is not scheduled again until the threads it yielded to have run, so the
+# order of the step that ends in a yield and any other thread's step decides who may run next. That step writes
+# the scheduler's fairness; every step reads it (the search layer adds the read: ``FAIRNESS_READ``).
+FAIRNESS_OBJ = "fairness"
+YIELDED = (Access(FAIRNESS_OBJ, WRITE),)
+FAIRNESS_READ = Access(FAIRNESS_OBJ, READ)
 
 
 @lru_cache(maxsize=1 << 12)

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from racecheck import runtime
 from racecheck.errors import Abort, Crashed, Deadlock, StepLimitExceeded, UncontrolledBlocking
 from racecheck.runtime import teardown as run_end
-from racecheck.runtime.access import END, NOTHING, ON_CLOCK, START, Access, on_thread
+from racecheck.runtime.access import END, NOTHING, ON_CLOCK, START, YIELDED, Access, on_thread
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.cleanup import Cleaned
 from racecheck.runtime.fairness import after_pick, fair_candidates, note_yield
@@ -414,6 +414,7 @@ class Run:
         """The candidates once fair scheduling (``racecheck.runtime.fairness``) has had its say (only called while
         yields are in play)."""
         if yielding:
+            add_access(self.trace, me.tid, YIELDED)  # the step that ended here decides who runs before it again
             if len(candidates) == 1 and candidates[0] is me:
                 # Only the yielder could run. Once is a poll that failed (a drain loop's last get_nowait): go on.
                 # Twice in a row is a spin: in real time the threads it waits for (timed sleeps, timeouts) would

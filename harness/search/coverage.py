@@ -33,9 +33,11 @@ from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
+from racecheck.runtime.access import FAIRNESS_OBJ, READ
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.trace import TraceEvent
-from racecheck.search.dependency import COMMUTING
+from racecheck.search.dependency import COMMUTING, causal_past
+from racecheck.search.registry import is_systematic
 
 if TYPE_CHECKING:
     from racecheck.config import Config
@@ -50,6 +52,7 @@ _OBJECT = itemgetter(0)
 _COMPLETE = attrgetter("complete")
 
 _COMMUTE_GET = COMMUTING.get
+_READS = COMMUTING[READ]
 _DIGESTS: dict[tuple, str] = {}  # a key's structure -> its digest
 
 # A trace's shape -> its key. An exploration meets the same few interleavings again and again (far fewer than
@@ -83,6 +86,8 @@ def _digest(shape: tuple) -> str:
     pass, and only a structure not met before is turned into text and hashed."""
     counts: dict[int, int] = {}
     history: dict[str, list] = {}
+    order: list[tuple[int, int]] = []  # every step, for the fairness every step reads once a yield wrote it
+    yielded: set[tuple[int, int]] = set()
     for tid, switch, access in shape:
         if switch == "info":
             if not access:
@@ -91,10 +96,14 @@ def _digest(shape: tuple) -> str:
         else:
             nth = counts.get(tid, 0)
             counts[tid] = nth + 1
+            who = (tid, nth)
+            order.append(who)
             if not access:
                 continue
-            who = (tid, nth)
         for one in access:
+            if one[0] == FAIRNESS_OBJ:
+                yielded.add(who)
+                continue
             line = history.get(one[0])
             together = _COMMUTE_GET(one[1])
             if line is None:
@@ -103,6 +112,15 @@ def _digest(shape: tuple) -> str:
                 line[-1].add(who)
             else:
                 line += (together, {who} if together is not None else who)
+    if yielded:
+        line = history[FAIRNESS_OBJ] = []
+        for who in order:
+            if who in yielded:
+                line += (None, who)
+            elif line and line[-2] is not None:
+                line[-1].add(who)
+            else:
+                line += (_READS, {who})
     structure = tuple((obj, tuple(map(_frozen, history[obj][1::2]))) for obj in sorted(history))
     key = _DIGESTS.get(structure)
     if key is None:
@@ -112,6 +130,15 @@ def _digest(shape: tuple) -> str:
         text = "\x03".join(lines)
         key = _DIGESTS[structure] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return key
+
+
+def run_events(run: Run) -> Sequence[TraceEvent]:
+    """The events a run's interleaving is made of: all of them, or for a run stopped by an exception in one thread,
+    those that happen before it (``dependency.causal_past``): the other threads stopped wherever they were."""
+    failure = run.failure
+    if failure is not None and failure.kind == "exception" and failure.tid is not None:
+        return causal_past(run.trace, failure.tid)
+    return run.trace
 
 
 def _frozen(group: Any) -> Any:
@@ -143,13 +170,16 @@ class Progress:
     failed: bool  # this schedule failed
 
 
-def exhausted_note(distinct: int, strategy: str, bound: int | None) -> str:
+def exhausted_note(distinct: int, strategy: str, bound: int | None, interleavings: int = 0) -> str:
     """How reports say that a small space was run to its end (``exhausted: all 12 distinct schedules explored``).
-    dfs with a preemption bound finished only the schedules within that bound."""
+    dfs with a preemption bound finished only the schedules within that bound; dpor explored every class of
+    equivalent interleavings (one schedule each), within its bound if it had one."""
+    within = f" with at most {bound} preemption(s)" if bound is not None and is_systematic(strategy) else ""
+    if strategy == "dpor":
+        plural = "" if interleavings == 1 else "es"
+        return f"exhausted: all {interleavings} class{plural} of equivalent interleavings{within} explored"
     plural = "" if distinct == 1 else "s"
-    if strategy == "dfs" and bound is not None:
-        return f"exhausted: all {distinct} distinct schedule{plural} with at most {bound} preemption(s) explored"
-    return f"exhausted: all {distinct} distinct schedule{plural} explored"
+    return f"exhausted: all {distinct} distinct schedule{plural}{within} explored"
 
 
 def schedule_digest(choices: Sequence[int]) -> str:
@@ -309,8 +339,9 @@ class Coverage:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        # dfs never repeats itself and knows when it is done; the sampling strategies learn it from the tree
-        self.tree = ChoiceTree() if config.strategy != "dfs" else None
+        # dfs and dpor never repeat themselves and know when they are done; the sampling strategies learn it from
+        # the tree
+        self.tree = ChoiceTree() if not is_systematic(config.strategy) else None
         self.steering = self.tree is not None and config.skip_duplicates
         self.keys: set[str] = set()
         self._pending: list[list] = []  # traces of counted schedules whose keys ``settle`` has yet to add
@@ -332,13 +363,14 @@ class Coverage:
         Without a progress callback, nothing reads the interleaving count before the exploration ends, so keys are
         computed in batches (``settle``): run between schedules, the key's code and data are evicted by the
         workload each time, and computing one took much longer than in a loop over many traces."""
+        trace = run_events(run)
         if self.config.progress is not None:
-            key = interleaving_key(run.trace)
+            key = interleaving_key(trace)
             self.keys.add(key)
             result.interleavings = len(self.keys)
         else:
-            self._pending.append(run.trace)
-            self._pending_events += len(run.trace)
+            self._pending.append(trace)
+            self._pending_events += len(trace)
             if len(self._pending) >= self._PENDING_RUNS or self._pending_events >= self._PENDING_EVENTS:
                 self.settle(result)
         if self.tree is not None:

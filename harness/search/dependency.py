@@ -13,10 +13,17 @@ filesystem record (``racecheck.runtime.access``), never display text. Why each p
 * A lock, queue, event, condition, future or semaphore: every other pair on the same object conflicts
   (acquire/acquire decide who gets it, acquire/release enable each other, put/put and get/get decide the order,
   put/get decide what is got, set/wait and notify/wait decide who wakes).
-* A thread: its ``start`` conflicts with its first step, its last step with a ``join`` on it.
-* Plain shared memory: a bare ``racecheck.point()`` and a thread's first step may touch any shared object, so they
-  conflict with each other (sound by default); ``racecheck.point(name, on=obj)`` says what a point touches instead.
-* Virtual time: waits on the clock conflict with each other (who wakes first depends on the order of deadlines).
+* A thread: its ``start`` conflicts with its first step, its end with a ``join`` on it; these can only go one way
+  (``ENABLING``): they order steps but are never races to reverse. A join and the thread's first step never meet.
+* Plain shared memory: a bare ``racecheck.point()`` marks the code on both sides of it (its thread's steps before
+  and after) as touching shared memory, so two such steps of different threads conflict;
+  ``racecheck.point(name, on=obj)`` names what they touch instead. An executor's work item (and a done callback)
+  runs between the pool's own points, where the program cannot put one: its step touches shared memory too.
+* Virtual time: a sleep or a wait with a deadline touches the clock, and such steps conflict with each other.
+* Fair scheduling: the step that ends in a yield (``sleep(0)``, a failed poll) writes the scheduler's fairness,
+  which every step reads: which threads must run before the yielder again depends on which ran before it. A poll
+  also reads its object as its thread arrives there, since that decides whether it yields.
+* An executor's idle count: submit reads it after its put, a worker writes it after a work item.
 
 Value choices from extensions (faults, crashes) are not steps: the search branches on every value of every such
 choice, whatever the order of threads around it.
@@ -27,7 +34,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from racecheck.runtime.access import ENTRY, LIST, MEMORY_OBJ, READ, Access
+from racecheck.runtime.access import (
+    BEGIN,
+    END,
+    ENTRY,
+    FAIRNESS_OBJ,
+    FAIRNESS_READ,
+    JOIN,
+    LIST,
+    MEMORY_OBJ,
+    READ,
+    START,
+    YIELDED,
+    Access,
+)
 
 __racecheck_engine__ = True
 
@@ -44,7 +64,25 @@ def accesses_conflict(a: Access, b: Access) -> bool:
     if a.obj != b.obj:
         return False
     group = _COMMUTE.get(a.kind)
-    return group is None or b.kind not in group
+    if group is not None and b.kind in group:
+        return False
+    return (a.kind, b.kind) not in _UNRELATED
+
+
+# A join and the first step of the thread it waits for: the join needs the thread's end, which its first step
+# comes before anyway, so the two never meet.
+_UNRELATED = frozenset({(BEGIN, JOIN), (JOIN, BEGIN)})
+
+
+# Conflicts that only ever go one way: a thread's start comes before its first step, its end before a join on it
+# returns. They order steps (happens-before) but never race: the other order cannot happen.
+ENABLING = frozenset({(START, BEGIN), (END, JOIN)})
+
+
+def only_enables(earlier: Iterable[Access], later: Iterable[Access]) -> bool:
+    """Whether every conflict between two steps (``earlier`` ran first) is one that cannot go the other way."""
+    later = tuple(later)
+    return all((a.kind, b.kind) in ENABLING for a in earlier for b in later if accesses_conflict(a, b))
 
 
 def dependent(left: Iterable[Access], right: Iterable[Access]) -> bool:
@@ -56,9 +94,10 @@ def dependent(left: Iterable[Access], right: Iterable[Access]) -> bool:
 
 
 def conflicts(left: Iterable[Access], right: Iterable[Access]) -> frozenset[str]:
-    """The objects on which two steps conflict (empty: they commute)."""
+    """The objects on which two steps conflict (empty: they commute), as a report names a race: the scheduler's
+    fairness is left out (it orders steps around a yield, it is no object of the program)."""
     right = tuple(right)
-    return frozenset(a.obj for a in left for b in right if accesses_conflict(a, b))
+    return frozenset(a.obj for a in left for b in right if accesses_conflict(a, b) and a.obj != FAIRNESS_OBJ)
 
 
 def commuting_run(kind: str) -> frozenset[str] | None:
@@ -103,3 +142,42 @@ def most_specific(objs: Iterable[str]) -> str:
     """Of the objects two steps conflict on, the one a report names: a file before a directory's entries, the
     deepest path first (an ancestor only read on the way), otherwise in name order."""
     return min(objs, key=lambda obj: (obj.startswith("dir "), -len(obj) if obj.startswith("file ") else 0, obj))
+
+
+def causal_past(events: Sequence[Any], tid: int) -> list[Any]:
+    """The events of the steps that happen before thread ``tid``'s last step, that step included (program order
+    and conflicts), with their notes: the part of a run that decided what that step did. A run that stops at an
+    exception in ``tid`` stops wherever the other threads happened to be; two equivalent runs agree on this part
+    only, so that is what a failing run's interleaving is made of."""
+    found = steps(events)
+    if any(YIELDED[0] in touched for _, _, touched in found):  # every step reads the fairness a yield wrote
+        found = [(event, nth, (*touched, FAIRNESS_READ)) for event, nth, touched in found]
+    last = max((k for k, (event, _, _) in enumerate(found) if event.tid == tid), default=None)
+    if last is None:
+        return list(events)
+    keep = [False] * len(found)
+    threads: set[int] = set()
+    kept: dict[str, list[tuple[int, str]]] = {}  # object -> (thread, kind) of the kept steps touching it
+    for k in range(last, -1, -1):
+        event, _, touched = found[k]
+        if k != last and event.tid not in threads and not any(
+            t != event.tid and accesses_conflict(a, Access(a.obj, kind))
+            for a in touched for t, kind in kept.get(a.obj, ())
+        ):
+            continue
+        keep[k] = True
+        threads.add(event.tid)
+        for a in touched:
+            kept.setdefault(a.obj, []).append((event.tid, a.kind))
+    kept_steps = {id(found[k][0]) for k in range(len(found)) if keep[k]}
+    out = []
+    owner: dict[int, bool] = {}
+    for event in events:
+        if event.switch == "info":
+            if owner.get(event.tid):
+                out.append(event)
+            continue
+        owner[event.tid] = id(event) in kept_steps
+        if owner[event.tid]:
+            out.append(event)
+    return out

@@ -18,6 +18,12 @@ POPL 2005; Godefroid 1996), in its stateless form:
   that block, wait on time or are started later.
 * Threads still waiting when the run ended (a deadlock, a blocked background thread) take part with the operation
   they were waiting in, so orders that would have let them run are tried too.
+* Blocking hides races: a step that waited (a get on a queue another thread emptied and refilled, an acquire of a
+  lock held across several steps) is ordered after the other thread's steps through the one that let it go, so no
+  race names the earlier step it could have preceded. Two rules from Flanagan and Godefroid's treatment of
+  disabled transitions add those: while a thread waited at its step, every conflicting step of another thread, and
+  the last conflicting one before the wait (``waiting_races``), gets the waiting thread tried before it; and a race
+  with a step made while a lock was held is also reversed before that lock's acquire (``blocked_since``).
 * Sleep sets: once an option has been explored at a decision, later siblings carry it "asleep" until a step that
   conflicts with its step runs; an asleep thread is not chosen, since every schedule that starts with it was
   covered by the earlier sibling. A run in which every candidate is asleep is finished anyway (it is a real
@@ -44,9 +50,9 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.errors import ReplayDivergence
-from racecheck.runtime.access import Access
+from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, READ, RELEASE, Access
 from racecheck.runtime.chooser import Chooser
-from racecheck.search.dependency import accesses_conflict, dependent
+from racecheck.search.dependency import ENABLING, accesses_conflict, dependent, only_enables
 from racecheck.search.strategy import Strategy
 
 __racecheck_engine__ = True
@@ -99,14 +105,15 @@ class Step:
 
 def steps_of(trace: Sequence[Any], complete: bool = True) -> list[Step]:
     """The steps of a trace, each with its own access and those of the notes (releases, notifies) its thread made
-    before the next step. ``complete=False`` leaves out the last step: its thread is still running it."""
+    before the next step, and the read of the scheduler's fairness every step makes (a step that ends in a yield
+    writes it). ``complete=False`` leaves out the last step: its thread is still running it."""
     steps: list[Step] = []
     for event in trace:
         if event.switch == "info":
             if steps and steps[-1].tid == event.tid:
                 steps[-1].accesses += event.access
             continue
-        steps.append(Step(event.tid, event.step, tuple(event.access)))
+        steps.append(Step(event.tid, event.step, (*event.access, FAIRNESS_READ)))
     if not complete and steps:
         steps.pop()
     return steps
@@ -122,11 +129,13 @@ def happens_before(steps: Sequence[Step]) -> tuple[list[int], list[tuple[int, in
     before: list[int] = []
     last_of: dict[int, int] = {}
     touched: dict[str, list[tuple[int, Access]]] = {}  # object -> (step index, access), in trace order
+    changed: dict[str, list[tuple[int, Access]]] = {}  # the same, of the accesses that are not reads
     found = []
     for j, step in enumerate(steps):
         conflicting: set[int] = set()
         for access in step.accesses:
-            for i, earlier in touched.get(access.obj, ()):
+            earlier_ones = (changed if access.kind == READ else touched).get(access.obj, ())
+            for i, earlier in earlier_ones:
                 if steps[i].tid != step.tid and i not in conflicting and accesses_conflict(earlier, access):
                     conflicting.add(i)
         direct = sorted(conflicting)
@@ -137,6 +146,8 @@ def happens_before(steps: Sequence[Step]) -> tuple[list[int], list[tuple[int, in
         for k in direct:
             closure |= before[k] | (1 << k)
         for i in sorted(conflicting):
+            if only_enables(steps[i].accesses, step.accesses):
+                continue  # a start and the thread's first step, an end and a join: never the other way round
             through_others = 0
             for k in direct:
                 if k != i:
@@ -147,6 +158,8 @@ def happens_before(steps: Sequence[Step]) -> tuple[list[int], list[tuple[int, in
         last_of[step.tid] = j
         for access in step.accesses:
             touched.setdefault(access.obj, []).append((j, access))
+            if access.kind != READ:
+                changed.setdefault(access.obj, []).append((j, access))
     return before, found
 
 
@@ -168,6 +181,85 @@ def initials(steps: Sequence[Step], before: Sequence[int], i: int, j: int) -> li
     return found
 
 
+def lock_holds(steps: Sequence[Step]) -> dict[str, list[tuple[int, int, int]]]:
+    """Who held each lock when: per object, (acquiring step, releasing step, thread) for every hold, read from the
+    ACQUIRE and RELEASE accesses (re-entrant acquires by the holder nest; a hold never released ends after the
+    last step). At the decision before step k, the lock was held by that thread when a < k <= r."""
+    open_holds: dict[tuple[str, int], list[int]] = {}  # (object, thread) -> [acquiring step, depth]
+    holds: dict[str, list[tuple[int, int, int]]] = {}
+    for index, step in enumerate(steps):
+        for access in step.accesses:
+            if access.kind == ACQUIRE:
+                found = open_holds.get((access.obj, step.tid))
+                if found is None:
+                    open_holds[(access.obj, step.tid)] = [index, 1]
+                else:
+                    found[1] += 1
+            elif access.kind == RELEASE:
+                found = open_holds.get((access.obj, step.tid))
+                if found is not None:
+                    found[1] -= 1
+                    if found[1] == 0:
+                        del open_holds[(access.obj, step.tid)]
+                        holds.setdefault(access.obj, []).append((found[0], index, step.tid))
+    for (obj, tid), (start, _depth) in sorted(open_holds.items()):
+        holds.setdefault(obj, []).append((start, len(steps), tid))
+    return holds
+
+
+def blocked_since(steps: Sequence[Step], holds: dict[str, list[tuple[int, int, int]]], i: int, j: int) -> list[int]:
+    """Where a race (i, j) must really be reversed when j takes a lock: j's thread could not take it at the
+    decision before i while another thread held it, so the order to try is j before that thread's acquire."""
+    found = []
+    for access in steps[j].accesses:
+        if access.kind != ACQUIRE:
+            continue
+        for start, end, tid in holds.get(access.obj, ()):
+            if start < i <= end and tid != steps[j].tid and start not in found:
+                found.append(start)
+    return found
+
+
+def waiting_races(steps: Sequence[Step], before: Sequence[int]) -> list[tuple[int, int]]:
+    """Races a blocking operation hides (Flanagan and Godefroid's rule for disabled transitions), as pairs (i, j):
+    while j's thread waited at j (from its previous step on), every step i of another thread that conflicts with
+    j; and the last such step before that, unless it happens before the wait began. A get that found the queue
+    emptied by another thread's get, and ran once that thread put the item back, races with that get, though the
+    put orders the two: at the decision before the get, j's thread could have gone first."""
+    index: dict[str, list[tuple[int, Access]]] = {}
+    changed: dict[str, list[tuple[int, Access]]] = {}  # the accesses that are not reads
+    for k, step in enumerate(steps):
+        for access in step.accesses:
+            index.setdefault(access.obj, []).append((k, access))
+            if access.kind != READ:
+                changed.setdefault(access.obj, []).append((k, access))
+    previous: dict[int, int] = {}
+    found: list[tuple[int, int]] = []
+    for j, step in enumerate(steps):
+        p = step.tid
+        since = previous.get(p)
+        previous[p] = j
+        start = -1 if since is None else since
+        last = -1
+        pairs: set[int] = set()
+        for access in step.accesses:
+            for k, earlier in (changed if access.kind == READ else index).get(access.obj, ()):
+                if k >= j:
+                    break
+                if steps[k].tid == p or (earlier.kind, access.kind) in ENABLING:
+                    continue
+                if not accesses_conflict(earlier, access):
+                    continue
+                if k > start:
+                    pairs.add(k)
+                elif k > last and (since is None or not (before[since] >> k) & 1):
+                    last = k
+        if last >= 0:
+            pairs.add(last)
+        found.extend((i, j) for i in sorted(pairs))
+    return found
+
+
 class DPORChooser(Chooser):
     """One execution of the search: replays ``prefix`` (shared nodes of the path, the last one with its new
     choice), then takes the first option not asleep at every later decision, recording each as a new node."""
@@ -177,23 +269,37 @@ class DPORChooser(Chooser):
         self.nodes: list[Node] = []
         self.run: Any = None
         self.sleep: dict[int, Accesses] = {}
-        self.seen = 0  # steps of the trace already taken into account
+        self.seen = 0  # trace events already taken into account (every one of them part of a finished step)
         self.redundant = False  # every candidate was asleep at some decision: this schedule adds no new class
         self.preemptions = 0
 
     # -- what the run did since the last decision ----------------------------------------------------------------
     def _absorb(self, complete: bool) -> None:
+        """Wake the threads that the steps finished since the last decision conflict with (and those that ran).
+
+        Incremental: only the trace events after ``seen`` are read. At a thread decision every step in the trace
+        has finished (the current thread is at its next point); at a value decision the running step has not,
+        so it is left for the next time (its notes are still to come)."""
         run = self.run
         if run is None:
             self.run = run = runtime.current_run()
             if run is None:
                 return
-        steps = steps_of(run.trace, complete)
-        for step in steps[self.seen:]:
-            if self.sleep:
+        trace = run.trace
+        end = len(trace)
+        if not complete:
+            end -= 1
+            while end > self.seen and trace[end].switch == "info":
+                end -= 1
+        if end <= self.seen:
+            return
+        if self.sleep:
+            for step in steps_of(trace[self.seen:end]):
                 self.sleep = {tid: acc for tid, acc in self.sleep.items()
                               if tid != step.tid and not dependent(acc, step.accesses)}
-        self.seen = max(self.seen, len(steps))
+                if not self.sleep:
+                    break
+        self.seen = end
 
     def _arrive(self, kind: str, options: tuple[int, ...], costly: bool) -> int:
         position = len(self.nodes)
@@ -245,7 +351,9 @@ class DPORChooser(Chooser):
             return []
         steps = steps_of(self.run.trace, True)
         for rec in getattr(self.run, "threads", ()):
-            if getattr(rec, "launched", False) and not getattr(rec, "finished", True) and getattr(rec, "access", ()):
+            # Unwound at the end (a deadlock, a failure elsewhere, a parked background thread): its record keeps
+            # the operation it waited in; a thread that ended says "exit".
+            if getattr(rec, "launched", False) and getattr(rec, "op", "exit") != "exit" and getattr(rec, "access", ()):
                 steps.append(Step(rec.tid, -1, tuple(rec.access)))
         return steps
 
@@ -279,18 +387,31 @@ class DPOR(Strategy):
             if node is not None:
                 node.explored.setdefault(node.options[node.chosen], step.accesses)
         before, found = happens_before(done_steps)
+        holds = lock_holds(done_steps)
         for i, j in found:
+            for at in (i, *blocked_since(done_steps, holds, i, j)):
+                node = at_step.get(done_steps[at].number)
+                if node is not None:  # else the step ran alone: there was no other option at that point
+                    self._reverse(node, initials(done_steps, before, at, j))
+        for i, j in waiting_races(done_steps, before):
             node = at_step.get(done_steps[i].number)
-            if node is None:
-                continue  # the step ran alone: there was no other option at that point
-            starters = initials(done_steps, before, i, j)
-            wanted = [index for index, tid in enumerate(node.options) if tid in starters]
-            if not wanted:
-                node.backtrack.update(range(len(node.options)))  # none of them could run there: try everyone
-            elif not node.backtrack.intersection(wanted):
-                awake = [index for index in wanted if node.options[index] not in node.sleep]
-                if awake:
-                    node.backtrack.add(awake[0])
+            if node is not None:
+                self._reverse(node, [done_steps[j].tid])
+        self._advance(path)
+
+    @staticmethod
+    def _reverse(node: Node, starters: list[int]) -> None:
+        """Make sure a thread that can start the reversal of a race is among the options to try at ``node``."""
+        wanted = [index for index, tid in enumerate(node.options) if tid in starters]
+        if not wanted:
+            node.backtrack.update(range(len(node.options)))  # none of them could run there: try everyone
+        elif not node.backtrack.intersection(wanted):
+            awake = [index for index in wanted if node.options[index] not in node.sleep]
+            if awake:
+                node.backtrack.add(awake[0])
+
+    def _advance(self, path: list[Node]) -> None:
+        """The next execution: the deepest decision of ``path`` with an option left takes it; none: done."""
         for depth in range(len(path) - 1, -1, -1):
             node = path[depth]
             left = node.pending(self.bound)

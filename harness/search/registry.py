@@ -4,6 +4,15 @@ Config validates against it, the CLI and the pytest plugin offer its names, the 
 makes a strategy from it (``make_strategy`` is the same with Config's options by position). It imports nothing of
 racecheck and loads a strategy's module only when one is built, so a front end can list the names without loading
 the engine.
+
+Two things differ per strategy and are read from here, never from a strategy's name:
+
+* ``systematic``: the strategy enumerates its space itself (dfs, dpor). It never repeats a schedule and knows when
+  it is done, so it runs without the coverage layer's duplicate steering, and ``--jobs``/``--tx`` run a cell of it
+  as one unit in one process (its next schedule depends on every earlier one: the space cannot be cut by seeds).
+* ``defaults``: an option whose default is the strategy's own. ``Config.preemption_bound`` is ``"default"`` unless
+  set, which means 2 for dfs (and the strategies that do not read it) and no bound for dpor, whose reduction makes
+  the whole space affordable where dfs needs a bound.
 """
 
 from __future__ import annotations
@@ -22,6 +31,8 @@ class StrategyEntry:
     factory: str
     options: tuple[str, ...]
     summary: str
+    systematic: bool = False  # enumerates its space: no duplicate steering, one unit under --jobs (see above)
+    defaults: tuple[tuple[str, Any], ...] = ()  # (option, value) where the strategy's default is its own
 
 
 ENTRIES: tuple[StrategyEntry, ...] = (
@@ -30,10 +41,15 @@ ENTRIES: tuple[StrategyEntry, ...] = (
     StrategyEntry("pct", "racecheck.search.pct", "PCT", ("depth",),
                   "probabilistic concurrency testing: random priorities, depth-1 change points"),
     StrategyEntry("dfs", "racecheck.search.dfs", "BoundedDFS", ("preemption_bound",),
-                  "exhaustive depth-first search within a preemption bound"),
+                  "exhaustive depth-first search within a preemption bound", systematic=True),
     StrategyEntry("pos", "racecheck.search.pos", "POS", (),
                   "partial order sampling: random priorities reset on conflicting accesses"),
+    StrategyEntry("dpor", "racecheck.search.dpor", "DPOR", ("preemption_bound",),
+                  "partial-order reduction: one schedule per class of equivalent interleavings, no bound",
+                  systematic=True, defaults=(("preemption_bound", None),)),
 )
+
+DEFAULT_BOUND = 2  # Config.preemption_bound="default" for a strategy without a default of its own
 
 BY_NAME: dict[str, StrategyEntry] = {entry.name: entry for entry in ENTRIES}
 STRATEGY_NAMES: tuple[str, ...] = tuple(BY_NAME)
@@ -53,6 +69,18 @@ def build(name: str, seed: int, **options: Any) -> Any:
     found = entry(name)
     factory = getattr(importlib.import_module(found.module), found.factory)
     return factory(seed, **{key: options[key] for key in found.options if key in options})
+
+
+def default_of(name: str, option: str, fallback: Any) -> Any:
+    """Strategy ``name``'s own default for ``option`` (``fallback`` when it has none)."""
+    return dict(entry(name).defaults).get(option, fallback)
+
+
+def is_systematic(name: str) -> bool:
+    """Whether strategy ``name`` enumerates its space itself (see the module docstring); False for a name that
+    is not a strategy (a replay)."""
+    found = BY_NAME.get(name)
+    return found is not None and found.systematic
 
 
 def make_strategy(name: str, seed: int, depth: int, preemption_bound: int | None) -> Any:

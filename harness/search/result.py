@@ -104,7 +104,7 @@ class Result:
         if not self.exhausted:
             return ""
         bound = self.config.bound if self.config is not None else None
-        return exhausted_note(self.distinct, self.strategy, bound)
+        return exhausted_note(self.distinct, self.strategy, bound, self.interleavings)
 
     def summary(self) -> str:
         if self.failure is None:

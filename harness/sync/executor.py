@@ -17,13 +17,20 @@ import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.runtime.access import RELEASE, on
+from racecheck.runtime.access import MEMORY, WRITE, on
 from racecheck.runtime.locations import thread_bottom
-from racecheck.sync.futures import Future
+from racecheck.sync.futures import Future, has_callbacks
 from racecheck.sync.locks import ControlledLock
 from racecheck.sync.queues import ControlledSimpleQueue
 
 __racecheck_engine__ = True
+
+
+def touch(access: tuple) -> None:
+    """The calling controlled thread's running step also touches ``access``."""
+    run = runtime.thread_state.run
+    if run is not None:
+        run.touch(access)
 
 _RealTPE = concurrent.futures.ThreadPoolExecutor
 BrokenThreadPool = concurrent.futures.thread.BrokenThreadPool
@@ -44,13 +51,21 @@ class _WorkItem:
     def run(self) -> None:
         if not self.future.set_running_or_notify_cancel():
             return
+        # The work item's code runs between two of the pool's own points, which the program cannot see to put a
+        # racecheck.point next to: the step that runs it counts as touching plain shared memory, and so does the
+        # one that runs the future's done callbacks.
+        touch(MEMORY)
         try:
             result = self.fn(*self.args, **self.kwargs)
         except BaseException as exc:  # noqa: BLE001 - delivered through the future, like the stdlib
+            callbacks = has_callbacks(self.future)
             self.future.set_exception(exc)
             self = None  # break the reference cycle, as the stdlib does
         else:
+            callbacks = has_callbacks(self.future)
             self.future.set_result(result)
+        if callbacks:
+            touch(MEMORY)
 
 
 class ThreadPoolExecutor(concurrent.futures.Executor):
@@ -85,7 +100,9 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
         self._shutdown = False
         self._broken: str | bool = False
         self._shutdown_lock = ControlledLock(run, name=f"{self._name}.lock")
-        self._idle_access = on(f"{self._name}.lock", RELEASE)
+        # The idle count is read by submit after its put and written by a worker after a work item, in steps that
+        # name other objects: both touch it, so the search orders them.
+        self._idle_access = on(f"{self._name}.idle", WRITE)
         self._thread_name_prefix = thread_name_prefix or self._name.replace("#", "-")
         self._initializer = initializer
         self._initargs = initargs
@@ -102,6 +119,7 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
             return future
 
     def _adjust_thread_count(self) -> None:
+        self._run.touch(self._idle_access)
         if self._idle > 0:
             self._idle -= 1
             return
@@ -116,6 +134,7 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
     @thread_bottom
     def _worker(self) -> None:
         if self._initializer is not None:
+            touch(MEMORY)  # the program's initializer, as a work item's code
             try:
                 self._initializer(*self._initargs)
             except BaseException:  # noqa: BLE001 - reported and the pool is broken, as in the stdlib
@@ -131,7 +150,6 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
             item.run()
             del item
             self._idle += 1
-            # Read by submit under the pool's lock: this step writes what that lock's holders read.
             self._run.touch(self._idle_access)
 
     def _initializer_failed(self) -> None:

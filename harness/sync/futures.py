@@ -63,6 +63,11 @@ class Future(_RealFuture):
         self._done_callbacks: list[Any] = []
 
 
+def has_callbacks(future: Any) -> bool:
+    """Whether ``future`` has done callbacks to run (code of the program's, run by whoever completes it)."""
+    return bool(future._done_callbacks)
+
+
 def _waits_on(futures: list[Any]) -> tuple[Access, ...]:
     """A wait on ``futures``: it touches each one's condition, which every change of a future's state goes through
     (a future made outside the run has no controlled condition and names nothing)."""

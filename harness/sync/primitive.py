@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from racecheck.runtime.access import READ, on
+
 __racecheck_engine__ = True
 
 
@@ -25,8 +27,10 @@ def wait_timeout(timeout: float | None) -> float | None:
 def attempt(run: Any, op: str, enabled: Callable[[], bool], timeout: float | None, access: tuple = ()) -> bool:
     """A possibly blocking attempt; ``timeout`` 0 polls, and a poll that will fail is a yielding point.
 
-    Only ever called from a primitive's method, so this frame and that one are the engine's (``skip=2``)."""
+    Only ever called from a primitive's method, so this frame and that one are the engine's (``skip=2``). Whether a
+    poll yields is read from the object as the thread arrives: the step that brings it there reads the object."""
     if timeout is not None and timeout <= 0:
+        run.touch(tuple(on(a.obj, READ)[0] for a in access))
         return run.schedule(op, access=access, enabled=enabled, timeout=0, yielding=not enabled(), skip=2)
     return run.schedule(op, access=access, enabled=enabled, timeout=timeout, skip=2)
 

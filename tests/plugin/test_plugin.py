@@ -301,7 +301,8 @@ def test_precedence_marker_over_command_line_over_ini_over_defaults(pytester):
 @pytest.mark.parametrize(
     ("args", "ini", "message"),
     [
-        (["--racecheck-strategy", "bfs"], "", "--racecheck-strategy must be one of random, pct, dfs, pos, got 'bfs'"),
+        (["--racecheck-strategy", "bfs"], "",
+         "--racecheck-strategy must be one of random, pct, dfs, pos, dpor, got 'bfs'"),
         (["--racecheck-schedules", "0"], "", "--racecheck-schedules must be >= 1, got 0"),
         (["--racecheck-seed", "x"], "", "--racecheck-seed must be an integer, got 'x'"),
         ([], "racecheck_schedules = many", "ini racecheck_schedules must be an integer, got 'many'"),
@@ -322,7 +323,7 @@ BAD_MARKERS = {
     "200": "takes keyword arguments only*",
     "schedule=3": "unknown argument 'schedule'*",
     "schedules=0": "schedules must be an integer >= 1, got 0",
-    "strategy='bfs'": "strategy must be one of random, pct, dfs, pos, got 'bfs'",
+    "strategy='bfs'": "strategy must be one of random, pct, dfs, pos, dpor, got 'bfs'",
     "fs='ntfs'": "fs: *",
     "max_steps=0": "max_steps must be >= 1, not 0",
 }
