@@ -1,15 +1,21 @@
 """Time to detection: racecheck's strategies against plain repetition, on the stock Lightning target.
 
     python benchmarks/bench_scenarios.py [--seeds 20] [--scenarios a,b,...] [--plain-cap 200] [--plain-seconds 20]
+        [--exhaust a,b,...] [--exhaust-seconds 600]
 
 Per scenario, measured in the same run:
   * random / pct: schedules to the first failure (median over ``--seeds`` seeds), and schedules per second;
-  * dfs (preemption bound 2): schedules to the first failure (deterministic, seeds do not change it);
+  * dfs (preemption bound 2) and dpor (no bound): schedules to the first failure (deterministic, seeds do not
+    change it);
   * plain repetition: the scenario's workload run on the real disk with real, uncontrolled threads, over and over
     until its oracle fails (capped at ``--plain-cap`` runs or ``--plain-seconds`` seconds per trial), ``--seeds``
     trials: the median runs to the first failure (">cap" when most trials never failed), and runs per second.
 Headline: plain runs-to-failure / pct schedules-to-failure, and the same ratio in seconds. Crash scenarios have no
 plain counterpart (a real disk cannot be crashed from a test). Shrinking is off: this times the search alone.
+Then, against the fixed target (``racecheck.fixed_impl.LockedAsyncCheckpointIO``), on the small scenarios named by
+``--exhaust`` under posix and windows: schedules, interleavings and seconds until dfs at bound 2, dfs with no bound
+and dpor with no bound run their whole space, each stopped after ``--exhaust-seconds`` (then the count so far, and
+"not exhausted"), with dpor's seconds as a ratio to dfs at bound 2 measured in the same run.
 Wall-clock figures; they are reported, never asserted.
 """
 
@@ -24,6 +30,7 @@ from racecheck import scenarios
 from rich.console import Console
 from rich.table import Table
 
+EXHAUST = ["delete-while-queued", "teardown-flush", "windows-replace-open", "workload"]
 DEFAULT = ["delete-while-queued", "delete-while-writing", "load-while-pending", "teardown-flush",
            "error-propagation", "evict-before-commit", "crash-consistency", "resume-last", "workload",
            "trainer-fit-top2-epochs"]
@@ -65,6 +72,46 @@ def plain(prepared, trials: int, cap: int, seconds: float) -> tuple[list[int | N
     return found, total, time.perf_counter() - start, fewest_missed
 
 
+class _Stop(Exception):
+    """The time budget of one exhaustion run is spent."""
+
+
+def exhaust(prepared, strategy: str, bound, seconds: float) -> tuple[int, int, bool, float]:
+    """(schedules, interleavings, exhausted, seconds) of ``strategy`` run until its space is done or ``seconds``
+    pass (checked between schedules; the count so far is kept)."""
+    seen = {"schedules": 0, "interleavings": 0}
+    start = time.perf_counter()
+
+    def progress(snapshot) -> None:
+        seen["schedules"], seen["interleavings"] = snapshot.schedules, snapshot.interleavings
+        if time.perf_counter() - start > seconds and not snapshot.exhausted:
+            raise _Stop
+
+    try:
+        result = racecheck.explore(prepared.fn, strategy=strategy, preemption_bound=bound, schedules=10**7,
+                                   shrink_budget=0, progress=progress, **prepared.explore_kwargs)
+    except _Stop:
+        return seen["schedules"], seen["interleavings"], False, time.perf_counter() - start
+    return result.schedules, result.interleavings, result.exhausted, time.perf_counter() - start
+
+
+def exhaustion_table(names: list[str], seconds: float) -> Table:
+    fixed = scenarios.load_target(scenarios.FIXED_TARGET)
+    table = Table(title=f"Fixed IO: schedules / interleavings / seconds to exhaustion (stopped after {seconds:g}s)")
+    for column in ("scenario", "dfs bound 2", "dfs unbounded", "dpor", "dpor/dfs-2 seconds"):
+        table.add_column(column, justify="left" if column == "scenario" else "right")
+    for name in names:
+        for fs in ("posix", "windows"):
+            prepared = scenarios.get(name).build(fixed, fs)
+            cells, times = [], []
+            for strategy, bound in (("dfs", 2), ("dfs", None), ("dpor", None)):
+                schedules, interleavings, done, took = exhaust(prepared, strategy, bound, seconds)
+                times.append(took)
+                cells.append(f"{schedules}{'' if done else ' (not exhausted)'} / {interleavings} / {took:.0f}s")
+            table.add_row(f"{name} [{fs}]", *cells, f"{times[2] / times[0]:.2f}")
+    return table
+
+
 def median(found: list[int | None]) -> float | None:
     """Median with misses counted as infinite; None when half or more of the trials missed."""
     values = sorted(float("inf") if f is None else f for f in found)
@@ -83,10 +130,12 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=200, help="schedules per seed before giving up")
     parser.add_argument("--plain-cap", type=int, default=200)
     parser.add_argument("--plain-seconds", type=float, default=10.0)
+    parser.add_argument("--exhaust", default=",".join(EXHAUST), help="small scenarios to exhaust ('' for none)")
+    parser.add_argument("--exhaust-seconds", type=float, default=600.0)
     args = parser.parse_args()
     target = scenarios.load_target(scenarios.STOCK_TARGET)
     table = Table(title=f"Stock {scenarios.STOCK_TARGET}: schedules to first failure (median) and throughput")
-    for column in ("scenario", "random", "pct", "dfs", "plain", "sched/s (pct)", "runs/s (plain)",
+    for column in ("scenario", "random", "pct", "dfs", "dpor", "plain", "sched/s (pct)", "runs/s (plain)",
                    "plain/pct (runs)", "plain/pct (time)"):
         table.add_column(column, justify="left" if column == "scenario" else "right")
     console = Console(width=170)
@@ -97,10 +146,11 @@ def main() -> None:
         rnd, _, _ = search(prepared, "random", seeds, args.cap)
         pct, pct_total, pct_time = search(prepared, "pct", seeds, args.cap)
         dfs, _, _ = search(prepared, "dfs", 1, args.cap)
+        dpor, _, _ = search(prepared, "dpor", 1, args.cap)
         pct_rate = pct_total / pct_time
         pct_median = median(pct)
         row = [f"{name} ({seeds} seeds)", fmt(median(rnd), args.cap), fmt(pct_median, args.cap),
-               fmt(dfs[0], args.cap)]
+               fmt(dfs[0], args.cap), fmt(dpor[0], args.cap)]
         if "real" in scenario.semantics:
             plain_prepared = scenario.build(target, "real")
             runs, runs_total, runs_time, missed = plain(plain_prepared, seeds, args.plain_cap, args.plain_seconds)
@@ -119,6 +169,8 @@ def main() -> None:
     console.print(table)
     console.print("plain/pct (runs): how many more tries plain repetition needs than pct; 'never': plain repetition "
                   "did not fail in most trials within its cap. (time): the same in seconds to the first failure.")
+    if args.exhaust:
+        console.print(exhaustion_table(args.exhaust.split(","), args.exhaust_seconds))
 
 
 if __name__ == "__main__":

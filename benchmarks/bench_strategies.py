@@ -1,12 +1,19 @@
-"""Strategy benchmark: schedules to the first failure for random, pct and pos, and the cost of line-level points.
+"""Strategy benchmark: schedules to the first failure, exhaustion by dfs and dpor, and the cost of line points.
 
     python benchmarks/bench_strategies.py [--seeds 10] [--budget 500] [--no-scenarios] [--lines-schedules 300]
+        [--exhaust-cap 200000] [--no-exhaustion]
 
 1. For every classic bug (tests/engine/classic_bugs.py), and the stock-Lightning scenarios delete-while-queued and
    delete-while-writing on the fake posix filesystem, each strategy explores with seeds 0..N-1 (no shrinking, no
    racing-pair search): the table shows the mean number of schedules until the first failure (a miss counts as
    the budget), how many seeds found it, and the ratio to random walk measured in the same run (< 1: faster).
-2. Line-level preemption: schedules per second of the same correct program (a locked counter) with and without
+   dpor is deterministic (its seed changes nothing): its column is the one count, with the ratio to random.
+2. Exhaustion, dfs against dpor, measured in the same run: for every classic program (bugs and fixes), the
+   schedules, interleavings and seconds until each of dfs at preemption bound 2, dfs with no bound and dpor with no
+   bound has run its whole space (every failure kept: ``max_failures`` high, no shrinking), with dpor's schedules
+   and seconds as a ratio to unbounded dfs's. Then the engine's cost per schedule under dpor against random walk's
+   on the same program (the fixed futures program, the same number of schedules): the search's own overhead.
+3. Line-level preemption: schedules per second of the same correct program (a locked counter) with and without
    ``preempt="lines"``, and the racy ``self.n += 1`` counter, found only with it.
 Counts are deterministic (seeded); wall-clock figures vary with the machine and are reported, never asserted.
 """
@@ -26,7 +33,7 @@ from rich.table import Table
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "engine"))
 
-STRATEGIES = ("random", "pct", "pos")
+STRATEGIES = ("random", "pct", "pos", "dpor")
 
 
 def _classic() -> dict:
@@ -50,6 +57,54 @@ def schedules_to_failure(fn, options: dict, strategy: str, seed: int, budget: in
         fn, strategy=strategy, schedules=budget, seed=seed, shrink_budget=0, race_budget=0, **options
     )
     return None if result.ok else result.failure.schedule_index + 1
+
+
+def exhaust(fn, strategy: str, bound, cap: int) -> tuple[racecheck.Result, float]:
+    """Run ``strategy`` until its space is done (or ``cap`` schedules), keeping every failure; and the seconds."""
+    started = time.perf_counter()
+    result = racecheck.explore(fn, strategy=strategy, preemption_bound=bound, schedules=cap, max_failures=10**6,
+                               shrink_budget=0, race_budget=0)
+    return result, time.perf_counter() - started
+
+
+def exhaustion_table(cap: int) -> Table:
+    from classic_bugs import BUGS
+
+    table = Table(title=f"schedules / interleavings / seconds to exhaustion (cap {cap}; x: not exhausted)")
+    for column in ("program", "dfs bound 2", "dfs unbounded", "dpor", "dpor/dfs schedules", "dpor/dfs seconds"):
+        table.add_column(column, justify="left" if column == "program" else "right")
+    for name in sorted(BUGS):
+        for fn in BUGS[name][:2]:
+            cells, runs = [], []
+            for strategy, bound in (("dfs", 2), ("dfs", None), ("dpor", None)):
+                result, seconds = exhaust(fn, strategy, bound, cap)
+                runs.append((result, seconds))
+                mark = "" if result.exhausted else " x"
+                cells.append(f"{result.schedules}{mark} / {result.interleavings} / {seconds:.2f}s")
+            (full, full_s), (reduced, reduced_s) = runs[1], runs[2]
+            table.add_row(fn.__name__, *cells, f"{reduced.schedules / full.schedules:.4f}",
+                          f"{reduced_s / max(full_s, 1e-9):.4f}")
+    return table
+
+
+def overhead_table(schedules: int) -> Table:
+    """Seconds per schedule of dpor and random on the same program, the same number of schedules each."""
+    from classic_bugs import futures_order_fixed
+
+    table = Table(title=f"cost per schedule, dpor against random (futures_order_fixed, {schedules} schedules each)")
+    for column in ("strategy", "schedules", "us/schedule", "ratio to random"):
+        table.add_column(column, justify="right")
+    rates = {}
+    for _ in range(3):  # alternate, keep each one's best: load on a shared machine hits both alike
+        for strategy in ("random", "dpor"):
+            started = time.perf_counter()
+            result = racecheck.explore(futures_order_fixed, strategy=strategy, schedules=schedules,
+                                       preemption_bound=None, skip_duplicates=False, shrink_budget=0, race_budget=0)
+            per = (time.perf_counter() - started) / result.schedules * 1e6
+            rates[strategy] = min(rates.get(strategy, per), per)
+    for strategy in ("random", "dpor"):
+        table.add_row(strategy, str(schedules), f"{rates[strategy]:.0f}", f"{rates[strategy] / rates['random']:.2f}")
+    return table
 
 
 class Counter:
@@ -89,6 +144,8 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=500)
     parser.add_argument("--no-scenarios", action="store_true", help="classic bugs only (no Lightning import)")
     parser.add_argument("--lines-schedules", type=int, default=300)
+    parser.add_argument("--exhaust-cap", type=int, default=200_000)
+    parser.add_argument("--no-exhaustion", action="store_true", help="skip the dfs/dpor exhaustion tables")
     args = parser.parse_args()
     console = Console(width=150)
 
@@ -105,14 +162,19 @@ def main() -> None:
         means = {}
         cells = []
         for strategy in STRATEGIES:
-            counts = [schedules_to_failure(fn, options, strategy, seed, args.budget) for seed in range(args.seeds)]
+            seeds = 1 if strategy == "dpor" else args.seeds  # deterministic: every seed runs the same schedules
+            counts = [schedules_to_failure(fn, options, strategy, seed, args.budget) for seed in range(seeds)]
             found = sum(c is not None for c in counts)
             means[strategy] = sum(c if c is not None else args.budget for c in counts) / len(counts)
-            cells.append(f"{means[strategy]:.1f} ({found}/{args.seeds})")
+            cells.append(f"{means[strategy]:.1f} ({found}/{seeds})")
             if strategy != "random":
                 cells.append(f"{means[strategy] / means['random']:.2f}")
         table.add_row(name, *cells)
     console.print(table)
+
+    if not args.no_exhaustion:
+        console.print(exhaustion_table(args.exhaust_cap))
+        console.print(overhead_table(150))
 
     backend = "sys.monitoring" if racecheck_lines.uses_monitoring() else "sys.settrace"
     lines = Table(title=f"line-level preemption: cost and what it finds (Python {sys.version.split()[0]})")

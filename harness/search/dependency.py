@@ -41,6 +41,7 @@ from racecheck.runtime.access import (
     FAIRNESS_OBJ,
     FAIRNESS_READ,
     JOIN,
+    KINDS,
     LIST,
     MEMORY_OBJ,
     READ,
@@ -72,6 +73,16 @@ def accesses_conflict(a: Access, b: Access) -> bool:
 # A join and the first step of the thread it waits for: the join needs the thread's end, which its first step
 # comes before anyway, so the two never meet.
 _UNRELATED = frozenset({(BEGIN, JOIN), (JOIN, BEGIN)})
+
+
+def _kinds_conflict(a: str, b: str) -> bool:
+    group = _COMMUTE.get(a)
+    return (group is None or b not in group) and (a, b) not in _UNRELATED
+
+
+# (kind, kind) -> whether two accesses of one object with those kinds conflict: ``accesses_conflict`` once the
+# object is known to be the same, as a lookup (the search's inner loops ask it most).
+KINDS_CONFLICT: dict[tuple[str, str], bool] = {(a, b): _kinds_conflict(a, b) for a in KINDS for b in KINDS}
 
 
 # Conflicts that only ever go one way: a thread's start comes before its first step, its end before a join on it

@@ -45,6 +45,7 @@ thread's next operation from a state does not depend on the order of steps that 
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,7 +53,8 @@ from racecheck import runtime
 from racecheck.errors import ReplayDivergence
 from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, READ, RELEASE, Access
 from racecheck.runtime.chooser import Chooser
-from racecheck.search.dependency import ENABLING, accesses_conflict, dependent, only_enables
+from racecheck.search.dependency import ENABLING, dependent, only_enables
+from racecheck.search.dependency import KINDS_CONFLICT as CONFLICT
 from racecheck.search.strategy import Strategy
 
 __racecheck_engine__ = True
@@ -119,47 +121,50 @@ def steps_of(trace: Sequence[Any], complete: bool = True) -> list[Step]:
     return steps
 
 
-def happens_before(steps: Sequence[Step]) -> tuple[list[int], list[tuple[int, int]]]:
+def happens_before(steps: Sequence[Step], fresh: int = 0) -> tuple[list[int], list[tuple[int, int]]]:
     """Happens-before over an execution's steps (program order and conflicts) and its races.
 
     Returns ``before`` (``before[j]`` has bit ``i`` set when step i happens before step j; steps number in the
-    hundreds, so ints are the cheapest sets) and the races: every (i, j) where i and j belong to different threads,
-    conflict, and i is not ordered before j through other steps, so the pair could run the other way round.
-    Earlier accesses are indexed by object, so a step is compared only with the steps that touched its objects."""
+    hundreds, so ints are the cheapest sets) and the races: every (i, j) with ``j >= fresh`` where i and j belong
+    to different threads, conflict, and i is not ordered before j through other steps, so the pair could run the
+    other way round. Of another thread's earlier steps only its latest conflicting one can be a race (its earlier
+    ones come before that one), so each object keeps, per thread and kind, the last access."""
     before: list[int] = []
     last_of: dict[int, int] = {}
-    touched: dict[str, list[tuple[int, Access]]] = {}  # object -> (step index, access), in trace order
-    changed: dict[str, list[tuple[int, Access]]] = {}  # the same, of the accesses that are not reads
+    latest: dict[str, dict[int, dict[str, tuple[int, Access]]]] = {}  # object -> thread -> kind -> last access
     found = []
     for j, step in enumerate(steps):
+        tid = step.tid
         conflicting: set[int] = set()
         for access in step.accesses:
-            earlier_ones = (changed if access.kind == READ else touched).get(access.obj, ())
-            for i, earlier in earlier_ones:
-                if steps[i].tid != step.tid and i not in conflicting and accesses_conflict(earlier, access):
-                    conflicting.add(i)
+            for other, kinds in latest.get(access.obj, {}).items():
+                if other == tid:
+                    continue
+                best = -1
+                for kind, (i, _) in kinds.items():
+                    if i > best and CONFLICT[(kind, access.kind)]:
+                        best = i
+                if best >= 0:
+                    conflicting.add(best)
+        previous = last_of.get(tid)
+        closure = 0 if previous is None else before[previous] | (1 << previous)
         direct = sorted(conflicting)
-        previous = last_of.get(step.tid)
-        if previous is not None:
-            direct.append(previous)
-        closure = 0
         for k in direct:
             closure |= before[k] | (1 << k)
-        for i in sorted(conflicting):
-            if only_enables(steps[i].accesses, step.accesses):
-                continue  # a start and the thread's first step, an end and a join: never the other way round
-            through_others = 0
-            for k in direct:
-                if k != i:
-                    through_others |= before[k] | (1 << k)
-            if not (through_others >> i) & 1:
-                found.append((i, j))
+        if j >= fresh:
+            for i in direct:
+                if only_enables(steps[i].accesses, step.accesses):
+                    continue  # a start and the thread's first step, an end and a join: never the other way round
+                through_others = 0 if previous is None else before[previous] | (1 << previous)
+                for k in direct:
+                    if k != i:
+                        through_others |= before[k] | (1 << k)
+                if not (through_others >> i) & 1:
+                    found.append((i, j))
         before.append(closure)
-        last_of[step.tid] = j
+        last_of[tid] = j
         for access in step.accesses:
-            touched.setdefault(access.obj, []).append((j, access))
-            if access.kind != READ:
-                changed.setdefault(access.obj, []).append((j, access))
+            latest.setdefault(access.obj, {}).setdefault(tid, {})[access.kind] = (j, access)
     return before, found
 
 
@@ -220,44 +225,54 @@ def blocked_since(steps: Sequence[Step], holds: dict[str, list[tuple[int, int, i
     return found
 
 
-def waiting_races(steps: Sequence[Step], before: Sequence[int]) -> list[tuple[int, int]]:
-    """Races a blocking operation hides (Flanagan and Godefroid's rule for disabled transitions), as pairs (i, j):
-    while j's thread waited at j (from its previous step on), every step i of another thread that conflicts with
-    j; and the last such step before that, unless it happens before the wait began. A get that found the queue
-    emptied by another thread's get, and ran once that thread put the item back, races with that get, though the
-    put orders the two: at the decision before the get, j's thread could have gone first."""
-    index: dict[str, list[tuple[int, Access]]] = {}
-    changed: dict[str, list[tuple[int, Access]]] = {}  # the accesses that are not reads
+def waiting_races(steps: Sequence[Step], before: Sequence[int], fresh: int = 0) -> list[tuple[int, int]]:
+    """Races a blocking operation hides (Flanagan and Godefroid's rule for disabled transitions), as pairs (i, j)
+    with ``j >= fresh``: while j's thread waited at j (from its previous step on), every step i of another thread
+    that conflicts with j; and the last such step before that, unless it happens before the wait began. A get that
+    found the queue emptied by another thread's get, and ran once that thread put the item back, races with that
+    get, though the put orders the two: at the decision before the get, j's thread could have gone first."""
+    # Per object, its accesses and, apart, those that are not reads (all a read can conflict with), each with the
+    # step positions to cut the window out by bisection.
+    every: dict[str, tuple[list[tuple[int, Access]], list[int]]] = {}
+    changes: dict[str, tuple[list[tuple[int, Access]], list[int]]] = {}
     for k, step in enumerate(steps):
         for access in step.accesses:
-            index.setdefault(access.obj, []).append((k, access))
-            if access.kind != READ:
-                changed.setdefault(access.obj, []).append((k, access))
+            for table in (every, changes) if access.kind != READ else (every,):
+                entries, at = table.setdefault(access.obj, ([], []))
+                entries.append((k, access))
+                at.append(k)
     previous: dict[int, int] = {}
     found: list[tuple[int, int]] = []
     for j, step in enumerate(steps):
         p = step.tid
         since = previous.get(p)
         previous[p] = j
+        if j < fresh:
+            continue
         start = -1 if since is None else since
-        last = -1
         pairs: set[int] = set()
         for access in step.accesses:
-            for k, earlier in (changed if access.kind == READ else index).get(access.obj, ()):
-                if k >= j:
-                    break
-                if steps[k].tid == p or (earlier.kind, access.kind) in ENABLING:
-                    continue
-                if not accesses_conflict(earlier, access):
-                    continue
-                if k > start:
+            found_here = (changes if access.kind == READ else every).get(access.obj)
+            if not found_here:
+                continue
+            entries, at = found_here
+            low, high = bisect_right(at, start), bisect_left(at, j)
+            for k, earlier in entries[low:high]:
+                if steps[k].tid != p and _may_race(earlier, access):
                     pairs.add(k)
-                elif k > last and (since is None or not (before[since] >> k) & 1):
-                    last = k
-        if last >= 0:
-            pairs.add(last)
+            for k, earlier in reversed(entries[:low]):  # the last conflicting step before the wait
+                if steps[k].tid != p and _may_race(earlier, access):
+                    if since is None or not (before[since] >> k) & 1:
+                        pairs.add(k)
+                    break
         found.extend((i, j) for i in sorted(pairs))
     return found
+
+
+def _may_race(earlier: Access, later: Access) -> bool:
+    """Two accesses of one object that conflict and could go either way."""
+    pair = (earlier.kind, later.kind)
+    return pair not in ENABLING and CONFLICT[pair]
 
 
 class DPORChooser(Chooser):
@@ -386,14 +401,20 @@ class DPOR(Strategy):
             node = at_step.get(step.number)
             if node is not None:
                 node.explored.setdefault(node.options[node.chosen], step.accesses)
-        before, found = happens_before(done_steps)
+        # Races whose later step was already in the replayed prefix were found when that prefix first ran.
+        fresh = 0
+        if chooser.prefix:
+            branch = chooser.prefix[-1].step
+            fresh = next((k for k, step in enumerate(done_steps) if step.number >= branch or step.number < 0),
+                         len(done_steps))
+        before, found = happens_before(done_steps, fresh)
         holds = lock_holds(done_steps)
         for i, j in found:
             for at in (i, *blocked_since(done_steps, holds, i, j)):
                 node = at_step.get(done_steps[at].number)
                 if node is not None:  # else the step ran alone: there was no other option at that point
                     self._reverse(node, initials(done_steps, before, at, j))
-        for i, j in waiting_races(done_steps, before):
+        for i, j in waiting_races(done_steps, before, fresh):
             node = at_step.get(done_steps[i].number)
             if node is not None:
                 self._reverse(node, [done_steps[j].tid])
