@@ -275,6 +275,19 @@ def _may_race(earlier: Access, later: Access) -> bool:
     return pair not in ENABLING and CONFLICT[pair]
 
 
+def at_the_block(steps: Sequence[Step], blocked: int) -> list[Step]:
+    """A run that ran into a sleeping thread at step ``blocked``, as far as the search reads it: its steps before
+    that, then what each thread was about to do there (its next step, as a pseudo-step). Past the block it repeats
+    a class an earlier sibling covered; what the waiting threads were about to do still says where they could
+    have gone first (as Flanagan and Godefroid analyse every state reached, the blocked one included)."""
+    kept = [step for step in steps if 0 <= step.number < blocked]
+    nexts: dict[int, Step] = {}
+    for step in steps:
+        if (step.number >= blocked or step.number < 0) and step.tid not in nexts:
+            nexts[step.tid] = Step(step.tid, -1, step.accesses)
+    return kept + list(nexts.values())
+
+
 class DPORChooser(Chooser):
     """One execution of the search: replays ``prefix`` (shared nodes of the path, the last one with its new
     choice), then takes the first option not asleep at every later decision, recording each as a new node."""
@@ -285,8 +298,15 @@ class DPORChooser(Chooser):
         self.run: Any = None
         self.sleep: dict[int, Accesses] = {}
         self.seen = 0  # trace events already taken into account (every one of them part of a finished step)
-        self.redundant = False  # every candidate was asleep at some decision: this schedule adds no new class
+        # The step at which the run ran into a sleeping thread (it ran alone, or every candidate was asleep): from
+        # there on it repeats a class an earlier sibling covered, so it is not analysed past that step.
+        self.blocked: int | None = None
         self.preemptions = 0
+
+    @property
+    def redundant(self) -> bool:
+        """The schedule adds no new class (it ran into a sleeping thread)."""
+        return self.blocked is not None
 
     # -- what the run did since the last decision ----------------------------------------------------------------
     def _absorb(self, complete: bool) -> None:
@@ -310,6 +330,8 @@ class DPORChooser(Chooser):
             return
         if self.sleep:
             for step in steps_of(trace[self.seen:end]):
+                if step.tid in self.sleep and self.blocked is None:
+                    self.blocked = step.number
                 self.sleep = {tid: acc for tid, acc in self.sleep.items()
                               if tid != step.tid and not dependent(acc, step.accesses)}
                 if not self.sleep:
@@ -342,8 +364,8 @@ class DPORChooser(Chooser):
                 awake = [i for i, tid in enumerate(options) if tid not in self.sleep]
                 if awake:
                     chosen = awake[0]
-                else:
-                    self.redundant = True
+                elif self.blocked is None:
+                    self.blocked = step
             node = Node(kind, step, options, chosen, dict(self.sleep), costly, self.preemptions)
             if kind == VALUE:
                 node.backtrack = set(range(len(options)))
@@ -401,6 +423,8 @@ class DPOR(Strategy):
             node = at_step.get(step.number)
             if node is not None:
                 node.explored.setdefault(node.options[node.chosen], step.accesses)
+        if chooser.blocked is not None:
+            done_steps = at_the_block(done_steps, chooser.blocked)
         # Races whose later step was already in the replayed prefix were found when that prefix first ran.
         fresh = 0
         if chooser.prefix:
@@ -414,10 +438,17 @@ class DPOR(Strategy):
                 node = at_step.get(done_steps[at].number)
                 if node is not None:  # else the step ran alone: there was no other option at that point
                     self._reverse(node, initials(done_steps, before, at, j))
+        thread_nodes = [node for node in path if node.kind == THREAD]
         for i, j in waiting_races(done_steps, before, fresh):
-            node = at_step.get(done_steps[i].number)
-            if node is not None:
-                self._reverse(node, [done_steps[j].tid])
+            tid = done_steps[j].tid
+            # The waiting thread goes first at the last decision up to i where it could run at all: where it
+            # could not, trying everyone (Flanagan and Godefroid's fallback) only repeats classes, since what lets
+            # it run there is another race, reversed on its own.
+            number = done_steps[i].number
+            for node in reversed(thread_nodes):
+                if node.step <= number and tid in node.options:
+                    self._reverse(node, [tid])
+                    break
         self._advance(path)
 
     @staticmethod
