@@ -45,16 +45,14 @@ thread's next operation from a state does not depend on the order of steps that 
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
 from typing import Any
 
 from racecheck import runtime
 from racecheck.errors import ReplayDivergence
-from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, READ, RELEASE, Access
+from racecheck.runtime.access import Access
 from racecheck.runtime.chooser import Chooser
-from racecheck.search.dependency import ENABLING, dependent, only_enables
-from racecheck.search.dependency import KINDS_CONFLICT as CONFLICT
+from racecheck.search.analysis import Analysis, Step, at_the_block, blocked_since, initials, lock_holds, steps_of
+from racecheck.search.dependency import dependent
 from racecheck.search.strategy import Strategy
 
 __racecheck_engine__ = True
@@ -92,200 +90,6 @@ class Node:
                 continue
             left.append(index)
         return left
-
-
-class Step:
-    """A completed step of an execution: the thread, the trace step number and everything the step touched."""
-
-    __slots__ = ("tid", "number", "accesses")
-
-    def __init__(self, tid: int, number: int, accesses: Accesses) -> None:
-        self.tid = tid
-        self.number = number
-        self.accesses = accesses
-
-
-def steps_of(trace: Sequence[Any], complete: bool = True) -> list[Step]:
-    """The steps of a trace, each with its own access and those of the notes (releases, notifies) its thread made
-    before the next step, and the read of the scheduler's fairness every step makes (a step that ends in a yield
-    writes it). ``complete=False`` leaves out the last step: its thread is still running it."""
-    steps: list[Step] = []
-    for event in trace:
-        if event.switch == "info":
-            if steps and steps[-1].tid == event.tid:
-                steps[-1].accesses += event.access
-            continue
-        steps.append(Step(event.tid, event.step, (*event.access, FAIRNESS_READ)))
-    if not complete and steps:
-        steps.pop()
-    return steps
-
-
-def happens_before(steps: Sequence[Step], fresh: int = 0) -> tuple[list[int], list[tuple[int, int]]]:
-    """Happens-before over an execution's steps (program order and conflicts) and its races.
-
-    Returns ``before`` (``before[j]`` has bit ``i`` set when step i happens before step j; steps number in the
-    hundreds, so ints are the cheapest sets) and the races: every (i, j) with ``j >= fresh`` where i and j belong
-    to different threads, conflict, and i is not ordered before j through other steps, so the pair could run the
-    other way round. Of another thread's earlier steps only its latest conflicting one can be a race (its earlier
-    ones come before that one), so each object keeps, per thread and kind, the last access."""
-    before: list[int] = []
-    last_of: dict[int, int] = {}
-    latest: dict[str, dict[int, dict[str, tuple[int, Access]]]] = {}  # object -> thread -> kind -> last access
-    found = []
-    for j, step in enumerate(steps):
-        tid = step.tid
-        conflicting: set[int] = set()
-        for access in step.accesses:
-            for other, kinds in latest.get(access.obj, {}).items():
-                if other == tid:
-                    continue
-                best = -1
-                for kind, (i, _) in kinds.items():
-                    if i > best and CONFLICT[(kind, access.kind)]:
-                        best = i
-                if best >= 0:
-                    conflicting.add(best)
-        previous = last_of.get(tid)
-        closure = 0 if previous is None else before[previous] | (1 << previous)
-        direct = sorted(conflicting)
-        for k in direct:
-            closure |= before[k] | (1 << k)
-        if j >= fresh:
-            for i in direct:
-                if only_enables(steps[i].accesses, step.accesses):
-                    continue  # a start and the thread's first step, an end and a join: never the other way round
-                through_others = 0 if previous is None else before[previous] | (1 << previous)
-                for k in direct:
-                    if k != i:
-                        through_others |= before[k] | (1 << k)
-                if not (through_others >> i) & 1:
-                    found.append((i, j))
-        before.append(closure)
-        last_of[tid] = j
-        for access in step.accesses:
-            latest.setdefault(access.obj, {}).setdefault(tid, {})[access.kind] = (j, access)
-    return before, found
-
-
-def initials(steps: Sequence[Step], before: Sequence[int], i: int, j: int) -> list[int]:
-    """The threads that could start the reversal of race (i, j) at the decision before i (Abdulla et al.'s
-    initials of notdep(i).j): the steps after i that do not happen after i, then j; a thread is an initial when
-    its first step in that sequence conflicts with no earlier step of another thread in it."""
-    sequence = [k for k in range(i + 1, len(steps)) if k != j and not (before[k] >> i) & 1] + [j]
-    found: list[int] = []
-    seen: set[int] = set()
-    for position, k in enumerate(sequence):
-        tid = steps[k].tid
-        if tid in seen:
-            continue
-        seen.add(tid)
-        if not any(steps[m].tid != tid and dependent(steps[m].accesses, steps[k].accesses)
-                   for m in sequence[:position]):
-            found.append(tid)
-    return found
-
-
-def lock_holds(steps: Sequence[Step]) -> dict[str, list[tuple[int, int, int]]]:
-    """Who held each lock when: per object, (acquiring step, releasing step, thread) for every hold, read from the
-    ACQUIRE and RELEASE accesses (re-entrant acquires by the holder nest; a hold never released ends after the
-    last step). At the decision before step k, the lock was held by that thread when a < k <= r."""
-    open_holds: dict[tuple[str, int], list[int]] = {}  # (object, thread) -> [acquiring step, depth]
-    holds: dict[str, list[tuple[int, int, int]]] = {}
-    for index, step in enumerate(steps):
-        for access in step.accesses:
-            if access.kind == ACQUIRE:
-                found = open_holds.get((access.obj, step.tid))
-                if found is None:
-                    open_holds[(access.obj, step.tid)] = [index, 1]
-                else:
-                    found[1] += 1
-            elif access.kind == RELEASE:
-                found = open_holds.get((access.obj, step.tid))
-                if found is not None:
-                    found[1] -= 1
-                    if found[1] == 0:
-                        del open_holds[(access.obj, step.tid)]
-                        holds.setdefault(access.obj, []).append((found[0], index, step.tid))
-    for (obj, tid), (start, _depth) in sorted(open_holds.items()):
-        holds.setdefault(obj, []).append((start, len(steps), tid))
-    return holds
-
-
-def blocked_since(steps: Sequence[Step], holds: dict[str, list[tuple[int, int, int]]], i: int, j: int) -> list[int]:
-    """Where a race (i, j) must really be reversed when j takes a lock: j's thread could not take it at the
-    decision before i while another thread held it, so the order to try is j before that thread's acquire."""
-    found = []
-    for access in steps[j].accesses:
-        if access.kind != ACQUIRE:
-            continue
-        for start, end, tid in holds.get(access.obj, ()):
-            if start < i <= end and tid != steps[j].tid and start not in found:
-                found.append(start)
-    return found
-
-
-def waiting_races(steps: Sequence[Step], before: Sequence[int], fresh: int = 0) -> list[tuple[int, int]]:
-    """Races a blocking operation hides (Flanagan and Godefroid's rule for disabled transitions), as pairs (i, j)
-    with ``j >= fresh``: while j's thread waited at j (from its previous step on), every step i of another thread
-    that conflicts with j; and the last such step before that, unless it happens before the wait began. A get that
-    found the queue emptied by another thread's get, and ran once that thread put the item back, races with that
-    get, though the put orders the two: at the decision before the get, j's thread could have gone first."""
-    # Per object, its accesses and, apart, those that are not reads (all a read can conflict with), each with the
-    # step positions to cut the window out by bisection.
-    every: dict[str, tuple[list[tuple[int, Access]], list[int]]] = {}
-    changes: dict[str, tuple[list[tuple[int, Access]], list[int]]] = {}
-    for k, step in enumerate(steps):
-        for access in step.accesses:
-            for table in (every, changes) if access.kind != READ else (every,):
-                entries, at = table.setdefault(access.obj, ([], []))
-                entries.append((k, access))
-                at.append(k)
-    previous: dict[int, int] = {}
-    found: list[tuple[int, int]] = []
-    for j, step in enumerate(steps):
-        p = step.tid
-        since = previous.get(p)
-        previous[p] = j
-        if j < fresh:
-            continue
-        start = -1 if since is None else since
-        pairs: set[int] = set()
-        for access in step.accesses:
-            found_here = (changes if access.kind == READ else every).get(access.obj)
-            if not found_here:
-                continue
-            entries, at = found_here
-            low, high = bisect_right(at, start), bisect_left(at, j)
-            for k, earlier in entries[low:high]:
-                if steps[k].tid != p and _may_race(earlier, access):
-                    pairs.add(k)
-            for k, earlier in reversed(entries[:low]):  # the last conflicting step before the wait
-                if steps[k].tid != p and _may_race(earlier, access):
-                    if since is None or not (before[since] >> k) & 1:
-                        pairs.add(k)
-                    break
-        found.extend((i, j) for i in sorted(pairs))
-    return found
-
-
-def _may_race(earlier: Access, later: Access) -> bool:
-    """Two accesses of one object that conflict and could go either way."""
-    pair = (earlier.kind, later.kind)
-    return pair not in ENABLING and CONFLICT[pair]
-
-
-def at_the_block(steps: Sequence[Step], blocked: int) -> list[Step]:
-    """A run that ran into a sleeping thread at step ``blocked``, as far as the search reads it: its steps before
-    that, then what each thread was about to do there (its next step, as a pseudo-step). Past the block it repeats
-    a class an earlier sibling covered; what the waiting threads were about to do still says where they could
-    have gone first (as Flanagan and Godefroid analyse every state reached, the blocked one included)."""
-    kept = [step for step in steps if 0 <= step.number < blocked]
-    nexts: dict[int, Step] = {}
-    for step in steps:
-        if (step.number >= blocked or step.number < 0) and step.tid not in nexts:
-            nexts[step.tid] = Step(step.tid, -1, step.accesses)
-    return kept + list(nexts.values())
 
 
 class DPORChooser(Chooser):
@@ -405,6 +209,7 @@ class DPOR(Strategy):
         self.bound = preemption_bound
         self.next_prefix: list[Node] | None = []
         self.redundant = 0  # schedules that added no new class (every candidate asleep somewhere)
+        self.analysis = Analysis()  # the last execution's, rewound to the prefix the next one shares
 
     def new_execution(self, index: int) -> Chooser | None:
         if self.next_prefix is None:
@@ -431,7 +236,13 @@ class DPOR(Strategy):
             branch = chooser.prefix[-1].step
             fresh = next((k for k, step in enumerate(done_steps) if step.number >= branch or step.number < 0),
                          len(done_steps))
-        before, found = happens_before(done_steps, fresh)
+        analysis = self.analysis
+        shared = analysis.shared(done_steps, fresh)
+        analysis.rewind(shared)
+        found = []
+        for index in range(shared, len(done_steps)):
+            found += analysis.add(done_steps[index], index >= fresh)
+        before = analysis.before
         holds = lock_holds(done_steps)
         for i, j in found:
             for at in (i, *blocked_since(done_steps, holds, i, j)):
@@ -439,7 +250,7 @@ class DPOR(Strategy):
                 if node is not None:  # else the step ran alone: there was no other option at that point
                     self._reverse(node, initials(done_steps, before, at, j))
         thread_nodes = [node for node in path if node.kind == THREAD]
-        for i, j in waiting_races(done_steps, before, fresh):
+        for i, j in analysis.waiting_races(fresh):
             tid = done_steps[j].tid
             # The waiting thread goes first at the last decision up to i where it could run at all: where it
             # could not, trying everyone (Flanagan and Godefroid's fallback) only repeats classes, since what lets
