@@ -193,22 +193,21 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
         Blocks first while ``max_pending`` snapshots exist, so memory stays bounded (guarantee 6).
         """
         key = path_key(path)
+        poolable = self._poolable(storage_options)
         with self._cond:
             self._raise_pending_error(refused=key)
             while self._slots >= self.max_pending:
                 self._cond.wait()
                 self._raise_pending_error(refused=key)
-            self._slots += 1  # reserve before snapshotting: the snapshot is the memory we bound
-        op = _Op("save", path, None, storage_options)
-        try:
-            op.checkpoint = self._snapshot(checkpoint, op.buffers if self._poolable(storage_options) else None)
-        except BaseException:
-            with self._cond:
-                self._slots -= 1
+            # The copy is made with the lock held: a save is then one critical section (every acquisition is a
+            # point where the worker can come first, and a proof covers every order of them), and the worker
+            # waits for the lock only to move to its next operation, never while it writes.
+            op = _Op("save", path, None, storage_options)
+            try:
+                op.checkpoint = self._snapshot(checkpoint, op.buffers if poolable else None)
+            except BaseException:
                 self._release(op)
-                self._cond.notify_all()
-            raise
-        with self._cond:
+                raise
             if self.cancel_superseded:
                 # A still-queued save of the same path is superseded. The new snapshot takes the old slot, so
                 # removes deferred behind the old save still wait for a complete file at this path.
@@ -217,9 +216,9 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
                         self._release(queued)
                         queued.checkpoint, queued.storage_options = op.checkpoint, storage_options
                         queued.buffers = op.buffers
-                        self._slots -= 1
                         self._cond.notify_all()
                         return
+            self._slots += 1
             self._enqueue(op)
 
     @override
@@ -320,15 +319,14 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
     # ------------------------------------------------------------------ caller-side helpers
 
     def _snapshot(self, checkpoint: Any, buffers: Optional[list[torch.Tensor]] = None) -> Any:
-        """The caller-side copy of ``checkpoint`` on ``snapshot_device``; with ``buffers``, into pooled storage
-        (see ``racecheck.fixed_impl.snapshot.snapshot``)."""
-        return snapshot(checkpoint, self.snapshot_device, buffers, self._take_free)
+        """The caller-side copy of ``checkpoint`` on ``snapshot_device``; with ``buffers``, into recycled pooled storage
+        (see ``racecheck.fixed_impl.snapshot.snapshot``). Called with the lock held, so the pool is read directly."""
 
-    def _take_free(self, key: tuple) -> Optional[torch.Tensor]:
-        """A free pooled buffer filed under ``key``, or None (takes the lock)."""
-        with self._cond:
+        def take_free(key: tuple) -> Optional[torch.Tensor]:
             free = self._pool.get(key)
             return free.pop() if free else None
+
+        return snapshot(checkpoint, self.snapshot_device, buffers, take_free)
 
     def _poolable(self, storage_options: Any) -> bool:
         """Whether snapshot storage may be recycled after the write: only when the wrapped IO is known to keep no
@@ -353,10 +351,13 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
             raise error  # ``raise`` keeps the worker's traceback frames and adds the caller's
 
     def _enqueue(self, op: _Op) -> None:
-        """Append ``op`` and make sure a worker runs (called with the lock held)."""
+        """Append ``op`` and make sure a worker runs (called with the lock held). With no worker the queue is empty
+        (a worker leaves only once it is), so ``op`` is its head: the new worker is handed it already running
+        instead of taking the lock once more to fetch it."""
         self._ops.append(op)
         if self._thread is None:
-            thread = threading.Thread(target=self._worker, name="LockedAsyncCheckpointIO", daemon=False)
+            op.state = _RUNNING
+            thread = threading.Thread(target=self._worker, args=(op,), name="LockedAsyncCheckpointIO", daemon=False)
             try:
                 thread.start()
             except BaseException:  # e.g. "can't start new thread" at interpreter shutdown: nothing queued
@@ -370,37 +371,43 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
 
     # ------------------------------------------------------------------ worker side
 
-    def _worker(self) -> None:
-        """Apply the queue head until the queue is empty, then exit (a new worker starts on the next enqueue).
+    def _worker(self, op: _Op) -> None:
+        """Apply ``op`` (the queue head, handed over running), then each next head until the queue is empty, then
+        exit (a new worker starts on the next enqueue).
 
-        The head stays in the queue while it runs, so ``load``/``wait``/``teardown`` see it as pending.
+        The head stays in the queue while it runs, so ``load``/``wait``/``teardown`` see it as pending. Finishing
+        one operation and taking the next are one critical section: every acquisition of the lock is a point where
+        the caller can interleave, so the worker takes it once per operation.
         """
         while True:
-            with self._cond:
-                if not self._ops:
-                    self._thread = None
-                    self._cond.notify_all()
-                    return
-                op = self._ops[0]
-                op.state = _RUNNING
             error: Optional[BaseException] = None
             try:
                 self._apply(op)
             except BaseException as ex:  # recorded and re-raised on the caller thread
                 error = ex
             with self._cond:
-                self._ops.popleft()
-                op.state = _DONE
-                self._release(op)
-                if op.kind == "save":
-                    self._slots -= 1
-                    if error is None:
-                        self._failed.pop(op.key, None)
-                    else:
-                        self._failed[op.key] = error
-                if error is not None:
-                    self._record_failure(error)
-                self._cond.notify_all()
+                self._finish(op, error)
+                if not self._ops:
+                    self._thread = None
+                    self._cond.notify_all()
+                    return
+                op = self._ops[0]
+                op.state = _RUNNING
+
+    def _finish(self, op: _Op, error: Optional[BaseException]) -> None:
+        """Take the applied head off the queue and record how it went (called with the lock held)."""
+        self._ops.popleft()
+        op.state = _DONE
+        self._release(op)
+        if op.kind == "save":
+            self._slots -= 1
+            if error is None:
+                self._failed.pop(op.key, None)
+            else:
+                self._failed[op.key] = error
+        if error is not None:
+            self._record_failure(error)
+        self._cond.notify_all()
 
     def _record_failure(self, error: BaseException) -> None:
         """Keep the first error; drop every remove queued behind the failure (called with the lock held).

@@ -272,7 +272,7 @@ def test_6_caller_blocks_when_max_pending_snapshots_exist(tmp_path, inner, spy):
     io = LockedAsyncCheckpointIO(inner, max_pending=2)
     snapshots = []
     real_snapshot = io._snapshot
-    io._snapshot = lambda c, buffers=None: snapshots.append(c["v"]) or real_snapshot(c, buffers)
+    io._snapshot = lambda c, *rest: snapshots.append(c["v"]) or real_snapshot(c, *rest)
     gate = inner.gate("a.ckpt")
     io.save_checkpoint(ck(1), str(tmp_path / "a.ckpt"))  # being written
     gate.wait_entered()

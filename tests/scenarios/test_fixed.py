@@ -67,8 +67,8 @@ def test_trainer_fit_on_the_real_disk():
     _check("trainer-fit-top2-epochs", "real", "random", 1)
 
 
-@pytest.mark.parametrize(("name", "fs", "strategy"), [("crash-consistency", "posix", "random"),
-                                                      ("resume-last", "windows", "random"),
+@pytest.mark.parametrize(("name", "fs", "strategy"), [("crash-consistency", "posix", "pct"),
+                                                      ("resume-last", "windows", "pct"),
                                                       ("windows-replace-open", "windows", "pct")])
 def test_fixed_io_fsync_durability_is_caught_by_the_crash_scenarios(name, fs, strategy):
     """durability="fsync" fsyncs after the wrapped IO's temp-file move: a crash right after the move leaves a torn
