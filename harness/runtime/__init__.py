@@ -177,6 +177,12 @@ class RunContract(Protocol):
         renamed while the thread waited at it, the shared state a work item's code may touch). No trace line;
         a no-op for a thread outside the run."""
 
+    def narrow(self, access: tuple[Access, ...]) -> None:
+        """The step the calling thread is running touched only ``access``, less than its point declared: what an
+        operation declares before it runs is what it may do (a mkdir may create), and once it has run it may say
+        what it did (the directory was there: it only read the name). Only ever narrower than the declaration,
+        which still stands for the thread while it waits at the point. No trace line."""
+
     def caller_record(self) -> ThreadContract:
         """The calling thread's record, after the checks ``effect`` makes: for a stand-in whose effect is neither a
         point nor traced at once (a semaphore's release checks before it counts)."""

@@ -8,9 +8,8 @@ replays the same execution.
 
 A blocked operation is a predicate ("this lock is free", "this future is done"): the thread is not a candidate
 until the predicate holds. Timed waits carry a virtual deadline; virtual time advances only when nothing else can
-run (every other step is taken to be instantaneous), so timeouts and sleeps are deterministic.
-
-The scheduler never imports or knows about Lightning, the filesystem or any particular primitive.
+run (every other step is taken to be instantaneous), so timeouts and sleeps are deterministic. The scheduler never
+imports or knows about Lightning, the filesystem or any particular primitive.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from racecheck.runtime.fairness import after_pick, fair_candidates, note_yield
 from racecheck.runtime.latch import Latch
 from racecheck.runtime.locations import BOTTOM_CODE_IDS, caller_location, code_location, thread_bottom
 from racecheck.runtime.records import FailureInfo, RunConfig, ThreadRecord, release_quietly, unwind
-from racecheck.runtime.trace import TraceEvent, add_access
+from racecheck.runtime.trace import TraceEvent, add_access, set_access
 from racecheck.runtime.watchdog import describe_stuck
 
 __racecheck_engine__ = True
@@ -111,16 +110,8 @@ class Run:
         """The virtual clock (seconds since the run began)."""
         return self.clock
 
-    def schedule(
-        self,
-        op: str,
-        *,
-        access: tuple[Access, ...] = NOTHING,
-        enabled: Callable[[], bool] | None = None,
-        timeout: float | None = None,
-        yielding: bool = False,
-        skip: int = 0,
-    ) -> bool:
+    def schedule(self, op: str, *, access: tuple[Access, ...] = NOTHING, enabled: Callable[[], bool] | None = None,
+                 timeout: float | None = None, yielding: bool = False, skip: int = 0) -> bool:
         """A scheduling point of the calling thread (see ``runtime.RunContract.schedule``)."""
         me = _state.thread  # caller_record()'s checks, inline: this is the hot path of every controlled program
         if me is None or me.run is not self:
@@ -198,10 +189,16 @@ class Run:
             self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info", access)))
 
     def touch(self, access: tuple[Access, ...]) -> None:
-        """The calling thread's running step also touches ``access`` (see ``runtime.RunContract.touch``)."""
+        """The caller's running step also touches ``access`` (see ``runtime.RunContract.touch``)."""
         me = _state.thread
         if me is not None and me.run is self and not self.aborting:
             add_access(self.trace, me.tid, access)
+
+    def narrow(self, access: tuple[Access, ...]) -> None:
+        """The caller's running step touched only ``access`` (see ``runtime.RunContract.narrow``)."""
+        me = _state.thread
+        if me is not None and me.run is self and not self.aborting:
+            set_access(self.trace, me.tid, access)
 
     def caller_record(self) -> ThreadRecord:
         """The calling thread's record. Raises if the caller is not a thread of this run (a controlled object used

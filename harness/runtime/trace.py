@@ -46,6 +46,15 @@ def add_access(trace: list[TraceEvent], tid: int, access: tuple[Any, ...]) -> No
             return
 
 
+def set_access(trace: list[TraceEvent], tid: int, access: tuple[Any, ...]) -> None:
+    """Thread ``tid``'s running step touched exactly ``access``, less than its point declared (``Run.narrow``)."""
+    index = len(trace) - 1
+    while index >= 0 and trace[index][4] == "info":
+        index -= 1
+    if index >= 0 and trace[index][1] == tid:
+        trace[index] = trace[index]._replace(access=tuple(access))
+
+
 _path_cache: dict[tuple[str, str], str] = {}
 
 

@@ -36,6 +36,10 @@ class FakeRun:
         if self.accesses:
             self.accesses[-1] += tuple(a for a in access if a not in self.accesses[-1])
 
+    def narrow(self, access: tuple) -> None:
+        if self.accesses:
+            self.accesses[-1] = tuple(access)
+
     def choose(self, n: int, label: str) -> int:
         value = self.choices.get(label, 0)
         if isinstance(value, list):

@@ -113,6 +113,12 @@ class Store(NamespaceOps, HandleOps):
                 self.faults.before(run, kind, text, self._used() if self.spec.enospc else 0)
         return run
 
+    def _narrow(self, run: Any | None, access: tuple[Access, ...]) -> None:
+        """The operation found out it did less than its point declared (a mkdir whose directory was there, a remove
+        of a name that was not): its step touched only ``access`` (``Run.narrow``), plus the faults' counter."""
+        if run is not None:
+            run.narrow(access + FAULTS if self.faults.active else access)
+
     def _leave(self, run: Any | None, kind: str, text: str) -> None:
         self.log.append(text)
         if run is not None and self.faults.crash_kinds and self.faults.crash_due(kind):

@@ -35,6 +35,7 @@ class NamespaceOps:
                 raise self.sem.error(errno.EACCES if w.kind == DEVICE else errno.EISDIR, shown,
                                      winerror=ERROR_ACCESS_DENIED)
             if inode is None:
+                self._narrow(run, path_access(READ, path, False, self.root, self.paths.win))  # read: not there
                 raise self.sem.error(errno.ENOENT, shown, winerror=2)
             if inode.is_dir:
                 raise self.sem.error(errno.EISDIR, shown, winerror=ERROR_ACCESS_DENIED)
@@ -125,6 +126,7 @@ class NamespaceOps:
             if w.kind == DEVICE:
                 raise self.sem.error(errno.ENOTDIR, shown, winerror=ERROR_DIRECTORY)
             if inode is not None:
+                self._narrow(run, path_access(READ, path, False, self.root, win))  # read: the name was there
                 if exist_ok and inode.is_dir:
                     self._leave(run, "mkdir", text)
                     return
