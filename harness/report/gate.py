@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from racecheck.report.model import CellResult
-from racecheck.search.registry import STRATEGY_NAMES
+from racecheck.search.registry import STRATEGY_NAMES, is_systematic
 
 __racecheck_engine__ = True
 
@@ -48,6 +48,10 @@ class Expectation:
     # with expect "race": the distinct failures that must be found, each a prefix of a failure's message
     # ("ExceptionType: text"); every failure found must match one of them. None: not compared
     expect_failures: tuple[str, ...] | None = None
+    # with expect "clean" and a systematic strategy (dfs, dpor): the cell is a proof, and must stay one (its whole
+    # space explored within its schedules); a space that outgrew the budget fails the gate instead of passing on a
+    # sample
+    expect_exhausted: bool = False
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -109,7 +113,8 @@ def parse(text: str | bytes, source: str = "baseline") -> Baseline:
         where = f"{source}: cells[{i}]"
         _require(isinstance(cell, dict), f"{where} must be an object")
         fields = {"scenario", "target", "semantics", "strategy", "seed", "schedules", "expect",
-                  "relative_throughput", "shrink_budget", "max_failures", "expect_failures", "comment"}
+                  "relative_throughput", "shrink_budget", "max_failures", "expect_failures", "expect_exhausted",
+                  "comment"}
         unknown = sorted(set(cell) - fields)
         _require(not unknown, f"{where}: unknown field {unknown[0]!r}" if unknown else "")
         for name in ("scenario", "semantics"):
@@ -136,10 +141,16 @@ def parse(text: str | bytes, source: str = "baseline") -> Baseline:
         _require(_int(wanted, 1, 1000), f"{where}: 'max_failures' must be an integer in 1..1000")
         _require(expected is None or wanted >= len(expected),
                  f"{where}: 'max_failures' must be at least the number of 'expect_failures'")
+        proof = cell.get("expect_exhausted", False)
+        _require(type(proof) is bool, f"{where}: 'expect_exhausted' must be true or false")
+        _require(not proof or cell["expect"] == "clean", f"{where}: 'expect_exhausted' needs 'expect': 'clean'")
+        _require(not proof or is_systematic(cell["strategy"]),
+                 f"{where}: 'expect_exhausted' needs a strategy that exhausts its space "
+                 f"({', '.join(n for n in STRATEGY_NAMES if is_systematic(n))})")
         expectation = Expectation(
             cell["scenario"], cell["target"], cell["semantics"], cell["strategy"], cell["seed"], cell["schedules"],
             cell["expect"], None if rel is None else float(rel), shrink, wanted,
-            None if expected is None else tuple(expected),
+            None if expected is None else tuple(expected), proof,
         )
         _require(expectation.key not in seen, f"{where}: duplicate scenario x target x semantics")
         seen.add(expectation.key)
@@ -189,6 +200,10 @@ def judge(baseline: Baseline, cells: list[CellResult], reference_rate: float) ->
                             for f in cell.failures)
         if expectation.expect_failures is not None and cell.failures:
             problems.extend(compare_failures(expectation.expect_failures, cell))
+        if expectation.expect_exhausted and not cell.failures and not cell.exhausted:
+            problems.append(f"proof no longer complete: {cell.schedules} schedule(s) ran out before the space did "
+                            f"({cell.interleavings} classes of interleavings seen); the code gained scheduling "
+                            "points or the search lost its reduction")
         if expectation.relative_throughput is not None and relative is not None:
             floor = expectation.relative_throughput * (1 - baseline.tolerance)
             if relative < floor:

@@ -4,6 +4,7 @@ against the reference workload of the same run) must not drop beyond the toleran
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -101,6 +102,7 @@ def test_the_committed_baseline_is_valid_and_names_real_cells():
     baseline = gate.read(str(Path(__file__).resolve().parents[2] / "reports" / "baseline.json"))
     assert {c.expect for c in baseline.cells} == {"race", "clean"}
     assert any(c.expect_failures for c in baseline.cells)  # the gate compares distinct failures somewhere
+    assert any(c.expect_exhausted and c.strategy == "dpor" for c in baseline.cells)  # and keeps a proof a proof
     for cell in baseline.cells:
         assert cell.fs in scenarios.get(cell.scenario).semantics
         assert cell.target in (scenarios.STOCK_TARGET, scenarios.FIXED_TARGET, scenarios.LEGACY_TARGET)
@@ -150,3 +152,25 @@ def test_expect_failures_needs_expect_race(stub, tmp_path):
     path = _write(tmp_path, [_cell(LOCKED, "clean", None, expect_failures=["x"])])
     out = invoke("gate", "--baseline", str(path))
     assert out.exit_code == 2 and "needs 'expect': 'race'" in one_error_line(out.stderr)
+
+
+def test_a_proof_cell_fails_the_gate_when_its_space_outgrows_its_schedules(stub, tmp_path):
+    """``expect_exhausted``: a dpor (or dfs) cell on the fixed target is a proof; passing on a sample is not enough."""
+    proof = {**_cell(LOCKED, "clean", None, expect_exhausted=True), "strategy": "dpor", "schedules": 1000}
+    out = invoke("gate", "--baseline", str(_write(tmp_path, [proof])))
+    assert out.exit_code == 0, out.output
+    assert re.search(r"exhausted: all \d+ class(es)? of equivalent interleavings explored", out.stdout), out.stdout
+    out = invoke("gate", "--baseline", str(_write(tmp_path, [{**proof, "schedules": 1}])))
+    assert out.exit_code == 1, out.output
+    assert "proof no longer complete: 1 schedule(s) ran out before the space did" in out.stdout
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"expect_exhausted": "yes", "strategy": "dpor"}, "'expect_exhausted' must be true or false"),
+    ({"expect_exhausted": True}, "'expect_exhausted' needs a strategy that exhausts its space (dfs, dpor)"),
+    ({"expect_exhausted": True, "strategy": "dpor", "expect": "race"}, "'expect_exhausted' needs 'expect': 'clean'"),
+])
+def test_bad_proof_fields_are_one_line(stub, tmp_path, extra, message):
+    path = _write(tmp_path, [{**_cell(LOCKED, "clean", None), **extra}])
+    out = invoke("gate", "--baseline", str(path))
+    assert out.exit_code == 2 and message in one_error_line(out.stderr), out.output
