@@ -1,11 +1,12 @@
 """What dpor reaches on the checkpoint IO: stock Lightning's race found, and ``LockedAsyncCheckpointIO`` proven with
-no preemption bound, every class of equivalent interleavings explored (slow: minutes each), on the small scenarios
-and on Lightning's own check of the plugin (validate, then a 3-epoch fit). Counts and times are printed;
+no preemption bound, every class of equivalent interleavings explored, on the small scenarios and on Lightning's
+own check of the plugin (validate, then a 3-epoch fit). The class counts are pinned, as the dfs counts of the
+upstream check are: a change that silently shrinks the search (fewer scheduling points, a relation that drops a
+conflict) fails here, and a deliberate change of the fixed IO updates them. Counts and times are printed;
 docs/performance.md has them. Never timed here: the assertion is exhaustion, not speed."""
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -18,7 +19,9 @@ import racecheck  # noqa: E402
 import racecheck.fakefs  # noqa: E402
 from racecheck import scenarios  # noqa: E402
 
-REACH = ("delete-while-queued", "teardown-flush", "windows-replace-open", "workload")
+# Classes of equivalent interleavings of each scenario against the fixed IO (the same under posix and windows).
+CLASSES = {"delete-while-queued": 27, "teardown-flush": 336, "windows-replace-open": 56, "workload": 3101}
+UPSTREAM_CLASSES = 88  # Lightning's test_async_checkpoint_plugin body, posix and windows
 CAP = 2_000_000
 
 
@@ -29,37 +32,60 @@ def test_dpor_finds_the_race_in_stock_lightning(name):
     assert result.failure.token.startswith("rc1.dpor.")
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(3600)
-@pytest.mark.parametrize("fs", ["posix", "windows"])
-@pytest.mark.parametrize("name", REACH)
-def test_dpor_exhausts_the_fixed_io_with_no_bound(name, fs):
+def _reach(name: str, fs: str) -> None:
     started = time.perf_counter()
     result = scenarios.run(name, target=scenarios.FIXED_TARGET, fs=fs, strategy="dpor", schedules=CAP, seed=0)
     assert result.ok, str(result.failure)
     assert result.exhausted, f"{name} [{fs}]: {result.schedules} schedules, not exhausted"
     print(f"{name} [{fs}] fixed IO: dpor exhausted, {result.interleavings} classes in {result.schedules} schedules, "
           f"{time.perf_counter() - started:.0f}s")
+    assert result.interleavings == CLASSES[name]
 
 
-def _upstream_check():
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixed_impl"))
-    from racecheck.fixed_impl import LockedAsyncCheckpointIO
-    from test_upstream_async_plugin import on_fake_fs  # the same body as tests/fixed_impl explores with dfs
-
-    return on_fake_fs(LockedAsyncCheckpointIO)
+@pytest.mark.parametrize("fs", ["posix", "windows"])
+@pytest.mark.parametrize("name", ["delete-while-queued", "teardown-flush", "windows-replace-open"])
+def test_dpor_exhausts_the_fixed_io_with_no_bound(name, fs):
+    _reach(name, fs)
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(3 * 3600)
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("fs", ["posix", "windows"])
-def test_dpor_on_the_upstream_check_with_no_bound(fs):
-    """Lightning's test_async_checkpoint_plugin body on the fixed IO: every class, or as far as the budget goes
-    (RACECHECK_UPSTREAM_DPOR_SCHEDULES, default 20,000; a schedule is a whole validate + fit). Prints how far."""
-    budget = int(os.environ.get("RACECHECK_UPSTREAM_DPOR_SCHEDULES", "20000"))
+def test_dpor_exhausts_the_fixed_io_on_the_generated_workload(fs):
+    """The default generated workload (13 calls, two teardowns): about a minute each."""
+    _reach("workload", fs)
+
+
+def _upstream_check(plugin_class_name: str):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixed_impl"))
+    from test_upstream_async_plugin import on_fake_fs  # the same body as tests/fixed_impl explores with dfs
+
+    if plugin_class_name == "fixed":
+        from racecheck.fixed_impl import LockedAsyncCheckpointIO as plugin_class
+    else:
+        from lightning.pytorch.plugins.io.async_plugin import AsyncCheckpointIO as plugin_class
+    return on_fake_fs(plugin_class)
+
+
+@pytest.mark.parametrize("fs", ["posix", "windows"])
+def test_dpor_proves_the_fixed_io_on_the_upstream_check_with_no_bound(fs):
+    """Lightning's test_async_checkpoint_plugin body (validate, then a 3-epoch fit with top-2 eviction) on the fixed
+    IO: every class of equivalent interleavings, with no preemption bound (dfs needs 991 schedules for bound 2
+    alone)."""
     started = time.perf_counter()
-    result = racecheck.explore(_upstream_check(), strategy="dpor", schedules=budget, seed=0, fs=fs)
+    result = racecheck.explore(_upstream_check("fixed"), strategy="dpor", schedules=CAP, seed=0, fs=fs)
     result.raise_on_failure()
-    state = "exhausted" if result.exhausted else "not exhausted"
-    print(f"upstream check [{fs}] fixed IO: dpor {state}, {result.interleavings} classes in {result.schedules} "
+    assert result.exhausted
+    print(f"upstream check [{fs}] fixed IO: dpor exhausted, {result.interleavings} classes in {result.schedules} "
           f"schedules, {time.perf_counter() - started:.0f}s")
+    assert result.interleavings == UPSTREAM_CLASSES
+
+
+@pytest.mark.parametrize("fs", ["posix", "windows"])
+def test_dpor_fails_the_stock_plugin_on_the_upstream_check(fs):
+    """Not vacuous: the same search over the same body with Lightning's own AsyncCheckpointIO fails (fsspec's commit
+    racing the remove of the oldest checkpoint)."""
+    result = racecheck.explore(_upstream_check("stock"), strategy="dpor", schedules=CAP, seed=0, fs=fs,
+                               shrink_budget=20)
+    assert not result.ok
+    assert "epoch=0-step=1.ckpt" in result.failure.message
