@@ -1,7 +1,7 @@
 """Strategy benchmark: schedules to the first failure, exhaustion by dfs and dpor, and the cost of line points.
 
     python benchmarks/bench_strategies.py [--seeds 10] [--budget 500] [--no-scenarios] [--lines-schedules 300]
-        [--exhaust-cap 200000] [--no-exhaustion]
+        [--exhaust-cap 200000] [--no-exhaustion] [--peer-runs 10]
 
 1. For every classic bug (tests/engine/classic_bugs.py), and the stock-Lightning scenarios delete-while-queued and
    delete-while-writing on the fake posix filesystem, each strategy explores with seeds 0..N-1 (no shrinking, no
@@ -13,7 +13,10 @@
    bound has run its whole space (every failure kept: ``max_failures`` high, no shrinking), with dpor's schedules
    and seconds as a ratio to unbounded dfs's. Then the engine's cost per schedule under dpor against random walk's
    on the same program (the fixed futures program, the same number of schedules): the search's own overhead.
-3. Line-level preemption: schedules per second of the same correct program (a locked counter) with and without
+3. Against a peer: racecheck's dpor and frontrun 0.7's DPOR (``benchmarks/frontrun_side.py``, run under frontrun's
+   launcher when ``frontrun`` is installed) on the locked and racy counters and on stock Lightning's race in three
+   calls: found how often, in how many executions, and whether a replay reproduces it.
+4. Line-level preemption: schedules per second of the same correct program (a locked counter) with and without
    ``preempt="lines"``, and the racy ``self.n += 1`` counter, found only with it.
 Counts are deterministic (seeded); wall-clock figures vary with the machine and are reported, never asserted.
 """
@@ -138,6 +141,94 @@ def racy_counter() -> None:
     _two("racy")
 
 
+def minimal_checkpoint_race() -> None:
+    """Stock Lightning's race in three calls: save(a), remove(a), teardown(); a.ckpt must be gone afterwards."""
+    import torch
+    from lightning.fabric.plugins import TorchCheckpointIO
+    from lightning.pytorch.plugins.io.async_plugin import AsyncCheckpointIO
+    from racecheck import fakefs
+
+    path = fakefs.root() + "/a.ckpt"
+    io = AsyncCheckpointIO(TorchCheckpointIO())
+    io.save_checkpoint({"step": 1, "w": torch.zeros(4)}, path)
+    io.remove_checkpoint(path)
+    io.teardown()
+    assert not os.path.exists(path), "leaked checkpoint a.ckpt"
+
+
+def _frontrun_side(runs: int) -> dict | str:
+    """frontrun's figures from benchmarks/frontrun_side.py under its launcher, or why there are none."""
+    import json
+    import shutil
+    import subprocess
+
+    launcher = shutil.which("frontrun")
+    if launcher is None:
+        return "frontrun not installed (pip install frontrun==0.7.0)"
+    script = os.path.join(os.path.dirname(__file__), "frontrun_side.py")
+    try:
+        done = subprocess.run([launcher, sys.executable, script, "--runs", str(runs)], capture_output=True,
+                              text=True, timeout=1800)
+    except subprocess.TimeoutExpired:
+        return "frontrun did not finish within 30 minutes"
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"frontrun failed (exit {done.returncode}): {tail}"
+    return json.loads(lines[-1])
+
+
+def peer_table(runs: int) -> Table:
+    """racecheck's dpor and frontrun 0.7's DPOR, in the same run, on the same minimal programs."""
+    import logging
+
+    logging.disable(logging.CRITICAL)
+    table = Table(title=f"dpor against frontrun's DPOR on the same minimal workloads ({runs} runs of the checkpoint "
+                        "race each)")
+    for column in ("workload", "tool", "result", "executions", "seconds", "replay reproduces"):
+        table.add_column(column, justify="left" if column in ("workload", "tool", "result") else "right")
+    started = time.perf_counter()
+    locked = racecheck.explore(locked_counter, strategy="dpor", schedules=100_000)
+    table.add_row("locked counter", "racecheck dpor", locked.exhausted_note or "not exhausted",
+                  str(locked.schedules), f"{time.perf_counter() - started:.2f}", "-")
+    started = time.perf_counter()
+    racy = racecheck.explore(racy_counter, strategy="dpor", schedules=100_000, preempt="lines", shrink_budget=0,
+                             race_budget=0)
+    table.add_row("racy counter", "racecheck dpor (lines)", "lost update found" if not racy.ok else "missed",
+                  str(racy.failure.schedule_index + 1 if not racy.ok else racy.schedules),
+                  f"{time.perf_counter() - started:.2f}", "-")
+    found = reproduced = 0
+    seconds = 0.0
+    counts = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = racecheck.explore(minimal_checkpoint_race, strategy="dpor", schedules=2_000, fs="posix",
+                                   shrink_budget=0, race_budget=0)
+        seconds += time.perf_counter() - started
+        counts.append(result.failure.schedule_index + 1 if not result.ok else result.schedules)
+        if not result.ok:
+            found += 1
+            again = racecheck.replay(minimal_checkpoint_race, result.failure.token, fs="posix")
+            reproduced += int(not again.ok and again.failure.trace == result.failure.trace)
+    table.add_row("checkpoint race", "racecheck dpor (fake posix fs)", f"leak found in {found}/{runs} runs",
+                  "/".join(sorted(set(map(str, counts)))), f"{seconds:.2f}", f"{reproduced}/{found} (same trace)")
+    peer = _frontrun_side(runs)
+    if isinstance(peer, str):
+        table.add_row("all three", "frontrun", peer, "-", "-", "-")
+        return table
+    tool = f"frontrun {peer['version']} DPOR"
+    for key, name in (("locked_counter", "locked counter"), ("racy_counter", "racy counter")):
+        row = peer[key]
+        verdict = ("lost update found" if row["found"] else "missed") if key == "racy_counter" else \
+            ("no failure" if not row["found"] else "false alarm")
+        table.add_row(name, tool, verdict, str(row["executions"]), f"{row['seconds']:.2f}", "-")
+    race = peer["checkpoint_race"]
+    table.add_row("checkpoint race", f"{tool} (real disk)", f"leak found in {race['found']}/{race['runs']} runs",
+                  "/".join(sorted(set(map(str, race["executions"])))), f"{race['seconds']:.2f}",
+                  f"{race['reproduced']}/{race['attempts']} of its own replays")
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
@@ -146,6 +237,8 @@ def main() -> None:
     parser.add_argument("--lines-schedules", type=int, default=300)
     parser.add_argument("--exhaust-cap", type=int, default=200_000)
     parser.add_argument("--no-exhaustion", action="store_true", help="skip the dfs/dpor exhaustion tables")
+    parser.add_argument("--peer-runs", type=int, default=10,
+                        help="runs of the checkpoint race per tool in the frontrun table (0: no frontrun table)")
     args = parser.parse_args()
     console = Console(width=150)
 
@@ -175,6 +268,8 @@ def main() -> None:
     if not args.no_exhaustion:
         console.print(exhaustion_table(args.exhaust_cap))
         console.print(overhead_table(150))
+    if args.peer_runs and not args.no_scenarios:
+        console.print(peer_table(args.peer_runs))
 
     backend = "sys.monitoring" if racecheck_lines.uses_monitoring() else "sys.settrace"
     lines = Table(title=f"line-level preemption: cost and what it finds (Python {sys.version.split()[0]})")
