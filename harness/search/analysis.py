@@ -14,13 +14,16 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, READ, RELEASE, Access
-from racecheck.search.dependency import ENABLING, dependent, only_enables
+from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, LIST, READ, RELEASE, Access
+from racecheck.search.dependency import ENABLING, only_enables
 from racecheck.search.dependency import KINDS_CONFLICT as CONFLICT
 
 __racecheck_engine__ = True
 
 Accesses = tuple[Access, ...]
+_LOOKING = frozenset({READ, LIST})  # kinds that commute with each other: a look conflicts only with a change
+_NONE: tuple[list, list] = ([], [])
+_ENABLERS = frozenset(first for first, _ in ENABLING)  # a conflict can only enable when the earlier step has one
 
 
 class Step:
@@ -67,6 +70,7 @@ class Analysis:
         self.latest: dict[str, dict[int, dict[str, int]]] = {}  # object -> thread -> kind -> last step
         self.every: dict[str, tuple[list[tuple[int, Access]], list[int]]] = {}
         self.changes: dict[str, tuple[list[tuple[int, Access]], list[int]]] = {}
+        self.previous: list[int] = []  # per step, its thread's step before it (-1: none)
         self._undo: list[tuple[int | None, list[tuple[str, int, str, int | None]]]] = []
 
     def shared(self, steps: Sequence[Step], limit: int) -> int:
@@ -84,6 +88,7 @@ class Analysis:
         while len(self.steps) > n:
             step = self.steps.pop()
             self.before.pop()
+            self.previous.pop()
             previous, changes = self._undo.pop()
             if previous is None:
                 self.last_of.pop(step.tid, None)
@@ -108,7 +113,10 @@ class Analysis:
         tid = step.tid
         before = self.before
         conflicting: set[int] = set()
+        changes_of = self.changes
         for access in step.accesses:
+            if access.kind in _LOOKING and not changes_of.get(access.obj, _NONE)[0]:
+                continue  # nobody changed the object yet: a look conflicts with nothing before it
             for other, kinds in self.latest.get(access.obj, {}).items():
                 if other == tid:
                     continue
@@ -127,7 +135,8 @@ class Analysis:
         found = []
         if report:
             for i in direct:
-                if only_enables(self.steps[i].accesses, step.accesses):
+                earlier = self.steps[i].accesses
+                if any(a.kind in _ENABLERS for a in earlier) and only_enables(earlier, step.accesses):
                     continue
                 through_others = own
                 for k in direct:
@@ -137,6 +146,7 @@ class Analysis:
                     found.append((i, j))
         self.steps.append(step)
         before.append(closure)
+        self.previous.append(-1 if previous is None else previous)
         self.last_of[tid] = j
         changes = []
         for access in step.accesses:
@@ -158,15 +168,12 @@ class Analysis:
         item back, races with that get, though the put orders the two: at the decision before the get, j's
         thread could have gone first."""
         steps, before = self.steps, self.before
-        previous: dict[int, int] = {}
         found: list[tuple[int, int]] = []
-        for j, step in enumerate(steps):
+        for j in range(fresh, len(steps)):
+            step = steps[j]
             p = step.tid
-            since = previous.get(p)
-            previous[p] = j
-            if j < fresh:
-                continue
-            start = -1 if since is None else since
+            start = self.previous[j]
+            since = None if start < 0 else start
             pairs: set[int] = set()
             for access in step.accesses:
                 found_here = (self.changes if access.kind == READ else self.every).get(access.obj)
@@ -204,18 +211,24 @@ def _may_race(earlier: Access, later: Access) -> bool:
 def initials(steps: Sequence[Step], before: Sequence[int], i: int, j: int) -> list[int]:
     """The threads that could start the reversal of race (i, j) at the decision before i (Abdulla et al.'s
     initials of notdep(i).j): the steps after i that do not happen after i, then j; a thread is an initial when
-    its first step in that sequence conflicts with no earlier step of another thread in it."""
-    sequence = [k for k in range(i + 1, len(steps)) if k != j and not (before[k] >> i) & 1] + [j]
+    its first step in that sequence has no step of the sequence before it in happens-before. (Within that
+    sequence happens-before and a chain of direct conflicts coincide: a step between two of its steps that
+    happens after i would put the later one after i too.)"""
     found: list[int] = []
     seen: set[int] = set()
-    for position, k in enumerate(sequence):
-        tid = steps[k].tid
-        if tid in seen:
+    earlier = 0  # the steps of the sequence so far, as bits
+    for k in range(i + 1, len(steps)):
+        if k == j or (before[k] >> i) & 1:
             continue
-        seen.add(tid)
-        if not any(steps[m].tid != tid and dependent(steps[m].accesses, steps[k].accesses)
-                   for m in sequence[:position]):
-            found.append(tid)
+        tid = steps[k].tid
+        if tid not in seen:
+            seen.add(tid)
+            if not before[k] & earlier:
+                found.append(tid)
+        earlier |= 1 << k
+    tid = steps[j].tid
+    if tid not in seen and not before[j] & earlier:
+        found.append(tid)
     return found
 
 

@@ -49,7 +49,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.errors import ReplayDivergence
-from racecheck.runtime.access import Access
+from racecheck.runtime.access import ACQUIRE, Access
 from racecheck.runtime.chooser import Chooser
 from racecheck.search.analysis import Analysis, Step, at_the_block, blocked_since, initials, lock_holds, steps_of
 from racecheck.search.dependency import dependent
@@ -60,6 +60,7 @@ __racecheck_engine__ = True
 Accesses = tuple[Access, ...]
 
 THREAD, VALUE = "thread", "value"
+_AWAKE: dict[int, Accesses] = {}  # the sleep set of a node where nobody sleeps: shared, never changed
 
 
 class Node:
@@ -170,7 +171,8 @@ class DPORChooser(Chooser):
                     chosen = awake[0]
                 elif self.blocked is None:
                     self.blocked = step
-            node = Node(kind, step, options, chosen, dict(self.sleep), costly, self.preemptions)
+            asleep = dict(self.sleep) if self.sleep else _AWAKE
+            node = Node(kind, step, options, chosen, asleep, costly, self.preemptions)
             if kind == VALUE:
                 node.backtrack = set(range(len(options)))
         if node.costly and node.chosen:
@@ -243,9 +245,11 @@ class DPOR(Strategy):
         for index in range(shared, len(done_steps)):
             found += analysis.add(done_steps[index], index >= fresh)
         before = analysis.before
-        holds = lock_holds(done_steps)
+        holds = None  # who held which lock when: read only for a race whose later step takes a lock
         for i, j in found:
-            for at in (i, *blocked_since(done_steps, holds, i, j)):
+            if holds is None and any(access.kind == ACQUIRE for access in done_steps[j].accesses):
+                holds = lock_holds(done_steps)
+            for at in (i, *(blocked_since(done_steps, holds, i, j) if holds else ())):
                 node = at_step.get(done_steps[at].number)
                 if node is not None:  # else the step ran alone: there was no other option at that point
                     self._reverse(node, initials(done_steps, before, at, j))
