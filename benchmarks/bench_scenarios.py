@@ -29,6 +29,7 @@ import time
 import racecheck
 from racecheck import scenarios
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 EXHAUST = ["delete-while-queued", "teardown-flush", "windows-replace-open", "workload"]
@@ -98,8 +99,8 @@ def exhaust(prepared, strategy: str, bound, seconds: float) -> tuple[int, int, b
 
 def exhaustion_table(names: list[str], seconds: float, dfs_seconds: float) -> Table:
     fixed = scenarios.load_target(scenarios.FIXED_TARGET)
-    table = Table(title=f"Fixed IO: schedules / interleavings / seconds to exhaustion (dpor stopped after {seconds:g}s, "
-                        f"dfs after {dfs_seconds:g}s)")
+    table = Table(title=f"Fixed IO: schedules / interleavings / seconds to exhaustion (dpor stopped after "
+                        f"{seconds:g}s, dfs after {dfs_seconds:g}s)")
     for column in ("scenario", "dfs bound 2", "dfs unbounded", "dpor", "dpor/dfs-2 seconds"):
         table.add_column(column, justify="left" if column == "scenario" else "right")
     for name in names:
@@ -111,7 +112,7 @@ def exhaustion_table(names: list[str], seconds: float, dfs_seconds: float) -> Ta
                 schedules, interleavings, done, took = exhaust(prepared, strategy, bound, budget)
                 times.append(took)
                 cells.append(f"{schedules}{'' if done else ' (not exhausted)'} / {interleavings} / {took:.0f}s")
-            table.add_row(f"{name} [{fs}]", *cells, f"{times[2] / times[0]:.2f}")
+            table.add_row(escape(f"{name} [{fs}]"), *cells, f"{times[2] / times[0]:.2f}")
     return table
 
 

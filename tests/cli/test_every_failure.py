@@ -41,7 +41,7 @@ def test_max_failures_reports_each_distinct_failure_with_its_token(stub, tmp_pat
     page = (tmp_path / "index.html").read_text()
     assert "(failure 1 of 2)" in page and "(failure 2 of 2)" in page and "2 distinct failures" in page
 
-    for token, message in zip(tokens, ("AssertionError", "RuntimeError"), strict=False):
+    for token in tokens:
         again = invoke("replay", token)
         assert again.exit_code == 1 and "RACE REPRODUCED" in again.stdout
 
