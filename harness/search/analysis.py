@@ -112,49 +112,61 @@ class Analysis:
         j = len(self.steps)
         tid = step.tid
         before = self.before
-        conflicting: set[int] = set()
+        latest = self.latest
         changes_of = self.changes
+        conflicting: set[int] = set()
         for access in step.accesses:
-            if access.kind in _LOOKING and not changes_of.get(access.obj, _NONE)[0]:
+            obj = access.obj
+            threads = latest.get(obj)
+            if not threads:
+                continue
+            kind = access.kind
+            if kind in _LOOKING and not changes_of.get(obj, _NONE)[0]:
                 continue  # nobody changed the object yet: a look conflicts with nothing before it
-            for other, kinds in self.latest.get(access.obj, {}).items():
+            for other, kinds in threads.items():
                 if other == tid:
                     continue
                 best = -1
-                for kind, i in kinds.items():
-                    if i > best and CONFLICT[(kind, access.kind)]:
+                for earlier_kind, i in kinds.items():
+                    if i > best and CONFLICT[(earlier_kind, kind)]:
                         best = i
                 if best >= 0:
                     conflicting.add(best)
         previous = self.last_of.get(tid)
         own = 0 if previous is None else before[previous] | (1 << previous)
         closure = own
-        direct = sorted(conflicting)
-        for k in direct:
-            closure |= before[k] | (1 << k)
+        direct = sorted(conflicting, reverse=True)
         found = []
-        if report:
-            for i in direct:
+        later = own  # what the steps already seen (the thread's own past, later direct conflicts) come after
+        for i in direct:
+            if report and not (later >> i) & 1:
                 earlier = self.steps[i].accesses
-                if any(a.kind in _ENABLERS for a in earlier) and only_enables(earlier, step.accesses):
-                    continue
-                through_others = own
-                for k in direct:
-                    if k != i:
-                        through_others |= before[k] | (1 << k)
-                if not (through_others >> i) & 1:
+                if not (any(a.kind in _ENABLERS for a in earlier) and only_enables(earlier, step.accesses)):
                     found.append((i, j))
+            later |= before[i]
+            closure |= before[i] | (1 << i)
+        found.reverse()
         self.steps.append(step)
         before.append(closure)
         self.previous.append(-1 if previous is None else previous)
         self.last_of[tid] = j
         changes = []
+        every = self.every
         for access in step.accesses:
-            kinds = self.latest.setdefault(access.obj, {}).setdefault(tid, {})
-            changes.append((access.obj, tid, access.kind, kinds.get(access.kind)))
-            kinds[access.kind] = j
-            for table in (self.every, self.changes) if access.kind != READ else (self.every,):
-                entries, at = table.setdefault(access.obj, ([], []))
+            obj, kind = access.obj, access.kind
+            threads = latest.get(obj)
+            if threads is None:
+                threads = latest[obj] = {}
+            kinds = threads.get(tid)
+            if kinds is None:
+                kinds = threads[tid] = {}
+            changes.append((obj, tid, kind, kinds.get(kind)))
+            kinds[kind] = j
+            entries, at = every.get(obj) or every.setdefault(obj, ([], []))
+            entries.append((j, access))
+            at.append(j)
+            if kind != READ:
+                entries, at = changes_of.get(obj) or changes_of.setdefault(obj, ([], []))
                 entries.append((j, access))
                 at.append(j)
         self._undo.append((previous, changes))
