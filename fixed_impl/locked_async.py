@@ -176,7 +176,7 @@ class LockedAsyncCheckpointIO(_WrappingCheckpointIO):
         # Created here, looked up through the module global at call time (instrumentable).
         self._cond = threading.Condition()
         self._ops: deque[_Op] = deque()
-        self._slots = 0  # save ops in the queue + slots reserved by callers that are snapshotting
+        self._slots = 0  # save ops in the queue (queued or being written): the snapshots that exist
         self._thread: Optional[threading.Thread] = None
         self._error: Optional[BaseException] = None
         self._failed: dict[str, BaseException] = {}  # path key -> error of its latest save, until one commits
