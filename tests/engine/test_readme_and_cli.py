@@ -92,4 +92,4 @@ def test_demo_is_the_readme_main_job():
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert out.stdout.count("identical trace") == 2 and "demo: OK" in out.stdout
     assert "the seed report's error, reproduced: PermissionError: [WinError 32]" in out.stdout
-    assert out.stdout.count("exhausted: all 27 classes of equivalent interleavings explored") == 2  # the dpor proof
+    assert out.stdout.count("exhausted: all 79 classes of equivalent interleavings explored") == 2  # the dpor proof
