@@ -30,28 +30,31 @@ class TraceEvent(NamedTuple):
     access: tuple[Any, ...] = ()
 
 
-def add_access(trace: list[TraceEvent], tid: int, access: tuple[Any, ...]) -> None:
-    """Thread ``tid``'s running step also touches ``access``: its event, the last one of ``trace`` that is not a
-    note, gains what it lacks. Only the running thread appends to a run's trace, so that event is its own."""
+def _running_step(trace: list[TraceEvent], tid: int) -> int:
+    """The index of thread ``tid``'s running step in ``trace``: the last event that is not a note, if it is that
+    thread's (only the running thread appends to a run's trace); -1 when there is none."""
     index = len(trace) - 1
     while index >= 0 and trace[index][4] == "info":
         index -= 1
+    return index if index >= 0 and trace[index][1] == tid else -1
+
+
+def add_access(trace: list[TraceEvent], tid: int, access: tuple[Any, ...]) -> None:
+    """Thread ``tid``'s running step also touches ``access``: its event gains what it lacks."""
+    index = _running_step(trace, tid)
     if index < 0:
         return
     event = trace[index]
     have = event[5]
-    for one in access:
-        if one not in have and event[1] == tid:
-            trace[index] = event._replace(access=have + tuple(a for a in access if a not in have))
-            return
+    missing = tuple(a for a in access if a not in have)
+    if missing:
+        trace[index] = event._replace(access=have + missing)
 
 
 def set_access(trace: list[TraceEvent], tid: int, access: tuple[Any, ...]) -> None:
     """Thread ``tid``'s running step touched exactly ``access``, less than its point declared (``Run.narrow``)."""
-    index = len(trace) - 1
-    while index >= 0 and trace[index][4] == "info":
-        index -= 1
-    if index >= 0 and trace[index][1] == tid:
+    index = _running_step(trace, tid)
+    if index >= 0:
         trace[index] = trace[index]._replace(access=tuple(access))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 import racecheck
+from classic_bugs import lost_update
 from racecheck.search import not_a_race
 
 
@@ -18,22 +19,6 @@ def refused():
     worker.start()
     worker.join()
     raise TypeError("the trainer refuses this plugin")
-
-
-def lost_update():
-    state = {"n": 0}
-
-    def inc():
-        value = state["n"]
-        racecheck.point("between read and write")
-        state["n"] = value + 1
-
-    threads = [threading.Thread(target=inc) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert state["n"] == 2
 
 
 def test_a_failure_under_every_schedule_is_not_a_race():

@@ -90,10 +90,15 @@ class Store(NamespaceOps, HandleOps):
         run = self._run()
         if run is not None:
             faults = self.faults.active
-            run.schedule("fs." + text, access=access + FAULTS if faults else access, skip=2)
+            run.schedule("fs." + text, access=self._with_faults(access), skip=2)
             if faults:
                 self.faults.before(run, kind, text, self._used() if self.spec.enospc else 0)
         return run
+
+    def _with_faults(self, access: tuple[Access, ...]) -> tuple[Access, ...]:
+        """What an operation touches, with the faults' counter when faults are on (drawn by counting every
+        thread's operations, so then every operation conflicts with every other)."""
+        return access + FAULTS if self.faults.active else access
 
     def _enter_handle(self, kind: str, text: str, access_kind: str, handle: Handle,
                       namespace: bool = False) -> Any | None:
@@ -105,7 +110,7 @@ class Store(NamespaceOps, HandleOps):
             key = handle_key(handle, self.root, win)
             access = file_access(access_kind, key, namespace, self.root)
             faults = self.faults.active
-            run.schedule("fs." + text, access=access + FAULTS if faults else access, skip=2)
+            run.schedule("fs." + text, access=self._with_faults(access), skip=2)
             now = handle_key(handle, self.root, win)
             if now != key:
                 run.touch(file_access(access_kind, now, namespace, self.root))
@@ -117,7 +122,7 @@ class Store(NamespaceOps, HandleOps):
         """The operation found out it did less than its point declared (a mkdir whose directory was there, a remove
         of a name that was not): its step touched only ``access`` (``Run.narrow``), plus the faults' counter."""
         if run is not None:
-            run.narrow(access + FAULTS if self.faults.active else access)
+            run.narrow(self._with_faults(access))
 
     def _leave(self, run: Any | None, kind: str, text: str) -> None:
         self.log.append(text)
