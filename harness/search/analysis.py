@@ -6,170 +6,181 @@ touched (its notes' accesses included, and the read of the scheduler's fairness 
 is program order and conflicts (``racecheck.search.dependency``). The analysis is kept from one execution to the
 next (``Analysis``): the search's next execution replays a prefix of the last one, so only the steps after the
 shared prefix are analysed again.
+
+Sets of steps are ints with bit ``k`` for the execution's step ``k``: an execution has hundreds of steps, and the
+questions the search asks (which earlier steps conflict with this one, which of them are ordered before it, which
+came while a thread waited) are then a few ``|``, ``&`` and ``bit_length`` on one int each, instead of a loop
+over steps in Python. The search pays this analysis for every schedule, on top of the run itself, so it is kept
+to a handful of int operations per access of each new step.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, LIST, READ, RELEASE, Access
+from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, KINDS, RELEASE, Access
 from racecheck.search.dependency import ENABLING, only_enables
 from racecheck.search.dependency import KINDS_CONFLICT as CONFLICT
 
 __racecheck_engine__ = True
 
 Accesses = tuple[Access, ...]
-_LOOKING = frozenset({READ, LIST})  # kinds that commute with each other: a look conflicts only with a change
-_NONE: tuple[list, list] = ([], [])
+# A step as the search reads it: (thread, trace step number, everything it touched). The number is -1 for a
+# pseudo-step: what a thread was about to do when the analysis stops (a deadlock, the state a run was cut at).
+Step = tuple[int, int, Accesses]
 _ENABLERS = frozenset(first for first, _ in ENABLING)  # a conflict can only enable when the earlier step has one
 
 
-class Step:
-    """A completed step of an execution: the thread, the trace step number (-1 for what a thread was about to do
-    when the analysis stops) and everything the step touched."""
-
-    __slots__ = ("tid", "number", "accesses")
-
-    def __init__(self, tid: int, number: int, accesses: Accesses) -> None:
-        self.tid = tid
-        self.number = number
-        self.accesses = accesses
-
-
 def steps_of(trace: Sequence[Any], complete: bool = True) -> list[Step]:
-    """The steps of a trace, each with its own access and those of the notes (releases, notifies) its thread made
-    before the next step, and the read of the scheduler's fairness every step makes (a step that ends in a yield
-    writes it). ``complete=False`` leaves out the last step: its thread is still running it."""
+    """The steps of a trace (or of a part of one that starts at a step), each with its own access and those of the
+    notes (releases, notifies) its thread made before the next step, and the read of the scheduler's fairness every
+    step makes (a step that ends in a yield writes it). ``complete=False`` leaves out the last step: its thread is
+    still running it."""
     steps: list[Step] = []
     for event in trace:
         if event.switch == "info":
-            if steps and steps[-1].tid == event.tid:
-                steps[-1].accesses += event.access
+            if steps and steps[-1][0] == event.tid and event.access:
+                tid, number, accesses = steps[-1]
+                steps[-1] = (tid, number, accesses + event.access)
             continue
-        steps.append(Step(event.tid, event.step, (*event.access, FAIRNESS_READ)))
+        steps.append((event.tid, event.step, (*event.access, FAIRNESS_READ)))
     if not complete and steps:
         steps.pop()
     return steps
 
 
+def _bits(mask: int) -> list[int]:
+    """The positions of the set bits of ``mask``, lowest first."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
 class Analysis:
     """Happens-before over an execution's steps, built step by step and rewound to a shared prefix.
 
-    ``before[j]`` has bit ``i`` set when step i happens before step j (steps number in the hundreds: ints are the
-    cheapest sets). Of another thread's earlier steps only its latest conflicting one can race with a step (its
-    earlier ones come before that one), so each object keeps, per thread and kind, the last access; and, for the
-    waiting rule, every access with its step's position, and apart those that are not reads. Every change a step
-    makes to these is logged, so ``rewind`` undoes the steps after a prefix."""
+    Per step: its thread, trace number, accesses, ``before`` (the steps that happen before it, as bits) and its
+    thread's previous step. Per object and kind of access, the steps with such an access (``masks``), and per
+    thread its steps: which earlier steps conflict with a new one is an ``|`` of the masks of the kinds that
+    conflict with its own. Rewinding clears the bits of the forgotten steps from the masks they were set in.
+
+    The conflict table is read from ``dependency.KINDS_CONFLICT`` when the analysis is made (one per search), as
+    a per-kind lookup: the inner loops ask it for every access of every step."""
 
     def __init__(self) -> None:
-        self.steps: list[Step] = []
+        self.tids: list[int] = []
+        self.numbers: list[int] = []
+        self.accesses: list[Accesses] = []
         self.before: list[int] = []
-        self.last_of: dict[int, int] = {}
-        self.latest: dict[str, dict[int, dict[str, int]]] = {}  # object -> thread -> kind -> last step
-        self.every: dict[str, tuple[list[tuple[int, Access]], list[int]]] = {}
-        self.changes: dict[str, tuple[list[tuple[int, Access]], list[int]]] = {}
         self.previous: list[int] = []  # per step, its thread's step before it (-1: none)
-        self._undo: list[tuple[int | None, list[tuple[str, int, str, int | None]]]] = []
+        self.last_of: dict[int, int] = {}
+        self.of_thread: dict[int, int] = {}  # thread -> its steps
+        self.masks: dict[str, dict[str, int]] = {}  # object -> kind -> the steps with that access to it
+        self.real = 0  # steps that are not pseudo-steps (pseudo-steps come last)
+        # kind -> kind of an earlier access -> whether the two conflict (and, apart, whether they could be reordered)
+        self.conflict: dict[str, dict[str, bool]] = {b: {a: CONFLICT[(a, b)] for a in KINDS} for b in KINDS}
+        self.reorderable: dict[str, dict[str, bool]] = {
+            b: {a: CONFLICT[(a, b)] and (a, b) not in ENABLING for a in KINDS} for b in KINDS
+        }
+
+    def __len__(self) -> int:
+        return len(self.tids)
 
     def shared(self, steps: Sequence[Step], limit: int) -> int:
         """How many of ``steps`` (at most ``limit``) are the steps already analysed."""
-        mine = self.steps
-        n = min(limit, len(mine), len(steps))
+        n = min(limit, len(self.tids), len(steps))
+        tids, numbers, accesses = self.tids, self.numbers, self.accesses
         for k in range(n):
-            a, b = mine[k], steps[k]
-            if a.tid != b.tid or a.number != b.number or a.accesses != b.accesses:
+            tid, number, touched = steps[k]
+            if tids[k] != tid or numbers[k] != number or accesses[k] != touched:
                 return k
         return n
 
+    def covering(self, number: int | None) -> int:
+        """How many analysed steps come before the step numbered after ``number`` (None: before the first step),
+        or -1 when the analysis does not hold every one of them (the last execution was cut before them)."""
+        if number is None:
+            return 0
+        numbers, k = self.numbers, self.real
+        lo = 0
+        while lo < k:  # the real steps' numbers increase: the last one at most ``number``
+            mid = (lo + k) // 2
+            if numbers[mid] <= number:
+                lo = mid + 1
+            else:
+                k = mid
+        return lo if lo and numbers[lo - 1] == number else -1
+
     def rewind(self, n: int) -> None:
         """Forget the steps after the first ``n``."""
-        while len(self.steps) > n:
-            step = self.steps.pop()
-            self.before.pop()
-            self.previous.pop()
-            previous, changes = self._undo.pop()
-            if previous is None:
-                self.last_of.pop(step.tid, None)
+        if len(self.tids) <= n:
+            return
+        keep = (1 << n) - 1
+        masks, last_of, of_thread = self.masks, self.last_of, self.of_thread
+        tids, previous = self.tids, self.previous
+        for k in range(len(tids) - 1, n - 1, -1):
+            for access in self.accesses[k]:
+                kinds = masks[access.obj]
+                kinds[access.kind] &= keep
+            tid = tids[k]
+            if previous[k] < 0:
+                del last_of[tid]
             else:
-                self.last_of[step.tid] = previous
-            for obj, tid, kind, old in reversed(changes):
-                if old is None:
-                    del self.latest[obj][tid][kind]
-                else:
-                    self.latest[obj][tid][kind] = old
-            for access in reversed(step.accesses):
-                for table in (self.every, self.changes) if access.kind != READ else (self.every,):
-                    entries, at = table[access.obj]
-                    entries.pop()
-                    at.pop()
+                last_of[tid] = previous[k]
+            of_thread[tid] &= keep
+        del tids[n:], self.numbers[n:], self.accesses[n:], self.before[n:], previous[n:]
+        self.real = min(self.real, n)
 
-    def add(self, step: Step, report: bool) -> list[tuple[int, int]]:
-        """Take ``step`` as the next one; with ``report``, its races: every earlier step i of another thread that
+    def add(self, tid: int, number: int, accesses: Accesses, report: bool) -> list[tuple[int, int]]:
+        """Take the step as the next one; with ``report``, its races: every earlier step i of another thread that
         conflicts with it and is not ordered before it through other steps (so the pair could run the other way
         round), a start and its thread's first step or an end and a join excepted (never the other way)."""
-        j = len(self.steps)
-        tid = step.tid
-        before = self.before
-        latest = self.latest
-        changes_of = self.changes
-        conflicting: set[int] = set()
-        for access in step.accesses:
-            obj = access.obj
-            threads = latest.get(obj)
-            if not threads:
-                continue
+        j = len(self.tids)
+        bit = 1 << j
+        masks, conflict = self.masks, self.conflict
+        conflicting = 0
+        for access in accesses:
+            kinds = masks.get(access.obj)
             kind = access.kind
-            if kind in _LOOKING and not changes_of.get(obj, _NONE)[0]:
-                continue  # nobody changed the object yet: a look conflicts with nothing before it
-            for other, kinds in threads.items():
-                if other == tid:
-                    continue
-                best = -1
-                for earlier_kind, i in kinds.items():
-                    if i > best and CONFLICT[(earlier_kind, kind)]:
-                        best = i
-                if best >= 0:
-                    conflicting.add(best)
+            if kinds is None:
+                masks[access.obj] = {kind: bit}
+                continue
+            row = conflict[kind]
+            for earlier_kind, steps in kinds.items():
+                if steps and row[earlier_kind]:
+                    conflicting |= steps
+            kinds[kind] = kinds.get(kind, 0) | bit
+        before = self.before
         previous = self.last_of.get(tid)
         own = 0 if previous is None else before[previous] | (1 << previous)
+        # Of the conflicting steps not already before it through its own thread, the latest comes first: what it
+        # comes after is not a race of this step, and the next latest that is left is.
+        rest = conflicting & (bit - 1) & ~own
         closure = own
-        direct = sorted(conflicting, reverse=True)
         found = []
-        later = own  # what the steps already seen (the thread's own past, later direct conflicts) come after
-        for i in direct:
-            if report and not (later >> i) & 1:
-                earlier = self.steps[i].accesses
-                if not (any(a.kind in _ENABLERS for a in earlier) and only_enables(earlier, step.accesses)):
+        while rest:
+            i = rest.bit_length() - 1
+            earlier = before[i] | (1 << i)
+            if report:
+                touched = self.accesses[i]
+                if not (any(a.kind in _ENABLERS for a in touched) and only_enables(touched, accesses)):
                     found.append((i, j))
-            later |= before[i]
-            closure |= before[i] | (1 << i)
+            closure |= earlier
+            rest &= ~earlier
         found.reverse()
-        self.steps.append(step)
+        self.tids.append(tid)
+        self.numbers.append(number)
+        self.accesses.append(accesses)
         before.append(closure)
         self.previous.append(-1 if previous is None else previous)
         self.last_of[tid] = j
-        changes = []
-        every = self.every
-        for access in step.accesses:
-            obj, kind = access.obj, access.kind
-            threads = latest.get(obj)
-            if threads is None:
-                threads = latest[obj] = {}
-            kinds = threads.get(tid)
-            if kinds is None:
-                kinds = threads[tid] = {}
-            changes.append((obj, tid, kind, kinds.get(kind)))
-            kinds[kind] = j
-            entries, at = every.get(obj) or every.setdefault(obj, ([], []))
-            entries.append((j, access))
-            at.append(j)
-            if kind != READ:
-                entries, at = changes_of.get(obj) or changes_of.setdefault(obj, ([], []))
-                entries.append((j, access))
-                at.append(j)
-        self._undo.append((previous, changes))
+        self.of_thread[tid] = self.of_thread.get(tid, 0) | bit
+        if number >= 0 and self.real == j:
+            self.real = j + 1
         return found
 
     def waiting_races(self, fresh: int = 0) -> list[tuple[int, int]]:
@@ -179,108 +190,108 @@ class Analysis:
         wait began. A get that found the queue emptied by another thread's get, and ran once that thread put the
         item back, races with that get, though the put orders the two: at the decision before the get, j's
         thread could have gone first."""
-        steps, before = self.steps, self.before
+        masks, reorderable, before = self.masks, self.reorderable, self.before
         found: list[tuple[int, int]] = []
-        for j in range(fresh, len(steps)):
-            step = steps[j]
-            p = step.tid
+        for j in range(fresh, len(self.tids)):
             start = self.previous[j]
-            since = None if start < 0 else start
-            pairs: set[int] = set()
-            for access in step.accesses:
-                found_here = (self.changes if access.kind == READ else self.every).get(access.obj)
-                if not found_here:
+            upto = (1 << (start + 1)) - 1  # the steps up to the thread's previous one
+            window = ((1 << j) - 1) & ~upto  # the steps while it waited: none of them its own
+            others = ~self.of_thread[self.tids[j]]
+            pairs = 0
+            for access in self.accesses[j]:
+                kinds = masks.get(access.obj)
+                if kinds is None:
                     continue
-                entries, at = found_here
-                low, high = bisect_right(at, start), bisect_left(at, j)
-                for k, earlier in entries[low:high]:
-                    if steps[k].tid != p and _may_race(earlier, access):
-                        pairs.add(k)
-                for k, earlier in reversed(entries[:low]):  # the last conflicting step before the wait
-                    if steps[k].tid != p and _may_race(earlier, access):
-                        if since is None or not (before[since] >> k) & 1:
-                            pairs.add(k)
-                        break
-            found.extend((i, j) for i in sorted(pairs))
+                row = reorderable[access.kind]
+                racing = 0
+                for earlier_kind, steps in kinds.items():
+                    if steps and row[earlier_kind]:
+                        racing |= steps
+                pairs |= racing & window
+                last = racing & upto & others
+                if last:  # the last conflicting step before the wait
+                    k = last.bit_length() - 1
+                    if start < 0 or not (before[start] >> k) & 1:
+                        pairs |= 1 << k
+            if pairs:
+                found.extend((i, j) for i in _bits(pairs))
         return found
 
+    def initials(self, i: int, j: int) -> list[int]:
+        """The threads that could start the reversal of race (i, j) at the decision before i (Abdulla et al.'s
+        initials of notdep(i).j): the steps after i that do not happen after i, then j; a thread is an initial when
+        its first step in that sequence has no step of the sequence before it in happens-before. (Within that
+        sequence happens-before and a chain of direct conflicts coincide: a step between two of its steps that
+        happens after i would put the later one after i too.) Once every thread has shown its first step the rest
+        of the sequence cannot add one."""
+        before, tids = self.before, self.tids
+        found: list[int] = []
+        seen: set[int] = set()
+        threads = len(self.of_thread)
+        earlier = 0  # the steps of the sequence so far, as bits
+        for k in range(i + 1, len(tids)):
+            if k == j or (before[k] >> i) & 1:
+                continue
+            tid = tids[k]
+            if tid not in seen:
+                seen.add(tid)
+                if not before[k] & earlier:
+                    found.append(tid)
+                if len(seen) == threads:
+                    return found
+            earlier |= 1 << k
+        tid = tids[j]
+        if tid not in seen and not before[j] & earlier:
+            found.append(tid)
+        return found
 
-def happens_before(steps: Sequence[Step], fresh: int = 0) -> tuple[list[int], list[tuple[int, int]]]:
-    """Happens-before over ``steps`` and the races of the steps from ``fresh`` on (``Analysis`` in one go)."""
-    analysis = Analysis()
-    found = []
-    for j, step in enumerate(steps):
-        found += analysis.add(step, j >= fresh)
-    return analysis.before, found
+    def lock_holds(self, obj: str) -> list[tuple[int, int, int]]:
+        """Who held lock ``obj`` when: (acquiring step, releasing step, thread) for every hold, read from its
+        ACQUIRE and RELEASE accesses (re-entrant acquires by the holder nest; a hold never released ends after the
+        last step), in the order the holds ended. At the decision before step k, the lock was held by that thread
+        when a < k <= r."""
+        kinds = self.masks.get(obj, {})
+        acquires, releases = kinds.get(ACQUIRE, 0), kinds.get(RELEASE, 0)
+        open_holds: dict[int, list[int]] = {}  # thread -> [acquiring step, depth]
+        holds: list[tuple[int, int, int]] = []
+        for index in _bits(acquires | releases):
+            tid = self.tids[index]
+            for access in self.accesses[index]:
+                if access.obj != obj:
+                    continue
+                if access.kind == ACQUIRE:
+                    found = open_holds.get(tid)
+                    if found is None:
+                        open_holds[tid] = [index, 1]
+                    else:
+                        found[1] += 1
+                elif access.kind == RELEASE:
+                    found = open_holds.get(tid)
+                    if found is not None:
+                        found[1] -= 1
+                        if found[1] == 0:
+                            del open_holds[tid]
+                            holds.append((found[0], index, tid))
+        for tid, (start, _depth) in sorted(open_holds.items()):
+            holds.append((start, len(self.tids), tid))
+        return holds
 
-
-def _may_race(earlier: Access, later: Access) -> bool:
-    """Two accesses of one object that conflict and could go either way."""
-    pair = (earlier.kind, later.kind)
-    return pair not in ENABLING and CONFLICT[pair]
-
-
-def initials(steps: Sequence[Step], before: Sequence[int], i: int, j: int) -> list[int]:
-    """The threads that could start the reversal of race (i, j) at the decision before i (Abdulla et al.'s
-    initials of notdep(i).j): the steps after i that do not happen after i, then j; a thread is an initial when
-    its first step in that sequence has no step of the sequence before it in happens-before. (Within that
-    sequence happens-before and a chain of direct conflicts coincide: a step between two of its steps that
-    happens after i would put the later one after i too.)"""
-    found: list[int] = []
-    seen: set[int] = set()
-    earlier = 0  # the steps of the sequence so far, as bits
-    for k in range(i + 1, len(steps)):
-        if k == j or (before[k] >> i) & 1:
-            continue
-        tid = steps[k].tid
-        if tid not in seen:
-            seen.add(tid)
-            if not before[k] & earlier:
-                found.append(tid)
-        earlier |= 1 << k
-    tid = steps[j].tid
-    if tid not in seen and not before[j] & earlier:
-        found.append(tid)
-    return found
-
-
-def lock_holds(steps: Sequence[Step]) -> dict[str, list[tuple[int, int, int]]]:
-    """Who held each lock when: per object, (acquiring step, releasing step, thread) for every hold, read from the
-    ACQUIRE and RELEASE accesses (re-entrant acquires by the holder nest; a hold never released ends after the
-    last step). At the decision before step k, the lock was held by that thread when a < k <= r."""
-    open_holds: dict[tuple[str, int], list[int]] = {}  # (object, thread) -> [acquiring step, depth]
-    holds: dict[str, list[tuple[int, int, int]]] = {}
-    for index, step in enumerate(steps):
-        for access in step.accesses:
-            if access.kind == ACQUIRE:
-                found = open_holds.get((access.obj, step.tid))
-                if found is None:
-                    open_holds[(access.obj, step.tid)] = [index, 1]
-                else:
-                    found[1] += 1
-            elif access.kind == RELEASE:
-                found = open_holds.get((access.obj, step.tid))
-                if found is not None:
-                    found[1] -= 1
-                    if found[1] == 0:
-                        del open_holds[(access.obj, step.tid)]
-                        holds.setdefault(access.obj, []).append((found[0], index, step.tid))
-    for (obj, tid), (start, _depth) in sorted(open_holds.items()):
-        holds.setdefault(obj, []).append((start, len(steps), tid))
-    return holds
-
-
-def blocked_since(steps: Sequence[Step], holds: dict[str, list[tuple[int, int, int]]], i: int, j: int) -> list[int]:
-    """Where a race (i, j) must really be reversed when j takes a lock: j's thread could not take it at the
-    decision before i while another thread held it, so the order to try is j before that thread's acquire."""
-    found = []
-    for access in steps[j].accesses:
-        if access.kind != ACQUIRE:
-            continue
-        for start, end, tid in holds.get(access.obj, ()):
-            if start < i <= end and tid != steps[j].tid and start not in found:
-                found.append(start)
-    return found
+    def blocked_since(self, i: int, j: int, holds: dict[str, list[tuple[int, int, int]]]) -> list[int]:
+        """Where a race (i, j) must really be reversed when j takes a lock: j's thread could not take it at the
+        decision before i while another thread held it, so the order to try is j before that thread's acquire.
+        ``holds`` caches ``lock_holds`` per lock for one execution."""
+        found = []
+        tid_j = self.tids[j]
+        for access in self.accesses[j]:
+            if access.kind != ACQUIRE:
+                continue
+            lock = holds.get(access.obj)
+            if lock is None:
+                lock = holds[access.obj] = self.lock_holds(access.obj)
+            for start, end, tid in lock:
+                if start < i <= end and tid != tid_j and start not in found:
+                    found.append(start)
+        return found
 
 
 def at_the_block(steps: Sequence[Step], blocked: int) -> list[Step]:
@@ -288,9 +299,9 @@ def at_the_block(steps: Sequence[Step], blocked: int) -> list[Step]:
     that, then what each thread was about to do there (its next step, as a pseudo-step). Past the block it repeats
     a class an earlier sibling covered; what the waiting threads were about to do still says where they could
     have gone first (as Flanagan and Godefroid analyse every state reached, the blocked one included)."""
-    kept = [step for step in steps if 0 <= step.number < blocked]
+    kept = [step for step in steps if 0 <= step[1] < blocked]
     nexts: dict[int, Step] = {}
-    for step in steps:
-        if (step.number >= blocked or step.number < 0) and step.tid not in nexts:
-            nexts[step.tid] = Step(step.tid, -1, step.accesses)
+    for tid, number, accesses in steps:
+        if (number >= blocked or number < 0) and tid not in nexts:
+            nexts[tid] = (tid, -1, accesses)
     return kept + list(nexts.values())

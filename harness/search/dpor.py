@@ -51,7 +51,7 @@ from racecheck import runtime
 from racecheck.errors import ReplayDivergence
 from racecheck.runtime.access import ACQUIRE, Access
 from racecheck.runtime.chooser import Chooser
-from racecheck.search.analysis import Analysis, Step, at_the_block, blocked_since, initials, lock_holds, steps_of
+from racecheck.search.analysis import Analysis, Step, _bits, at_the_block, steps_of
 from racecheck.search.dependency import dependent
 from racecheck.search.strategy import Strategy
 
@@ -64,7 +64,8 @@ _AWAKE: dict[int, Accesses] = {}  # the sleep set of a node where nobody sleeps:
 
 
 class Node:
-    """One decision on the current path of the search: its options, what was explored from it and what is left."""
+    """One decision on the current path of the search: its options, what was explored from it and what is left.
+    ``backtrack`` and ``done`` are sets of option indices as bits (a node is made at every decision)."""
 
     __slots__ = ("kind", "step", "options", "chosen", "backtrack", "done", "sleep", "explored", "costly", "used")
 
@@ -74,23 +75,33 @@ class Node:
         self.step = step  # the trace step the decision chose (for a value: the step that made the choice)
         self.options = options  # candidate thread ids in the scheduler's order, or range(arity) for a value
         self.chosen = chosen  # index into options
-        self.backtrack = {chosen}  # indices to explore from here
-        self.done = {chosen}  # indices explored (or being explored) from here
+        self.backtrack = 1 << chosen  # indices to explore from here
+        self.done = 1 << chosen  # indices explored (or being explored) from here
         self.sleep = sleep  # asleep on arrival: thread id -> the accesses of its step
-        self.explored: dict[int, Accesses] = {}  # thread id -> the accesses of its step when it ran from here
+        self.explored: dict[int, Accesses] = _NONE_EXPLORED  # thread id -> the accesses of its step from here
         self.costly = costly  # leaving option 0 here is a preemption
         self.used = used  # preemptions spent before this decision
+
+    def explore(self, tid: int, accesses: Accesses) -> None:
+        """Thread ``tid``'s step from here touched ``accesses`` (the first time it ran from here counts)."""
+        if self.explored is _NONE_EXPLORED:
+            self.explored = {tid: accesses}
+        elif tid not in self.explored:
+            self.explored[tid] = accesses
 
     def pending(self, bound: int | None) -> list[int]:
         """Indices still to explore, in option order: in the backtrack set, not done, not asleep, within bound."""
         left = []
-        for index in sorted(self.backtrack - self.done):
+        for index in _bits(self.backtrack & ~self.done):
             if self.kind == THREAD and self.options[index] in self.sleep:
                 continue
             if bound is not None and self.costly and index and self.used + 1 > bound:
                 continue
             left.append(index)
         return left
+
+
+_NONE_EXPLORED: dict[int, Accesses] = {}  # nothing explored from a node yet: shared, never changed
 
 
 class DPORChooser(Chooser):
@@ -107,6 +118,9 @@ class DPORChooser(Chooser):
         # there on it repeats a class an earlier sibling covered, so it is not analysed past that step.
         self.blocked: int | None = None
         self.preemptions = 0
+        # Where the trace stood at the branch (the last decision of the prefix, when it chose a thread): every
+        # event before it belongs to a step that the last execution ran too.
+        self.branch_at: int | None = None
 
     @property
     def redundant(self) -> bool:
@@ -114,38 +128,40 @@ class DPORChooser(Chooser):
         return self.blocked is not None
 
     # -- what the run did since the last decision ----------------------------------------------------------------
-    def _absorb(self, complete: bool) -> None:
-        """Wake the threads that the steps finished since the last decision conflict with (and those that ran).
-
-        Incremental: only the trace events after ``seen`` are read. At a thread decision every step in the trace
-        has finished (the current thread is at its next point); at a value decision the running step has not,
-        so it is left for the next time (its notes are still to come)."""
-        run = self.run
-        if run is None:
-            self.run = run = runtime.current_run()
-            if run is None:
-                return
-        trace = run.trace
+    def _finished(self, complete: bool) -> int:
+        """How many trace events belong to finished steps: at a thread decision every one (the current thread is at
+        its next point); at a value decision the running step has not finished (its notes are still to come)."""
+        trace = self.run.trace
         end = len(trace)
         if not complete:
             end -= 1
             while end > self.seen and trace[end].switch == "info":
                 end -= 1
+        return end
+
+    def _absorb(self, complete: bool) -> None:
+        """Wake the threads that the steps finished since the last decision conflict with (and those that ran).
+
+        Incremental: only the trace events after ``seen`` are read; nobody sleeps before the branch, and who
+        sleeps then is only ever woken, so there is nothing to read once nobody does."""
+        if not self.sleep or self.run is None:
+            return
+        end = self._finished(complete)
         if end <= self.seen:
             return
-        if self.sleep:
-            for step in steps_of(trace[self.seen:end]):
-                if step.tid in self.sleep and self.blocked is None:
-                    self.blocked = step.number
-                self.sleep = {tid: acc for tid, acc in self.sleep.items()
-                              if tid != step.tid and not dependent(acc, step.accesses)}
-                if not self.sleep:
-                    break
+        for tid, number, accesses in steps_of(self.run.trace[self.seen:end]):
+            if tid in self.sleep and self.blocked is None:
+                self.blocked = number
+            self.sleep = {asleep: acc for asleep, acc in self.sleep.items()
+                          if asleep != tid and not dependent(acc, accesses)}
+            if not self.sleep:
+                break
         self.seen = end
 
-    def _arrive(self, kind: str, options: tuple[int, ...], costly: bool) -> int:
+    def _arrive(self, kind: str, options: tuple[int, ...], costly: bool, complete: bool) -> int:
+        run = self.run
         position = len(self.nodes)
-        step = self.run.steps if self.run is not None else 0
+        step = run.steps if run is not None else 0
         if position < len(self.prefix):
             node = self.prefix[position]
             if node.kind != kind or node.options != options:
@@ -156,49 +172,69 @@ class DPORChooser(Chooser):
             if position == len(self.prefix) - 1:
                 # The branch: asleep are those asleep on arrival, plus the siblings explored before this option.
                 self.sleep = dict(node.sleep)
-                if kind == THREAD:
-                    for index in node.done:
+                if kind == THREAD and run is not None:
+                    self.branch_at = len(run.trace)
+                    for index in _bits(node.done & ~(1 << node.chosen)):
                         tid = node.options[index]
-                        if index != node.chosen and tid in node.explored:
+                        if tid in node.explored:
                             self.sleep[tid] = node.explored[tid]
-            else:
-                self.sleep = {}
+                if run is not None:
+                    self.seen = self._finished(complete)
         else:
             chosen = 0
-            if kind == THREAD:
+            if kind == THREAD and self.sleep:
                 awake = [i for i, tid in enumerate(options) if tid not in self.sleep]
                 if awake:
                     chosen = awake[0]
                 elif self.blocked is None:
                     self.blocked = step
-            asleep = dict(self.sleep) if self.sleep else _AWAKE
-            node = Node(kind, step, options, chosen, asleep, costly, self.preemptions)
+            node = Node(kind, step, options, chosen, dict(self.sleep) if self.sleep else _AWAKE, costly,
+                        self.preemptions)
             if kind == VALUE:
-                node.backtrack = set(range(len(options)))
+                node.backtrack = (1 << len(options)) - 1
         if node.costly and node.chosen:
             self.preemptions += 1
         self.nodes.append(node)
         return node.chosen
 
+    def _start(self) -> None:
+        if self.run is None:
+            self.run = runtime.current_run()
+
     def pick_thread(self, enabled, current_enabled, yielding, current=None):
+        if self.run is None:
+            self._start()
         self._absorb(True)
-        return self._arrive(THREAD, tuple(enabled), current_enabled and not yielding)
+        return self._arrive(THREAD, tuple(enabled), current_enabled and not yielding, True)
 
     def pick_value(self, n, label):
-        self._absorb(False)
-        return self._arrive(VALUE, tuple(range(n)), False)
-
-    def finish(self) -> list[Step]:
-        """The execution's steps once it has ended, with the waiting threads' operations as pseudo-steps."""
         if self.run is None:
-            return []
-        steps = steps_of(self.run.trace, True)
+            self._start()
+        self._absorb(False)
+        return self._arrive(VALUE, tuple(range(n)), False, False)
+
+    def finish(self, analysis: Analysis) -> tuple[int, list[Step]]:
+        """The execution's steps once it has ended, as ``(base, steps)``: the first ``base`` are the steps
+        ``analysis`` holds already (the replayed prefix; a replay runs the same steps, so they are not read
+        again), ``steps`` the rest, with the waiting threads' operations as pseudo-steps at the end."""
+        if self.run is None:
+            return 0, []
+        trace = self.run.trace
+        base = start = 0
+        if self.branch_at is not None:
+            last = self.branch_at - 1
+            while last >= 0 and trace[last].switch == "info":
+                last -= 1
+            base = analysis.covering(trace[last].step if last >= 0 else None)
+            start = self.branch_at if base >= 0 else 0
+            base = max(base, 0)
+        steps = steps_of(trace[start:] if start else trace, True)
         for rec in getattr(self.run, "threads", ()):
             # Unwound at the end (a deadlock, a failure elsewhere, a parked background thread): its record keeps
             # the operation it waited in; a thread that ended says "exit".
             if getattr(rec, "launched", False) and getattr(rec, "op", "exit") != "exit" and getattr(rec, "access", ()):
-                steps.append(Step(rec.tid, -1, tuple(rec.access)))
-        return steps
+                steps.append((rec.tid, -1, tuple(rec.access)))
+        return base, steps
 
 
 class DPOR(Strategy):
@@ -224,46 +260,52 @@ class DPOR(Strategy):
         path = chooser.nodes
         if chooser.redundant:
             self.redundant += 1
-        done_steps = chooser.finish()
+        analysis = self.analysis
+        base, done_steps = chooser.finish(analysis)
         at_step = {node.step: node for node in path if node.kind == THREAD}
-        for step in done_steps:
-            node = at_step.get(step.number)
+        for _tid, number, accesses in done_steps:
+            node = at_step.get(number)
             if node is not None:
-                node.explored.setdefault(node.options[node.chosen], step.accesses)
+                node.explore(node.options[node.chosen], accesses)
         if chooser.blocked is not None:
             done_steps = at_the_block(done_steps, chooser.blocked)
         # Races whose later step was already in the replayed prefix were found when that prefix first ran.
-        fresh = 0
+        fresh = base
         if chooser.prefix:
             branch = chooser.prefix[-1].step
-            fresh = next((k for k, step in enumerate(done_steps) if step.number >= branch or step.number < 0),
-                         len(done_steps))
-        analysis = self.analysis
-        shared = analysis.shared(done_steps, fresh)
+            fresh = base + next((k for k, (_, number, _) in enumerate(done_steps) if number >= branch or number < 0),
+                                len(done_steps))
+        shared = base + analysis.shared(done_steps, fresh - base) if base == 0 else base
         analysis.rewind(shared)
         found = []
-        for index in range(shared, len(done_steps)):
-            found += analysis.add(done_steps[index], index >= fresh)
-        before = analysis.before
-        holds = None  # who held which lock when: read only for a race whose later step takes a lock
+        add = analysis.add
+        for index in range(shared - base, len(done_steps)):
+            tid, number, accesses = done_steps[index]
+            found += add(tid, number, accesses, base + index >= fresh)
+        numbers, accesses_of = analysis.numbers, analysis.accesses
+        holds: dict[str, list[tuple[int, int, int]]] = {}  # per lock, who held it when (for races taking a lock)
         for i, j in found:
-            if holds is None and any(access.kind == ACQUIRE for access in done_steps[j].accesses):
-                holds = lock_holds(done_steps)
-            for at in (i, *(blocked_since(done_steps, holds, i, j) if holds else ())):
-                node = at_step.get(done_steps[at].number)
+            starts = [i]
+            if any(access.kind == ACQUIRE for access in accesses_of[j]):
+                starts += analysis.blocked_since(i, j, holds)
+            for at in starts:
+                node = at_step.get(numbers[at])
                 if node is not None:  # else the step ran alone: there was no other option at that point
-                    self._reverse(node, initials(done_steps, before, at, j))
-        thread_nodes = [node for node in path if node.kind == THREAD]
-        for i, j in analysis.waiting_races(fresh):
-            tid = done_steps[j].tid
-            # The waiting thread goes first at the last decision up to i where it could run at all: where it
-            # could not, trying everyone (Flanagan and Godefroid's fallback) only repeats classes, since what lets
-            # it run there is another race, reversed on its own.
-            number = done_steps[i].number
-            for node in reversed(thread_nodes):
-                if node.step <= number and tid in node.options:
-                    self._reverse(node, [tid])
-                    break
+                    self._reverse(node, analysis.initials(at, j))
+        waiting = analysis.waiting_races(fresh)
+        if waiting:
+            thread_nodes = [node for node in path if node.kind == THREAD]
+            tids = analysis.tids
+            for i, j in waiting:
+                tid = tids[j]
+                # The waiting thread goes first at the last decision up to i where it could run at all: where it
+                # could not, trying everyone (Flanagan and Godefroid's fallback) only repeats classes, since what
+                # lets it run there is another race, reversed on its own.
+                number = numbers[i]
+                for node in reversed(thread_nodes):
+                    if node.step <= number and tid in node.options:
+                        self._reverse(node, [tid])
+                        break
         self._advance(path)
 
     @staticmethod
@@ -271,21 +313,22 @@ class DPOR(Strategy):
         """Make sure a thread that can start the reversal of a race is among the options to try at ``node``."""
         wanted = [index for index, tid in enumerate(node.options) if tid in starters]
         if not wanted:
-            node.backtrack.update(range(len(node.options)))  # none of them could run there: try everyone
-        elif not node.backtrack.intersection(wanted):
+            node.backtrack |= (1 << len(node.options)) - 1  # none of them could run there: try everyone
+        elif not any(node.backtrack >> index & 1 for index in wanted):
             awake = [index for index in wanted if node.options[index] not in node.sleep]
             if awake:
-                node.backtrack.add(awake[0])
+                node.backtrack |= 1 << awake[0]
 
     def _advance(self, path: list[Node]) -> None:
         """The next execution: the deepest decision of ``path`` with an option left takes it; none: done."""
         for depth in range(len(path) - 1, -1, -1):
             node = path[depth]
-            left = node.pending(self.bound)
-            if left:
-                node.chosen = left[0]
-                node.done.add(left[0])
-                self.next_prefix = path[: depth + 1]
-                return
+            if node.backtrack & ~node.done:
+                left = node.pending(self.bound)
+                if left:
+                    node.chosen = left[0]
+                    node.done |= 1 << left[0]
+                    self.next_prefix = path[: depth + 1]
+                    return
         self.next_prefix = None
         self.exhausted = True
