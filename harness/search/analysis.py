@@ -16,10 +16,10 @@ to a handful of int operations per access of each new step.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, KINDS, RELEASE, Access
+from racecheck.runtime.access import ACQUIRE, FAIRNESS_OBJ, FAIRNESS_READ, KINDS, READ, RELEASE, Access
 from racecheck.search.dependency import ENABLING, only_enables
 from racecheck.search.dependency import KINDS_CONFLICT as CONFLICT
 
@@ -34,9 +34,9 @@ _ENABLERS = frozenset(first for first, _ in ENABLING)  # a conflict can only ena
 
 def steps_of(trace: Sequence[Any], complete: bool = True) -> list[Step]:
     """The steps of a trace (or of a part of one that starts at a step), each with its own access and those of the
-    notes (releases, notifies) its thread made before the next step, and the read of the scheduler's fairness every
-    step makes (a step that ends in a yield writes it). ``complete=False`` leaves out the last step: its thread is
-    still running it."""
+    notes (releases, notifies) its thread made before the next step. The read of the scheduler's fairness that
+    every step makes is left implicit (``Analysis`` adds it; a step that ends in a yield writes the fairness).
+    ``complete=False`` leaves out the last step: its thread is still running it."""
     steps: list[Step] = []
     for event in trace:
         if event.switch == "info":
@@ -44,7 +44,7 @@ def steps_of(trace: Sequence[Any], complete: bool = True) -> list[Step]:
                 tid, number, accesses = steps[-1]
                 steps[-1] = (tid, number, accesses + event.access)
             continue
-        steps.append((event.tid, event.step, (*event.access, FAIRNESS_READ)))
+        steps.append((event.tid, event.step, event.access))
     if not complete and steps:
         steps.pop()
     return steps
@@ -86,6 +86,7 @@ class Analysis:
         self.reorderable: dict[str, dict[str, bool]] = {
             b: {a: CONFLICT[(a, b)] and (a, b) not in ENABLING for a in KINDS} for b in KINDS
         }
+        self.read_row = self.conflict[READ]
 
     def __len__(self) -> int:
         return len(self.tids)
@@ -138,75 +139,120 @@ class Analysis:
     def add(self, tid: int, number: int, accesses: Accesses, report: bool) -> list[tuple[int, int]]:
         """Take the step as the next one; with ``report``, its races: every earlier step i of another thread that
         conflicts with it and is not ordered before it through other steps (so the pair could run the other way
-        round), a start and its thread's first step or an end and a join excepted (never the other way)."""
-        j = len(self.tids)
+        round), a start and its thread's first step or an end and a join excepted (never the other way).
+
+        Every step also reads the scheduler's fairness (``FAIRNESS_READ``), which is not in ``accesses``: it
+        conflicts with the steps that wrote it (``masks`` has them), and a step that writes it conflicts with
+        every earlier step."""
+        tids = self.tids
+        j = len(tids)
         bit = 1 << j
         masks, conflict = self.masks, self.conflict
         conflicting = 0
-        for access in accesses:
-            kinds = masks.get(access.obj)
-            kind = access.kind
-            if kinds is None:
-                masks[access.obj] = {kind: bit}
-                continue
-            row = conflict[kind]
-            for earlier_kind, steps in kinds.items():
-                if steps and row[earlier_kind]:
+        fairness = masks.get(FAIRNESS_OBJ)
+        if fairness is not None:
+            row = self.read_row
+            for earlier_kind, steps in fairness.items():
+                if row[earlier_kind]:
                     conflicting |= steps
-            kinds[kind] = kinds.get(kind, 0) | bit
+        for obj, kind, _path, _parent in accesses:
+            kinds = masks.get(obj)
+            if kinds is None:
+                masks[obj] = {kind: bit}
+            else:
+                row = conflict[kind]
+                for earlier_kind, steps in kinds.items():
+                    if row[earlier_kind]:
+                        conflicting |= steps
+                if kind in kinds:
+                    kinds[kind] |= bit
+                else:
+                    kinds[kind] = bit
+            if obj is FAIRNESS_OBJ and conflict[kind][READ]:
+                conflicting |= bit - 1
         before = self.before
         previous = self.last_of.get(tid)
-        own = 0 if previous is None else before[previous] | (1 << previous)
+        if previous is None:
+            own = closure = 0
+            self.previous.append(-1)
+        else:
+            own = closure = before[previous] | (1 << previous)
+            self.previous.append(previous)
         # Of the conflicting steps not already before it through its own thread, the latest comes first: what it
         # comes after is not a race of this step, and the next latest that is left is.
         rest = conflicting & (bit - 1) & ~own
-        closure = own
         found = []
-        while rest:
-            i = rest.bit_length() - 1
-            earlier = before[i] | (1 << i)
-            if report:
-                touched = self.accesses[i]
-                if not (any(a.kind in _ENABLERS for a in touched) and only_enables(touched, accesses)):
+        if rest:
+            all_accesses = self.accesses
+            while rest:
+                i = rest.bit_length() - 1
+                earlier = before[i] | (1 << i)
+                if report and not self._only_enables(all_accesses[i], accesses):
                     found.append((i, j))
-            closure |= earlier
-            rest &= ~earlier
-        found.reverse()
-        self.tids.append(tid)
+                closure |= earlier
+                rest &= ~earlier
+            if len(found) > 1:
+                found.reverse()
+            self.accesses.append(accesses)
+        else:
+            self.accesses.append(accesses)
+        tids.append(tid)
         self.numbers.append(number)
-        self.accesses.append(accesses)
         before.append(closure)
-        self.previous.append(-1 if previous is None else previous)
         self.last_of[tid] = j
-        self.of_thread[tid] = self.of_thread.get(tid, 0) | bit
+        of_thread = self.of_thread
+        of_thread[tid] = of_thread.get(tid, 0) | bit
         if number >= 0 and self.real == j:
             self.real = j + 1
         return found
 
-    def waiting_races(self, fresh: int = 0) -> list[tuple[int, int]]:
+    @staticmethod
+    def _only_enables(earlier: Accesses, later: Accesses) -> bool:
+        """Whether the only conflicts of two steps are a start before its thread's first step or an end before a
+        join (``dependency.ENABLING``): asked only of an earlier step that starts or ends a thread."""
+        for access in earlier:
+            if access.kind in _ENABLERS:
+                return only_enables((*earlier, FAIRNESS_READ), (*later, FAIRNESS_READ))
+        return False
+
+    def waiting_races(self, fresh: int, could_run: Callable[[int, int, int], bool]) -> list[tuple[int, int]]:
         """Races a blocking operation hides (Flanagan and Godefroid's rule for disabled transitions), as pairs
         (i, j) with ``j >= fresh``: while j's thread waited at j (from its previous step on), every step i of
         another thread that conflicts with j; and the last such step before that, unless it happens before the
         wait began. A get that found the queue emptied by another thread's get, and ran once that thread put the
         item back, races with that get, though the put orders the two: at the decision before the get, j's
-        thread could have gone first."""
+        thread could have gone first.
+
+        Only a thread that could not run at some step between its previous one and j waited: ``could_run(tid,
+        first, last)`` says whether it was among the candidates at every step numbered ``first`` to ``last``. One
+        that could run throughout was never disabled, and its races are the ordinary ones ``add`` finds."""
         masks, reorderable, before = self.masks, self.reorderable, self.before
+        numbers, tids = self.numbers, self.tids
         found: list[tuple[int, int]] = []
-        for j in range(fresh, len(self.tids)):
+        for j in range(fresh, len(tids)):
             start = self.previous[j]
+            number = numbers[j]
+            if start >= 0 and number >= 0:
+                after = numbers[start] + 1
+                if after == number or could_run(tids[j], after, number - 1):
+                    continue
             upto = (1 << (start + 1)) - 1  # the steps up to the thread's previous one
             window = ((1 << j) - 1) & ~upto  # the steps while it waited: none of them its own
-            others = ~self.of_thread[self.tids[j]]
+            others = ~self.of_thread[tids[j]]
             pairs = 0
-            for access in self.accesses[j]:
-                kinds = masks.get(access.obj)
+            # Its implicit read of the fairness first (racing with the yields), then what it names.
+            fairness = masks.get(FAIRNESS_OBJ)
+            for obj, kind, _path, _parent in ((FAIRNESS_READ,) if fairness else ()) + self.accesses[j]:
+                kinds = masks.get(obj)
                 if kinds is None:
                     continue
-                row = reorderable[access.kind]
+                row = reorderable[kind]
                 racing = 0
                 for earlier_kind, steps in kinds.items():
                     if steps and row[earlier_kind]:
                         racing |= steps
+                if obj == FAIRNESS_OBJ and row[READ]:
+                    racing |= (1 << j) - 1  # every earlier step read it
                 pairs |= racing & window
                 last = racing & upto & others
                 if last:  # the last conflicting step before the wait

@@ -49,7 +49,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.errors import ReplayDivergence
-from racecheck.runtime.access import ACQUIRE, Access
+from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, Access
 from racecheck.runtime.chooser import Chooser
 from racecheck.search.analysis import Analysis, Step, _bits, at_the_block, steps_of
 from racecheck.search.dependency import dependent
@@ -106,11 +106,16 @@ _NONE_EXPLORED: dict[int, Accesses] = {}  # nothing explored from a node yet: sh
 
 class DPORChooser(Chooser):
     """One execution of the search: replays ``prefix`` (shared nodes of the path, the last one with its new
-    choice), then takes the first option not asleep at every later decision, recording each as a new node."""
+    choice), then takes the first option not asleep at every later decision, recording each as a new node.
+
+    Replaying the prefix is the common case (most of an execution's decisions): it only checks that the program
+    offers the options it offered before and answers the choice recorded."""
 
     def __init__(self, prefix: list[Node]) -> None:
         self.prefix = prefix
-        self.nodes: list[Node] = []
+        self.branch = len(prefix) - 1  # the position of the prefix's last decision, where this execution turns
+        self.position = 0  # decisions made so far
+        self.nodes: list[Node] = []  # the decisions after the prefix
         self.run: Any = None
         self.sleep: dict[int, Accesses] = {}
         self.seen = 0  # trace events already taken into account (every one of them part of a finished step)
@@ -127,6 +132,13 @@ class DPORChooser(Chooser):
         """The schedule adds no new class (it ran into a sleeping thread)."""
         return self.blocked is not None
 
+    @property
+    def path(self) -> list[Node]:
+        """Every decision of the execution so far."""
+        if self.position < len(self.prefix):  # ended before its branch (a program that stops earlier on replay)
+            return self.prefix[: self.position]
+        return self.prefix + self.nodes
+
     # -- what the run did since the last decision ----------------------------------------------------------------
     def _finished(self, complete: bool) -> int:
         """How many trace events belong to finished steps: at a thread decision every one (the current thread is at
@@ -142,76 +154,92 @@ class DPORChooser(Chooser):
     def _absorb(self, complete: bool) -> None:
         """Wake the threads that the steps finished since the last decision conflict with (and those that ran).
 
-        Incremental: only the trace events after ``seen`` are read; nobody sleeps before the branch, and who
-        sleeps then is only ever woken, so there is nothing to read once nobody does."""
-        if not self.sleep or self.run is None:
-            return
+        Incremental: only the trace events after ``seen`` are read. Nobody sleeps before the branch, and who
+        sleeps then is only ever woken, so this runs only while someone sleeps."""
         end = self._finished(complete)
         if end <= self.seen:
             return
         for tid, number, accesses in steps_of(self.run.trace[self.seen:end]):
             if tid in self.sleep and self.blocked is None:
                 self.blocked = number
+            accesses = (*accesses, FAIRNESS_READ)
             self.sleep = {asleep: acc for asleep, acc in self.sleep.items()
                           if asleep != tid and not dependent(acc, accesses)}
             if not self.sleep:
                 break
         self.seen = end
 
-    def _arrive(self, kind: str, options: tuple[int, ...], costly: bool, complete: bool) -> int:
+    def _replayed(self, kind: str, options: Any) -> Node:
+        node = self.prefix[self.position]
+        if node.kind != kind or node.options != options:
+            raise ReplayDivergence(
+                "partial-order search diverged: the code under test offered other options on a replayed prefix"
+            )
+        self.position += 1
+        return node
+
+    def _turn(self, node: Node, complete: bool) -> int:
+        """The branch: asleep are those asleep on arrival, plus the siblings explored before this option."""
         run = self.run
-        position = len(self.nodes)
+        self.preemptions = node.used + (1 if node.costly and node.chosen else 0)
+        self.sleep = dict(node.sleep)
+        if run is not None:
+            if node.kind == THREAD:
+                self.branch_at = len(run.trace)
+                for index in _bits(node.done & ~(1 << node.chosen)):
+                    tid = node.options[index]
+                    if tid in node.explored:
+                        self.sleep[tid] = node.explored[tid]
+            self.seen = self._finished(complete)
+        return node.chosen
+
+    def _new(self, kind: str, options: Any, costly: bool) -> int:
+        """A decision past the prefix: the first option not asleep, recorded as a new node."""
+        self.position += 1
+        run = self.run
         step = run.steps if run is not None else 0
-        if position < len(self.prefix):
-            node = self.prefix[position]
-            if node.kind != kind or node.options != options:
-                raise ReplayDivergence(
-                    "partial-order search diverged: the code under test offered other options on a replayed prefix"
-                )
-            node.step = step
-            if position == len(self.prefix) - 1:
-                # The branch: asleep are those asleep on arrival, plus the siblings explored before this option.
-                self.sleep = dict(node.sleep)
-                if kind == THREAD and run is not None:
-                    self.branch_at = len(run.trace)
-                    for index in _bits(node.done & ~(1 << node.chosen)):
-                        tid = node.options[index]
-                        if tid in node.explored:
-                            self.sleep[tid] = node.explored[tid]
-                if run is not None:
-                    self.seen = self._finished(complete)
-        else:
-            chosen = 0
-            if kind == THREAD and self.sleep:
-                awake = [i for i, tid in enumerate(options) if tid not in self.sleep]
+        chosen = 0
+        sleep = self.sleep
+        if sleep:
+            if kind == THREAD:
+                awake = [i for i, tid in enumerate(options) if tid not in sleep]
                 if awake:
                     chosen = awake[0]
                 elif self.blocked is None:
                     self.blocked = step
-            node = Node(kind, step, options, chosen, dict(self.sleep) if self.sleep else _AWAKE, costly,
-                        self.preemptions)
-            if kind == VALUE:
-                node.backtrack = (1 << len(options)) - 1
-        if node.costly and node.chosen:
+            sleep = dict(sleep)
+        else:
+            sleep = _AWAKE
+        node = Node(kind, step, options, chosen, sleep, costly, self.preemptions)
+        if kind == VALUE:
+            node.backtrack = (1 << len(options)) - 1
+        elif costly and chosen:
             self.preemptions += 1
         self.nodes.append(node)
-        return node.chosen
-
-    def _start(self) -> None:
-        if self.run is None:
-            self.run = runtime.current_run()
+        return chosen
 
     def pick_thread(self, enabled, current_enabled, yielding, current=None):
+        # ``enabled`` is a list the scheduler makes for this call and never changes: a node keeps it as it is.
+        if self.position < self.branch:
+            return self._replayed(THREAD, enabled).chosen
         if self.run is None:
-            self._start()
-        self._absorb(True)
-        return self._arrive(THREAD, tuple(enabled), current_enabled and not yielding, True)
+            self.run = runtime.current_run()
+        if self.position == self.branch:
+            return self._turn(self._replayed(THREAD, enabled), True)
+        if self.sleep and self.run is not None:
+            self._absorb(True)
+        return self._new(THREAD, enabled, current_enabled and not yielding)
 
     def pick_value(self, n, label):
+        if self.position < self.branch:
+            return self._replayed(VALUE, range(n)).chosen
         if self.run is None:
-            self._start()
-        self._absorb(False)
-        return self._arrive(VALUE, tuple(range(n)), False, False)
+            self.run = runtime.current_run()
+        if self.position == self.branch:
+            return self._turn(self._replayed(VALUE, range(n)), False)
+        if self.sleep and self.run is not None:
+            self._absorb(False)
+        return self._new(VALUE, range(n), False)
 
     def finish(self, analysis: Analysis) -> tuple[int, list[Step]]:
         """The execution's steps once it has ended, as ``(base, steps)``: the first ``base`` are the steps
@@ -248,6 +276,19 @@ class DPOR(Strategy):
         self.next_prefix: list[Node] | None = []
         self.redundant = 0  # schedules that added no new class (every candidate asleep somewhere)
         self.analysis = Analysis()  # the last execution's, rewound to the prefix the next one shares
+        self.path: list[Node] = []  # the last execution's decisions
+        self.at_step: dict[int, Node] = {}  # its thread decisions by the step each chose
+
+    def _follow(self, path: list[Node], kept: int) -> None:
+        """``at_step`` for ``path``, which shares its first ``kept`` decisions with the last execution's."""
+        at_step = self.at_step
+        for node in self.path[kept:]:
+            if at_step.get(node.step) is node:
+                del at_step[node.step]
+        for node in path[kept:]:
+            if node.kind == THREAD:
+                at_step[node.step] = node
+        self.path = path
 
     def new_execution(self, index: int) -> Chooser | None:
         if self.next_prefix is None:
@@ -257,16 +298,17 @@ class DPOR(Strategy):
 
     def end_execution(self, chooser: Chooser, steps: int) -> None:
         assert isinstance(chooser, DPORChooser)
-        path = chooser.nodes
+        path = chooser.path
         if chooser.redundant:
             self.redundant += 1
         analysis = self.analysis
         base, done_steps = chooser.finish(analysis)
-        at_step = {node.step: node for node in path if node.kind == THREAD}
+        self._follow(path, min(len(chooser.prefix), len(path)))
+        at_step = self.at_step
         for _tid, number, accesses in done_steps:
             node = at_step.get(number)
             if node is not None:
-                node.explore(node.options[node.chosen], accesses)
+                node.explore(node.options[node.chosen], (*accesses, FAIRNESS_READ))
         if chooser.blocked is not None:
             done_steps = at_the_block(done_steps, chooser.blocked)
         # Races whose later step was already in the replayed prefix were found when that prefix first ran.
@@ -292,7 +334,15 @@ class DPOR(Strategy):
                 node = at_step.get(numbers[at])
                 if node is not None:  # else the step ran alone: there was no other option at that point
                     self._reverse(node, analysis.initials(at, j))
-        waiting = analysis.waiting_races(fresh)
+
+        def could_run(tid: int, first: int, last: int) -> bool:
+            for number in range(first, last + 1):
+                node = at_step.get(number)
+                if node is None or tid not in node.options:  # it ran alone: nobody else could
+                    return False
+            return True
+
+        waiting = analysis.waiting_races(fresh, could_run)
         if waiting:
             thread_nodes = [node for node in path if node.kind == THREAD]
             tids = analysis.tids
