@@ -87,6 +87,9 @@ class Analysis:
             b: {a: CONFLICT[(a, b)] and (a, b) not in ENABLING for a in KINDS} for b in KINDS
         }
         self.read_row = self.conflict[READ]
+        self.touched: dict[str, int] = {}  # object -> every step that touched it
+        self.with_all = frozenset(b for b in KINDS if all(self.conflict[b].values()))  # kinds that conflict with all
+        self.reorder_all = frozenset(b for b in KINDS if all(self.reorderable[b].values()))
 
     def __len__(self) -> int:
         return len(self.tids)
@@ -121,12 +124,12 @@ class Analysis:
         if len(self.tids) <= n:
             return
         keep = (1 << n) - 1
-        masks, last_of, of_thread = self.masks, self.last_of, self.of_thread
+        masks, last_of, of_thread, touched = self.masks, self.last_of, self.of_thread, self.touched
         tids, previous = self.tids, self.previous
         for k in range(len(tids) - 1, n - 1, -1):
-            for access in self.accesses[k]:
-                kinds = masks[access.obj]
-                kinds[access.kind] &= keep
+            for obj, kind, _path, _parent in self.accesses[k]:
+                masks[obj][kind] &= keep
+                touched[obj] &= keep
             tid = tids[k]
             if previous[k] < 0:
                 del last_of[tid]
@@ -155,19 +158,25 @@ class Analysis:
             for earlier_kind, steps in fairness.items():
                 if row[earlier_kind]:
                     conflicting |= steps
+        touched, with_all = self.touched, self.with_all
         for obj, kind, _path, _parent in accesses:
             kinds = masks.get(obj)
             if kinds is None:
                 masks[obj] = {kind: bit}
+                touched[obj] = bit
             else:
-                row = conflict[kind]
-                for earlier_kind, steps in kinds.items():
-                    if row[earlier_kind]:
-                        conflicting |= steps
+                if kind in with_all:  # conflicts with every kind: with every step that touched the object
+                    conflicting |= touched[obj]
+                else:
+                    row = conflict[kind]
+                    for earlier_kind, steps in kinds.items():
+                        if row[earlier_kind]:
+                            conflicting |= steps
                 if kind in kinds:
                     kinds[kind] |= bit
                 else:
                     kinds[kind] = bit
+                touched[obj] |= bit
             if obj is FAIRNESS_OBJ and conflict[kind][READ]:
                 conflicting |= bit - 1
         before = self.before
@@ -228,6 +237,7 @@ class Analysis:
         that could run throughout was never disabled, and its races are the ordinary ones ``add`` finds."""
         masks, reorderable, before = self.masks, self.reorderable, self.before
         numbers, tids = self.numbers, self.tids
+        with_all = self.reorder_all
         found: list[tuple[int, int]] = []
         for j in range(fresh, len(tids)):
             start = self.previous[j]
@@ -247,11 +257,14 @@ class Analysis:
                 if kinds is None:
                     continue
                 row = reorderable[kind]
-                racing = 0
-                for earlier_kind, steps in kinds.items():
-                    if steps and row[earlier_kind]:
-                        racing |= steps
-                if obj == FAIRNESS_OBJ and row[READ]:
+                if kind in with_all:
+                    racing = self.touched[obj]
+                else:
+                    racing = 0
+                    for earlier_kind, steps in kinds.items():
+                        if row[earlier_kind]:
+                            racing |= steps
+                if obj is FAIRNESS_OBJ and row[READ]:
                     racing |= (1 << j) - 1  # every earlier step read it
                 pairs |= racing & window
                 last = racing & upto & others

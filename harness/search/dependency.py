@@ -98,10 +98,12 @@ def only_enables(earlier: Iterable[Access], later: Iterable[Access]) -> bool:
 
 def dependent(left: Iterable[Access], right: Iterable[Access]) -> bool:
     """Two steps (each a tuple of accesses) of different threads conflict when any pair of their accesses does."""
-    right = tuple(right)
-    if not right:
-        return False
-    return any(accesses_conflict(a, b) for a in left for b in right)
+    right = right if isinstance(right, tuple) else tuple(right)
+    for a in left:
+        for b in right:
+            if a.obj == b.obj and accesses_conflict(a, b):
+                return True
+    return False
 
 
 def conflicts(left: Iterable[Access], right: Iterable[Access]) -> frozenset[str]:

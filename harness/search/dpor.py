@@ -169,12 +169,16 @@ class DPORChooser(Chooser):
                 break
         self.seen = end
 
+    @staticmethod
+    def _diverged() -> None:
+        raise ReplayDivergence(
+            "partial-order search diverged: the code under test offered other options on a replayed prefix"
+        )
+
     def _replayed(self, kind: str, options: Any) -> Node:
         node = self.prefix[self.position]
         if node.kind != kind or node.options != options:
-            raise ReplayDivergence(
-                "partial-order search diverged: the code under test offered other options on a replayed prefix"
-            )
+            self._diverged()
         self.position += 1
         return node
 
@@ -220,11 +224,16 @@ class DPORChooser(Chooser):
 
     def pick_thread(self, enabled, current_enabled, yielding, current=None):
         # ``enabled`` is a list the scheduler makes for this call and never changes: a node keeps it as it is.
-        if self.position < self.branch:
-            return self._replayed(THREAD, enabled).chosen
+        position = self.position
+        if position < self.branch:  # replaying the prefix: the options it offered before, the choice it made
+            node = self.prefix[position]
+            if node.options != enabled or node.kind != THREAD:
+                self._diverged()
+            self.position = position + 1
+            return node.chosen
         if self.run is None:
             self.run = runtime.current_run()
-        if self.position == self.branch:
+        if position == self.branch:
             return self._turn(self._replayed(THREAD, enabled), True)
         if self.sleep and self.run is not None:
             self._absorb(True)
@@ -361,13 +370,18 @@ class DPOR(Strategy):
     @staticmethod
     def _reverse(node: Node, starters: list[int]) -> None:
         """Make sure a thread that can start the reversal of a race is among the options to try at ``node``."""
-        wanted = [index for index, tid in enumerate(node.options) if tid in starters]
+        options = node.options
+        wanted = 0
+        for tid in starters:
+            if tid in options:
+                wanted |= 1 << options.index(tid)
         if not wanted:
-            node.backtrack |= (1 << len(node.options)) - 1  # none of them could run there: try everyone
-        elif not any(node.backtrack >> index & 1 for index in wanted):
-            awake = [index for index in wanted if node.options[index] not in node.sleep]
-            if awake:
-                node.backtrack |= 1 << awake[0]
+            node.backtrack |= (1 << len(options)) - 1  # none of them could run there: try everyone
+        elif not node.backtrack & wanted:
+            for index in _bits(wanted):  # the first in option order that is awake
+                if options[index] not in node.sleep:
+                    node.backtrack |= 1 << index
+                    return
 
     def _advance(self, path: list[Node]) -> None:
         """The next execution: the deepest decision of ``path`` with an option left takes it; none: done."""
