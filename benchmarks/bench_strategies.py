@@ -1,7 +1,7 @@
 """Strategy benchmark: schedules to the first failure, exhaustion by dfs and dpor, and the cost of line points.
 
     python benchmarks/bench_strategies.py [--seeds 10] [--budget 500] [--no-scenarios] [--lines-schedules 300]
-        [--exhaust-cap 200000] [--no-exhaustion] [--peer-runs 10]
+        [--exhaust-cap 200000] [--no-exhaustion] [--peer-runs 10] [--overhead-rounds 5] [--overhead-only]
 
 1. For every classic bug (tests/engine/classic_bugs.py), and the stock-Lightning scenarios delete-while-queued and
    delete-while-writing on the fake posix filesystem, each strategy explores with seeds 0..N-1 (no shrinking, no
@@ -12,7 +12,9 @@
    schedules, interleavings and seconds until each of dfs at preemption bound 2, dfs with no bound and dpor with no
    bound has run its whole space (every failure kept: ``max_failures`` high, no shrinking), with dpor's schedules
    and seconds as a ratio to unbounded dfs's. Then the engine's cost per schedule under dpor against random walk's
-   on the same program (the fixed futures program, the same number of schedules): the search's own overhead.
+   on the same program, the same number of schedules (the fixed futures program and, with the scenarios, the fixed
+   IO on delete-while-queued, teardown-flush and the generated workload), with the share of dpor's time its own
+   search takes (``--overhead-only`` prints that table alone).
 3. Against a peer: racecheck's dpor and frontrun 0.7's DPOR (``benchmarks/frontrun_side.py``, run under frontrun's
    launcher when ``frontrun`` is installed) on the locked and racy counters and on stock Lightning's race in three
    calls: found how often, in how many executions, and whether a replay reproduces it.
@@ -90,23 +92,76 @@ def exhaustion_table(cap: int) -> Table:
     return table
 
 
-def overhead_table(schedules: int) -> Table:
-    """Seconds per schedule of dpor and random on the same program, the same number of schedules each."""
+def _overhead_programs(scenarios_too: bool) -> dict:
+    """name -> (fn, explore options, schedules): the fixed futures program (27 steps a schedule: the search's
+    share is largest there) and, with the scenarios, the fixed IO on three of its small scenarios."""
     from classic_bugs import futures_order_fixed
 
-    table = Table(title=f"cost per schedule, dpor against random (futures_order_fixed, {schedules} schedules each)")
-    for column in ("strategy", "schedules", "us/schedule", "ratio to random"):
-        table.add_column(column, justify="right")
-    rates = {}
-    for _ in range(3):  # alternate, keep each one's best: load on a shared machine hits both alike
-        for strategy in ("random", "dpor"):
-            started = time.perf_counter()
-            result = racecheck.explore(futures_order_fixed, strategy=strategy, schedules=schedules,
-                                       preemption_bound=None, skip_duplicates=False, shrink_budget=0, race_budget=0)
-            per = (time.perf_counter() - started) / result.schedules * 1e6
-            rates[strategy] = min(rates.get(strategy, per), per)
-    for strategy in ("random", "dpor"):
-        table.add_row(strategy, str(schedules), f"{rates[strategy]:.0f}", f"{rates[strategy] / rates['random']:.2f}")
+    programs = {"futures_order_fixed": (futures_order_fixed, {}, 150)}
+    if scenarios_too:
+        from racecheck import scenarios
+
+        fixed = scenarios.load_target(scenarios.FIXED_TARGET)
+        for name, schedules in (("delete-while-queued", 79), ("teardown-flush", 200), ("workload", 200)):
+            prepared = scenarios.get(name).build(fixed, "posix")
+            programs[f"{name} (fixed IO, posix)"] = (prepared.fn, dict(prepared.explore_kwargs), schedules)
+    return programs
+
+
+def _search_share(fn, options: dict, schedules: int) -> float:
+    """The share of one dpor exploration's time spent in the search's own code (its decisions and the analysis
+    after each execution; the timing adds a little to both). Its decisions run in controlled threads, where the
+    engine's virtual clock stands in for ``time.perf_counter``: timed with ``clock_gettime``, which it leaves
+    alone."""
+    from racecheck.search import dpor
+
+    spent = [0.0]
+    originals = {}
+
+    def timed(cls, name):
+        original = originals[(cls, name)] = getattr(cls, name)
+
+        def wrapper(*args, **kwargs):
+            started = time.clock_gettime(time.CLOCK_MONOTONIC)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[0] += time.clock_gettime(time.CLOCK_MONOTONIC) - started
+        setattr(cls, name, wrapper)
+
+    for cls, name in ((dpor.DPOR, "end_execution"), (dpor.DPORChooser, "pick_thread"),
+                      (dpor.DPORChooser, "pick_value")):
+        timed(cls, name)
+    started = time.perf_counter()
+    try:
+        racecheck.explore(fn, strategy="dpor", schedules=schedules, preemption_bound=None, skip_duplicates=False,
+                          shrink_budget=0, race_budget=0, **options)
+    finally:
+        for (cls, name), original in originals.items():
+            setattr(cls, name, original)
+    return spent[0] / (time.perf_counter() - started)
+
+
+def overhead_table(scenarios_too: bool, rounds: int = 5) -> Table:
+    """Seconds per schedule of dpor and random on the same program, the same number of schedules each, best of
+    ``rounds`` alternating runs; and, from a separate run, the share of dpor's time spent in the search itself."""
+    table = Table(title=f"cost per schedule, dpor against random on the same program (best of {rounds} alternating "
+                        "runs each)")
+    for column in ("program", "schedules", "random us/schedule", "dpor us/schedule", "dpor/random",
+                   "search's share of dpor"):
+        table.add_column(column, justify="right" if column != "program" else "left")
+    for name, (fn, options, schedules) in _overhead_programs(scenarios_too).items():
+        rates: dict[str, float] = {}
+        for _ in range(rounds):  # alternate, keep each one's best: load on a shared machine hits both alike
+            for strategy in ("random", "dpor"):
+                started = time.perf_counter()
+                result = racecheck.explore(fn, strategy=strategy, schedules=schedules, preemption_bound=None,
+                                           skip_duplicates=False, shrink_budget=0, race_budget=0, **options)
+                per = (time.perf_counter() - started) / result.schedules * 1e6
+                rates[strategy] = min(rates.get(strategy, per), per)
+        share = _search_share(fn, options, schedules)
+        table.add_row(name, str(schedules), f"{rates['random']:.0f}", f"{rates['dpor']:.0f}",
+                      f"{rates['dpor'] / rates['random']:.2f}", f"{share * 100:.0f} %")
     return table
 
 
@@ -237,10 +292,16 @@ def main() -> None:
     parser.add_argument("--lines-schedules", type=int, default=300)
     parser.add_argument("--exhaust-cap", type=int, default=200_000)
     parser.add_argument("--no-exhaustion", action="store_true", help="skip the dfs/dpor exhaustion tables")
+    parser.add_argument("--overhead-rounds", type=int, default=5, help="alternating runs per program in the cost "
+                        "table (its best is kept)")
+    parser.add_argument("--overhead-only", action="store_true", help="only the cost-per-schedule table")
     parser.add_argument("--peer-runs", type=int, default=10,
                         help="runs of the checkpoint race per tool in the frontrun table (0: no frontrun table)")
     args = parser.parse_args()
     console = Console(width=150)
+    if args.overhead_only:
+        console.print(overhead_table(not args.no_scenarios, args.overhead_rounds))
+        return
 
     workloads = _classic()
     if not args.no_scenarios:
@@ -267,7 +328,7 @@ def main() -> None:
 
     if not args.no_exhaustion:
         console.print(exhaustion_table(args.exhaust_cap))
-        console.print(overhead_table(150))
+        console.print(overhead_table(not args.no_scenarios, args.overhead_rounds))
     if args.peer_runs and not args.no_scenarios:
         console.print(peer_table(args.peer_runs))
 

@@ -2,7 +2,8 @@
 races, and the races that blocking hides.
 
 A step is a thread's operation at a scheduling point and the code it ran until its next one, with everything it
-touched (its notes' accesses included, and the read of the scheduler's fairness every step makes). Happens-before
+touched (its notes' accesses included; the read of the scheduler's fairness every step makes is left implicit,
+see ``Analysis.add``). Happens-before
 is program order and conflicts (``racecheck.search.dependency``). The analysis is kept from one execution to the
 next (``Analysis``): the search's next execution replays a prefix of the last one, so only the steps after the
 shared prefix are analysed again.
@@ -50,7 +51,7 @@ def steps_of(trace: Sequence[Any], complete: bool = True) -> list[Step]:
     return steps
 
 
-def _bits(mask: int) -> list[int]:
+def bits_of(mask: int) -> list[int]:
     """The positions of the set bits of ``mask``, lowest first."""
     out = []
     while mask:
@@ -273,7 +274,7 @@ class Analysis:
                     if start < 0 or not (before[start] >> k) & 1:
                         pairs |= 1 << k
             if pairs:
-                found.extend((i, j) for i in _bits(pairs))
+                found.extend((i, j) for i in bits_of(pairs))
         return found
 
     def initials(self, i: int, j: int) -> list[int]:
@@ -313,7 +314,7 @@ class Analysis:
         acquires, releases = kinds.get(ACQUIRE, 0), kinds.get(RELEASE, 0)
         open_holds: dict[int, list[int]] = {}  # thread -> [acquiring step, depth]
         holds: list[tuple[int, int, int]] = []
-        for index in _bits(acquires | releases):
+        for index in bits_of(acquires | releases):
             tid = self.tids[index]
             for access in self.accesses[index]:
                 if access.obj != obj:

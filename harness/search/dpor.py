@@ -23,7 +23,8 @@ POPL 2005; Godefroid 1996), in its stateless form:
   race names the earlier step it could have preceded. Two rules from Flanagan and Godefroid's treatment of
   disabled transitions add those: while a thread waited at its step, every conflicting step of another thread, and
   the last conflicting one before the wait (``waiting_races``), gets the waiting thread tried before it; and a race
-  with a step made while a lock was held is also reversed before that lock's acquire (``blocked_since``).
+  with a step made while a lock was held is also reversed before that lock's acquire (``blocked_since``). A thread
+  that was among the candidates at every step since its previous one never waited: the first rule skips it.
 * Sleep sets: once an option has been explored at a decision, later siblings carry it "asleep" until a step that
   conflicts with its step runs; an asleep thread is not chosen, since every schedule that starts with it was
   covered by the earlier sibling. A run in which every candidate is asleep is finished anyway (it is a real
@@ -32,8 +33,11 @@ POPL 2005; Godefroid 1996), in its stateless form:
 
 The next execution replays the path to the deepest decision with an option left (a prefix of choices, checked
 against the recorded candidates: a program that does not follow its own prefix raises ``ReplayDivergence``) and
-takes that option. The search is a subset of dfs's tree, so it never runs more schedules than unbounded dfs, and
-``exhausted`` (no option left anywhere) means every class of equivalent interleavings was explored. With
+takes that option. A replay runs the steps it ran before (the same choices make the same run, as dfs and every
+token assume), so the analysis of the shared prefix is kept and only the steps after the new choice are analysed
+(``racecheck.search.analysis``: the search pays it for every schedule, on top of the run). The search is a subset
+of dfs's tree, so it never runs more schedules than unbounded dfs, and ``exhausted`` (no option left anywhere)
+means every class of equivalent interleavings was explored. With
 ``preemption_bound`` set, options that would exceed it are not tried (as dfs does), and the claim is for schedules
 within the bound.
 
@@ -51,7 +55,7 @@ from racecheck import runtime
 from racecheck.errors import ReplayDivergence
 from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, Access
 from racecheck.runtime.chooser import Chooser
-from racecheck.search.analysis import Analysis, Step, _bits, at_the_block, steps_of
+from racecheck.search.analysis import Analysis, Step, at_the_block, bits_of, steps_of
 from racecheck.search.dependency import dependent
 from racecheck.search.strategy import Strategy
 
@@ -92,7 +96,7 @@ class Node:
     def pending(self, bound: int | None) -> list[int]:
         """Indices still to explore, in option order: in the backtrack set, not done, not asleep, within bound."""
         left = []
-        for index in _bits(self.backtrack & ~self.done):
+        for index in bits_of(self.backtrack & ~self.done):
             if self.kind == THREAD and self.options[index] in self.sleep:
                 continue
             if bound is not None and self.costly and index and self.used + 1 > bound:
@@ -190,7 +194,7 @@ class DPORChooser(Chooser):
         if run is not None:
             if node.kind == THREAD:
                 self.branch_at = len(run.trace)
-                for index in _bits(node.done & ~(1 << node.chosen)):
+                for index in bits_of(node.done & ~(1 << node.chosen)):
                     tid = node.options[index]
                     if tid in node.explored:
                         self.sleep[tid] = node.explored[tid]
@@ -322,7 +326,7 @@ class DPOR(Strategy):
             done_steps = at_the_block(done_steps, chooser.blocked)
         # Races whose later step was already in the replayed prefix were found when that prefix first ran.
         fresh = base
-        if chooser.prefix:
+        if chooser.prefix and not base:
             branch = chooser.prefix[-1].step
             fresh = base + next((k for k, (_, number, _) in enumerate(done_steps) if number >= branch or number < 0),
                                 len(done_steps))
@@ -337,11 +341,15 @@ class DPOR(Strategy):
         holds: dict[str, list[tuple[int, int, int]]] = {}  # per lock, who held it when (for races taking a lock)
         for i, j in found:
             starts = [i]
-            if any(access.kind == ACQUIRE for access in accesses_of[j]):
-                starts += analysis.blocked_since(i, j, holds)
+            for access in accesses_of[j]:
+                if access.kind == ACQUIRE:
+                    starts += analysis.blocked_since(i, j, holds)
+                    break
             for at in starts:
                 node = at_step.get(numbers[at])
-                if node is not None:  # else the step ran alone: there was no other option at that point
+                # None: the step ran alone, there was no other option at that point; nothing left to add where
+                # every option is to be tried already
+                if node is not None and node.backtrack != (1 << len(node.options)) - 1:
                     self._reverse(node, analysis.initials(at, j))
 
         def could_run(tid: int, first: int, last: int) -> bool:
@@ -353,16 +361,16 @@ class DPOR(Strategy):
 
         waiting = analysis.waiting_races(fresh, could_run)
         if waiting:
-            thread_nodes = [node for node in path if node.kind == THREAD]
             tids = analysis.tids
+            first = path[0].step if path else 0
             for i, j in waiting:
                 tid = tids[j]
                 # The waiting thread goes first at the last decision up to i where it could run at all: where it
                 # could not, trying everyone (Flanagan and Godefroid's fallback) only repeats classes, since what
                 # lets it run there is another race, reversed on its own.
-                number = numbers[i]
-                for node in reversed(thread_nodes):
-                    if node.step <= number and tid in node.options:
+                for number in range(numbers[i], first - 1, -1):
+                    node = at_step.get(number)
+                    if node is not None and tid in node.options:
                         self._reverse(node, [tid])
                         break
         self._advance(path)
@@ -378,7 +386,7 @@ class DPOR(Strategy):
         if not wanted:
             node.backtrack |= (1 << len(options)) - 1  # none of them could run there: try everyone
         elif not node.backtrack & wanted:
-            for index in _bits(wanted):  # the first in option order that is awake
+            for index in bits_of(wanted):  # the first in option order that is awake
                 if options[index] not in node.sleep:
                     node.backtrack |= 1 << index
                     return
