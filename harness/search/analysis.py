@@ -140,10 +140,15 @@ class Analysis:
         del tids[n:], self.numbers[n:], self.accesses[n:], self.before[n:], previous[n:]
         self.real = min(self.real, n)
 
-    def add(self, tid: int, number: int, accesses: Accesses, report: bool) -> list[tuple[int, int]]:
+    def add(self, tid: int, number: int, accesses: Accesses, report: bool,
+            could_run: Callable[[int, int, int], bool] | None = None,
+            waiting: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
         """Take the step as the next one; with ``report``, its races: every earlier step i of another thread that
         conflicts with it and is not ordered before it through other steps (so the pair could run the other way
         round), a start and its thread's first step or an end and a join excepted (never the other way).
+
+        With ``report`` and ``waiting``, the races its wait hid go to ``waiting`` too (``waiting_races``; asked
+        here, while the masks hold the steps before it, so an execution's steps are read once).
 
         Every step also reads the scheduler's fairness (``FAIRNESS_READ``), which is not in ``accesses``: it
         conflicts with the steps that wrote it (``masks`` has them), and a step that writes it conflicts with
@@ -151,6 +156,17 @@ class Analysis:
         tids = self.tids
         j = len(tids)
         bit = 1 << j
+        before = self.before
+        previous = self.last_of.get(tid)
+        waited = False
+        if report and waiting is not None:
+            if previous is None or number < 0:
+                waited = True
+            else:
+                after = self.numbers[previous] + 1
+                waited = after != number and not could_run(tid, after, number - 1)
+            if waited:
+                waiting.extend(self._hidden(j, tid, -1 if previous is None else previous, accesses))
         masks, conflict = self.masks, self.conflict
         conflicting = 0
         fairness = masks.get(FAIRNESS_OBJ)
@@ -180,8 +196,6 @@ class Analysis:
                 touched[obj] |= bit
             if obj is FAIRNESS_OBJ and conflict[kind][READ]:
                 conflicting |= bit - 1
-        before = self.before
-        previous = self.last_of.get(tid)
         if previous is None:
             own = closure = 0
             self.previous.append(-1)
@@ -203,9 +217,7 @@ class Analysis:
                 rest &= ~earlier
             if len(found) > 1:
                 found.reverse()
-            self.accesses.append(accesses)
-        else:
-            self.accesses.append(accesses)
+        self.accesses.append(accesses)
         tids.append(tid)
         self.numbers.append(number)
         before.append(closure)
@@ -225,57 +237,42 @@ class Analysis:
                 return only_enables((*earlier, FAIRNESS_READ), (*later, FAIRNESS_READ))
         return False
 
-    def waiting_races(self, fresh: int, could_run: Callable[[int, int, int], bool]) -> list[tuple[int, int]]:
-        """Races a blocking operation hides (Flanagan and Godefroid's rule for disabled transitions), as pairs
-        (i, j) with ``j >= fresh``: while j's thread waited at j (from its previous step on), every step i of
-        another thread that conflicts with j; and the last such step before that, unless it happens before the
-        wait began. A get that found the queue emptied by another thread's get, and ran once that thread put the
-        item back, races with that get, though the put orders the two: at the decision before the get, j's
-        thread could have gone first.
-
-        Only a thread that could not run at some step between its previous one and j waited: ``could_run(tid,
-        first, last)`` says whether it was among the candidates at every step numbered ``first`` to ``last``. One
-        that could run throughout was never disabled, and its races are the ordinary ones ``add`` finds."""
-        masks, reorderable, before = self.masks, self.reorderable, self.before
-        numbers, tids = self.numbers, self.tids
-        with_all = self.reorder_all
-        found: list[tuple[int, int]] = []
-        for j in range(fresh, len(tids)):
-            start = self.previous[j]
-            number = numbers[j]
-            if start >= 0 and number >= 0:
-                after = numbers[start] + 1
-                if after == number or could_run(tids[j], after, number - 1):
-                    continue
-            upto = (1 << (start + 1)) - 1  # the steps up to the thread's previous one
-            window = ((1 << j) - 1) & ~upto  # the steps while it waited: none of them its own
-            others = ~self.of_thread[tids[j]]
-            pairs = 0
-            # Its implicit read of the fairness first (racing with the yields), then what it names.
-            fairness = masks.get(FAIRNESS_OBJ)
-            for obj, kind, _path, _parent in ((FAIRNESS_READ,) if fairness else ()) + self.accesses[j]:
-                kinds = masks.get(obj)
-                if kinds is None:
-                    continue
+    def _hidden(self, j: int, tid: int, start: int, accesses: Accesses) -> list[tuple[int, int]]:
+        """Races a blocking operation hides (Flanagan and Godefroid's rule for disabled transitions), for a step j
+        (not yet added) of thread ``tid`` that waited since its previous step ``start`` (-1: none): every step i of
+        another thread that conflicts with j while it waited; and the last such step before that, unless it
+        happens before the wait began. A get that found the queue emptied by another thread's get, and ran once
+        that thread put the item back, races with that get, though the put orders the two: at the decision before
+        the get, j's thread could have gone first."""
+        masks, reorderable, with_all = self.masks, self.reorderable, self.reorder_all
+        upto = (1 << (start + 1)) - 1  # the steps up to the thread's previous one
+        window = ((1 << j) - 1) & ~upto  # the steps while it waited: none of them its own
+        others = ~self.of_thread.get(tid, 0)
+        pairs = 0
+        # Its implicit read of the fairness first (racing with the yields), then what it names.
+        for obj, kind, _path, _parent in ((FAIRNESS_READ,) if FAIRNESS_OBJ in masks else ()) + accesses:
+            kinds = masks.get(obj)
+            racing = 0
+            if kinds is None:
+                pass
+            elif kind in with_all:
+                racing = self.touched[obj]
+            else:
                 row = reorderable[kind]
-                if kind in with_all:
-                    racing = self.touched[obj]
-                else:
-                    racing = 0
-                    for earlier_kind, steps in kinds.items():
-                        if row[earlier_kind]:
-                            racing |= steps
-                if obj is FAIRNESS_OBJ and row[READ]:
-                    racing |= (1 << j) - 1  # every earlier step read it
-                pairs |= racing & window
-                last = racing & upto & others
-                if last:  # the last conflicting step before the wait
-                    k = last.bit_length() - 1
-                    if start < 0 or not (before[start] >> k) & 1:
-                        pairs |= 1 << k
-            if pairs:
-                found.extend((i, j) for i in bits_of(pairs))
-        return found
+                for earlier_kind, steps in kinds.items():
+                    if row[earlier_kind]:
+                        racing |= steps
+            if obj is FAIRNESS_OBJ and reorderable[kind][READ]:
+                racing |= (1 << j) - 1  # every earlier step read it
+            if not racing:
+                continue
+            pairs |= racing & window
+            last = racing & upto & others
+            if last:  # the last conflicting step before the wait
+                k = last.bit_length() - 1
+                if start < 0 or not (self.before[start] >> k) & 1:
+                    pairs |= 1 << k
+        return [(i, j) for i in bits_of(pairs)] if pairs else []
 
     def initials(self, i: int, j: int) -> list[int]:
         """The threads that could start the reversal of race (i, j) at the decision before i (Abdulla et al.'s

@@ -332,11 +332,21 @@ class DPOR(Strategy):
                                 len(done_steps))
         shared = base + analysis.shared(done_steps, fresh - base) if base == 0 else base
         analysis.rewind(shared)
-        found = []
+
+        def could_run(tid: int, first: int, last: int) -> bool:
+            """Whether thread ``tid`` was among the candidates at every step numbered ``first`` to ``last``."""
+            for number in range(first, last + 1):
+                node = at_step.get(number)
+                if node is None or tid not in node.options:  # it ran alone: nobody else could
+                    return False
+            return True
+
+        found: list[tuple[int, int]] = []
+        waiting: list[tuple[int, int]] = []
         add = analysis.add
         for index in range(shared - base, len(done_steps)):
             tid, number, accesses = done_steps[index]
-            found += add(tid, number, accesses, base + index >= fresh)
+            found += add(tid, number, accesses, base + index >= fresh, could_run, waiting)
         numbers, accesses_of = analysis.numbers, analysis.accesses
         holds: dict[str, list[tuple[int, int, int]]] = {}  # per lock, who held it when (for races taking a lock)
         for i, j in found:
@@ -352,14 +362,6 @@ class DPOR(Strategy):
                 if node is not None and node.backtrack != (1 << len(node.options)) - 1:
                     self._reverse(node, analysis.initials(at, j))
 
-        def could_run(tid: int, first: int, last: int) -> bool:
-            for number in range(first, last + 1):
-                node = at_step.get(number)
-                if node is None or tid not in node.options:  # it ran alone: nobody else could
-                    return False
-            return True
-
-        waiting = analysis.waiting_races(fresh, could_run)
         if waiting:
             tids = analysis.tids
             first = path[0].step if path else 0
