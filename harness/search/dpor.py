@@ -267,6 +267,9 @@ class DPORChooser(Chooser):
             while last >= 0 and trace[last].switch == "info":
                 last -= 1
             base = analysis.covering(trace[last].step if last >= 0 else None)
+            if base > 0 and [(analysis.tids[base - 1], analysis.numbers[base - 1], analysis.accesses[base - 1])] != \
+                    steps_of(trace[last:self.branch_at]):
+                base = -1  # the replay's last step before the branch is not the one analysed: read it all again
             start = self.branch_at if base >= 0 else 0
             base = max(base, 0)
         steps = steps_of(trace[start:] if start else trace, True)
