@@ -65,7 +65,8 @@ class Analysis:
     """Happens-before over an execution's steps, built step by step and rewound to a shared prefix.
 
     Per step: its thread, trace number, accesses, ``before`` (the steps that happen before it, as bits) and its
-    thread's previous step. Per object and kind of access, the steps with such an access (``masks``), and per
+    thread's previous step. Per object and kind of access, the steps with such an access (``masks``), per object
+    every step that touched it (``touched``: a kind that conflicts with every kind reads that one mask), and per
     thread its steps: which earlier steps conflict with a new one is an ``|`` of the masks of the kinds that
     conflict with its own. Rewinding clears the bits of the forgotten steps from the masks they were set in.
 
@@ -91,9 +92,6 @@ class Analysis:
         self.touched: dict[str, int] = {}  # object -> every step that touched it
         self.with_all = frozenset(b for b in KINDS if all(self.conflict[b].values()))  # kinds that conflict with all
         self.reorder_all = frozenset(b for b in KINDS if all(self.reorderable[b].values()))
-
-    def __len__(self) -> int:
-        return len(self.tids)
 
     def shared(self, steps: Sequence[Step], limit: int) -> int:
         """How many of ``steps`` (at most ``limit``) are the steps already analysed."""
@@ -147,8 +145,10 @@ class Analysis:
         conflicts with it and is not ordered before it through other steps (so the pair could run the other way
         round), a start and its thread's first step or an end and a join excepted (never the other way).
 
-        With ``report`` and ``waiting``, the races its wait hid go to ``waiting`` too (``waiting_races``; asked
-        here, while the masks hold the steps before it, so an execution's steps are read once).
+        With ``report`` and ``waiting``, the races its wait hid go to ``waiting`` too (``_hidden``), if its thread
+        waited: ``could_run(tid, first, last)`` says whether the thread was among the candidates at every step
+        numbered ``first`` to ``last`` since its previous step; one that was never disabled has only the races
+        above. Asked here, while the masks hold the steps before it, so an execution's steps are read once.
 
         Every step also reads the scheduler's fairness (``FAIRNESS_READ``), which is not in ``accesses``: it
         conflicts with the steps that wrote it (``masks`` has them), and a step that writes it conflicts with

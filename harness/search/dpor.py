@@ -317,23 +317,31 @@ class DPOR(Strategy):
         path = chooser.path
         if chooser.redundant:
             self.redundant += 1
-        analysis = self.analysis
-        base, done_steps = chooser.finish(analysis)
         self._follow(path, min(len(chooser.prefix), len(path)))
-        at_step = self.at_step
+        found, waiting = self._analyse(chooser)
+        self._plan(found, waiting, path)
+        self._advance(path)
+
+    def _analyse(self, chooser: DPORChooser) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """Take the execution's new steps into the analysis: the races of the steps after the replayed prefix, and
+        the races their waits hid (races whose later step was in the prefix were found when it first ran)."""
+        analysis, at_step = self.analysis, self.at_step
+        base, done_steps = chooser.finish(analysis)
         for _tid, number, accesses in done_steps:
             node = at_step.get(number)
             if node is not None:
                 node.explore(node.options[node.chosen], (*accesses, FAIRNESS_READ))
         if chooser.blocked is not None:
             done_steps = at_the_block(done_steps, chooser.blocked)
-        # Races whose later step was already in the replayed prefix were found when that prefix first ran.
-        fresh = base
-        if chooser.prefix and not base:
-            branch = chooser.prefix[-1].step
-            fresh = base + next((k for k, (_, number, _) in enumerate(done_steps) if number >= branch or number < 0),
-                                len(done_steps))
-        shared = base + analysis.shared(done_steps, fresh - base) if base == 0 else base
+        if base:  # the analysis holds the prefix already: every step here is new
+            fresh = shared = base
+        else:
+            fresh = 0
+            if chooser.prefix:
+                branch = chooser.prefix[-1].step
+                fresh = next((k for k, (_, number, _) in enumerate(done_steps) if number >= branch or number < 0),
+                             len(done_steps))
+            shared = analysis.shared(done_steps, fresh)
         analysis.rewind(shared)
 
         def could_run(tid: int, first: int, last: int) -> bool:
@@ -350,6 +358,13 @@ class DPOR(Strategy):
         for index in range(shared - base, len(done_steps)):
             tid, number, accesses = done_steps[index]
             found += add(tid, number, accesses, base + index >= fresh, could_run, waiting)
+        return found, waiting
+
+    def _plan(self, found: list[tuple[int, int]], waiting: list[tuple[int, int]], path: list[Node]) -> None:
+        """Add to the backtrack sets what reverses each race: an initial of the reversal at the decision before
+        its first step (and before the acquire of a lock held there); for a race a wait hid, the waiting thread at
+        the last decision up to its first step where it could run."""
+        analysis, at_step = self.analysis, self.at_step
         numbers, accesses_of = analysis.numbers, analysis.accesses
         holds: dict[str, list[tuple[int, int, int]]] = {}  # per lock, who held it when (for races taking a lock)
         for i, j in found:
@@ -364,21 +379,18 @@ class DPOR(Strategy):
                 # every option is to be tried already
                 if node is not None and node.backtrack != (1 << len(node.options)) - 1:
                     self._reverse(node, analysis.initials(at, j))
-
         if waiting:
             tids = analysis.tids
             first = path[0].step if path else 0
             for i, j in waiting:
                 tid = tids[j]
-                # The waiting thread goes first at the last decision up to i where it could run at all: where it
-                # could not, trying everyone (Flanagan and Godefroid's fallback) only repeats classes, since what
-                # lets it run there is another race, reversed on its own.
+                # Where it could not run, trying everyone (Flanagan and Godefroid's fallback) only repeats classes,
+                # since what lets it run there is another race, reversed on its own.
                 for number in range(numbers[i], first - 1, -1):
                     node = at_step.get(number)
                     if node is not None and tid in node.options:
                         self._reverse(node, [tid])
                         break
-        self._advance(path)
 
     @staticmethod
     def _reverse(node: Node, starters: list[int]) -> None:
