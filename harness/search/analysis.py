@@ -138,94 +138,93 @@ class Analysis:
         del tids[n:], self.numbers[n:], self.accesses[n:], self.before[n:], previous[n:]
         self.real = min(self.real, n)
 
-    def add(self, tid: int, number: int, accesses: Accesses, report: bool,
-            could_run: Callable[[int, int, int], bool] | None = None,
-            waiting: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
-        """Take the step as the next one; with ``report``, its races: every earlier step i of another thread that
-        conflicts with it and is not ordered before it through other steps (so the pair could run the other way
-        round), a start and its thread's first step or an end and a join excepted (never the other way).
+    def extend(self, steps: Sequence[Step], fresh: int, could_run: Callable[[int, int, int], bool] | None = None,
+               waiting: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
+        """Take ``steps`` as the next ones; for each that lands at position ``fresh`` or later, its races: every
+        earlier step i of another thread that conflicts with it and is not ordered before it through other steps
+        (so the pair could run the other way round), a start and its thread's first step or an end and a join
+        excepted (never the other way). In one call, since the search pays this for every schedule.
 
-        With ``report`` and ``waiting``, the races its wait hid go to ``waiting`` too (``_hidden``), if its thread
-        waited: ``could_run(tid, first, last)`` says whether the thread was among the candidates at every step
-        numbered ``first`` to ``last`` since its previous step; one that was never disabled has only the races
-        above. Asked here, while the masks hold the steps before it, so an execution's steps are read once.
+        With ``waiting``, the races a fresh step's wait hid go there too (``_hidden``), if its thread waited:
+        ``could_run(tid, first, last)`` says whether the thread was among the candidates at every step numbered
+        ``first`` to ``last`` since its previous step; one that was never disabled has only the races above. Asked
+        while the masks hold the steps before it, so an execution's steps are read once.
 
-        Every step also reads the scheduler's fairness (``FAIRNESS_READ``), which is not in ``accesses``: it
+        Every step also reads the scheduler's fairness (``FAIRNESS_READ``), which is not in its accesses: it
         conflicts with the steps that wrote it (``masks`` has them), and a step that writes it conflicts with
         every earlier step."""
-        tids = self.tids
-        j = len(tids)
-        bit = 1 << j
-        before = self.before
-        previous = self.last_of.get(tid)
-        waited = False
-        if report and waiting is not None:
-            if previous is None or number < 0:
-                waited = True
-            else:
-                after = self.numbers[previous] + 1
-                waited = after != number and not could_run(tid, after, number - 1)
-            if waited:
-                waiting.extend(self._hidden(j, tid, -1 if previous is None else previous, accesses))
-        masks, conflict = self.masks, self.conflict
-        conflicting = 0
-        fairness = masks.get(FAIRNESS_OBJ)
-        if fairness is not None:
-            row = self.read_row
-            for earlier_kind, steps in fairness.items():
-                if row[earlier_kind]:
-                    conflicting |= steps
-        touched, with_all = self.touched, self.with_all
-        for obj, kind, _path, _parent in accesses:
-            kinds = masks.get(obj)
-            if kinds is None:
-                masks[obj] = {kind: bit}
-                touched[obj] = bit
-            else:
-                if kind in with_all:  # conflicts with every kind: with every step that touched the object
-                    conflicting |= touched[obj]
+        tids, numbers, all_accesses, before, previous_of = self.tids, self.numbers, self.accesses, self.before, \
+            self.previous
+        last_of, of_thread = self.last_of, self.of_thread
+        masks, conflict, touched, with_all, read_row = self.masks, self.conflict, self.touched, self.with_all, \
+            self.read_row
+        found: list[tuple[int, int]] = []
+        for tid, number, accesses in steps:
+            j = len(tids)
+            bit = 1 << j
+            report = j >= fresh
+            previous = last_of.get(tid)
+            if report and waiting is not None:
+                if previous is None or number < 0:
+                    waiting.extend(self._hidden(j, tid, -1 if previous is None else previous, accesses))
                 else:
-                    row = conflict[kind]
-                    for earlier_kind, steps in kinds.items():
-                        if row[earlier_kind]:
-                            conflicting |= steps
-                if kind in kinds:
-                    kinds[kind] |= bit
+                    after = numbers[previous] + 1
+                    if after != number and not could_run(tid, after, number - 1):
+                        waiting.extend(self._hidden(j, tid, previous, accesses))
+            conflicting = 0
+            fairness = masks.get(FAIRNESS_OBJ)
+            if fairness is not None:
+                for earlier_kind, earlier_steps in fairness.items():
+                    if read_row[earlier_kind]:
+                        conflicting |= earlier_steps
+            for obj, kind, _path, _parent in accesses:
+                kinds = masks.get(obj)
+                if kinds is None:
+                    masks[obj] = {kind: bit}
+                    touched[obj] = bit
                 else:
-                    kinds[kind] = bit
-                touched[obj] |= bit
-            if obj is FAIRNESS_OBJ and conflict[kind][READ]:
-                conflicting |= bit - 1
-        if previous is None:
-            own = closure = 0
-            self.previous.append(-1)
-        else:
-            own = closure = before[previous] | (1 << previous)
-            self.previous.append(previous)
-        # Of the conflicting steps not already before it through its own thread, the latest comes first: what it
-        # comes after is not a race of this step, and the next latest that is left is.
-        rest = conflicting & (bit - 1) & ~own
-        found = []
-        if rest:
-            all_accesses = self.accesses
-            while rest:
-                i = rest.bit_length() - 1
-                earlier = before[i] | (1 << i)
-                if report and not self._only_enables(all_accesses[i], accesses):
-                    found.append((i, j))
-                closure |= earlier
-                rest &= ~earlier
-            if len(found) > 1:
-                found.reverse()
-        self.accesses.append(accesses)
-        tids.append(tid)
-        self.numbers.append(number)
-        before.append(closure)
-        self.last_of[tid] = j
-        of_thread = self.of_thread
-        of_thread[tid] = of_thread.get(tid, 0) | bit
-        if number >= 0 and self.real == j:
-            self.real = j + 1
+                    if kind in with_all:  # conflicts with every kind: with every step that touched the object
+                        conflicting |= touched[obj]
+                    else:
+                        row = conflict[kind]
+                        for earlier_kind, earlier_steps in kinds.items():
+                            if row[earlier_kind]:
+                                conflicting |= earlier_steps
+                    if kind in kinds:
+                        kinds[kind] |= bit
+                    else:
+                        kinds[kind] = bit
+                    touched[obj] |= bit
+                if obj is FAIRNESS_OBJ and conflict[kind][READ]:
+                    conflicting |= bit - 1
+            if previous is None:
+                own = closure = 0
+                previous_of.append(-1)
+            else:
+                own = closure = before[previous] | (1 << previous)
+                previous_of.append(previous)
+            # Of the conflicting steps not already before it through its own thread, the latest comes first: what
+            # it comes after is not a race of this step, and the next latest that is left is.
+            rest = conflicting & (bit - 1) & ~own
+            if rest:
+                mine = []
+                while rest:
+                    i = rest.bit_length() - 1
+                    earlier = before[i] | (1 << i)
+                    if report and not self._only_enables(all_accesses[i], accesses):
+                        mine.append((i, j))
+                    closure |= earlier
+                    rest &= ~earlier
+                mine.reverse()
+                found += mine
+            all_accesses.append(accesses)
+            tids.append(tid)
+            numbers.append(number)
+            before.append(closure)
+            last_of[tid] = j
+            of_thread[tid] = of_thread.get(tid, 0) | bit
+            if number >= 0 and self.real == j:
+                self.real = j + 1
         return found
 
     @staticmethod

@@ -352,12 +352,8 @@ class DPOR(Strategy):
                     return False
             return True
 
-        found: list[tuple[int, int]] = []
         waiting: list[tuple[int, int]] = []
-        add = analysis.add
-        for index in range(shared - base, len(done_steps)):
-            tid, number, accesses = done_steps[index]
-            found += add(tid, number, accesses, base + index >= fresh, could_run, waiting)
+        found = analysis.extend(done_steps[shared - base:] if shared > base else done_steps, fresh, could_run, waiting)
         return found, waiting
 
     def _plan(self, found: list[tuple[int, int]], waiting: list[tuple[int, int]], path: list[Node]) -> None:
