@@ -99,6 +99,7 @@ def test_dpor_sees_what_unbounded_dfs_sees_on_generated_programs(program):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # 300 programs, each through unbounded dfs: ~10 minutes alone, more beside other work
 @settings(max_examples=300, deadline=None, suppress_health_check=HEALTH, database=None)
 @given(programs(5))
 def test_dpor_sees_what_unbounded_dfs_sees_on_more_generated_programs(program):
