@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from racecheck.runtime.access import ACQUIRE, FAIRNESS_OBJ, FAIRNESS_READ, KINDS, READ, RELEASE, Access
+from racecheck.runtime.access import ACQUIRE, FAIRNESS_OBJ, FAIRNESS_READ, KINDS, READ, RELEASE, WRITE, Access
 from racecheck.search.dependency import ENABLING, only_enables
 from racecheck.search.dependency import KINDS_CONFLICT as CONFLICT
 
@@ -31,6 +31,10 @@ Accesses = tuple[Access, ...]
 # pseudo-step: what a thread was about to do when the analysis stops (a deadlock, the state a run was cut at).
 Step = tuple[int, int, Accesses]
 _ENABLERS = frozenset(first for first, _ in ENABLING)  # a conflict can only enable when the earlier step has one
+# What a thread would still have done when a failure elsewhere cut the run short: unknown, so it conflicts with every
+# step (the search then tries the thread before the steps it could have gone before, and reads what it does there).
+REST_OBJ = "the rest of a thread"
+REST = Access(REST_OBJ, WRITE)
 
 
 def steps_of(trace: Sequence[Any], complete: bool = True) -> list[Step]:
@@ -165,8 +169,11 @@ class Analysis:
             report = j >= fresh
             previous = last_of.get(tid)
             if report and waiting is not None:
-                if previous is None or number < 0:
-                    waiting.extend(self._hidden(j, tid, -1 if previous is None else previous, accesses))
+                if previous is None:
+                    waiting.extend(self._hidden(j, tid, -1, accesses))
+                elif number < 0:  # what it was about to do at the end: waited, unless cut short while it could run
+                    if REST not in accesses or not could_run(tid, numbers[previous] + 1, numbers[self.real - 1]):
+                        waiting.extend(self._hidden(j, tid, previous, accesses))
                 else:
                     after = numbers[previous] + 1
                     if after != number and not could_run(tid, after, number - 1):
@@ -195,7 +202,7 @@ class Analysis:
                     else:
                         kinds[kind] = bit
                     touched[obj] |= bit
-                if obj is FAIRNESS_OBJ and conflict[kind][READ]:
+                if (obj is FAIRNESS_OBJ and conflict[kind][READ]) or obj is REST_OBJ:
                     conflicting |= bit - 1
             if previous is None:
                 own = closure = 0
@@ -261,8 +268,8 @@ class Analysis:
                 for earlier_kind, steps in kinds.items():
                     if row[earlier_kind]:
                         racing |= steps
-            if obj is FAIRNESS_OBJ and reorderable[kind][READ]:
-                racing |= (1 << j) - 1  # every earlier step read it
+            if (obj is FAIRNESS_OBJ and reorderable[kind][READ]) or obj is REST_OBJ:
+                racing |= (1 << j) - 1  # every earlier step read the fairness; the rest of a thread is unknown
             if not racing:
                 continue
             pairs |= racing & window

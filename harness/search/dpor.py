@@ -17,7 +17,8 @@ POPL 2005; Godefroid 1996), in its stateless form:
   there (blocked, not yet started), every candidate there is added, which keeps the search sound for threads
   that block, wait on time or are started later.
 * Threads still waiting when the run ended (a deadlock, a blocked background thread) take part with the operation
-  they were waiting in, so orders that would have let them run are tried too.
+  they were waiting in, so orders that would have let them run are tried too. A thread that a failure elsewhere
+  stopped takes part with an unknown rest (``analysis.REST``), which conflicts with every step.
 * Blocking hides races: a step that waited (a get on a queue another thread emptied and refilled, an acquire of a
   lock held across several steps) is ordered after the other thread's steps through the one that let it go, so no
   race names the earlier step it could have preceded. Two rules from Flanagan and Godefroid's treatment of
@@ -55,7 +56,7 @@ from racecheck import runtime
 from racecheck.errors import ReplayDivergence
 from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, Access
 from racecheck.runtime.chooser import Chooser
-from racecheck.search.analysis import Analysis, Step, at_the_block, bits_of, steps_of
+from racecheck.search.analysis import REST, Analysis, Step, at_the_block, bits_of, steps_of
 from racecheck.search.dependency import dependent
 from racecheck.search.strategy import Strategy
 
@@ -273,11 +274,18 @@ class DPORChooser(Chooser):
             start = self.branch_at if base >= 0 else 0
             base = max(base, 0)
         steps = steps_of(trace[start:] if start else trace, True)
+        # A failure other than a deadlock stops the run wherever the other threads were: what they would still have
+        # done is unknown (``REST``), where a deadlocked or parked thread's next operation is all there is.
+        failure = getattr(self.run, "failure", None)
+        cut = failure is not None and failure.kind != "deadlock"
         for rec in getattr(self.run, "threads", ()):
             # Unwound at the end (a deadlock, a failure elsewhere, a parked background thread): its record keeps
             # the operation it waited in; a thread that ended says "exit".
-            if getattr(rec, "launched", False) and getattr(rec, "op", "exit") != "exit" and getattr(rec, "access", ()):
-                steps.append((rec.tid, -1, tuple(rec.access)))
+            if getattr(rec, "launched", False) and getattr(rec, "op", "exit") != "exit":
+                if cut:
+                    steps.append((rec.tid, -1, (*getattr(rec, "access", ()), REST)))
+                elif getattr(rec, "access", ()):
+                    steps.append((rec.tid, -1, tuple(rec.access)))
         return base, steps
 
 

@@ -17,6 +17,7 @@ import pytest
 import racecheck
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from racecheck.fakefs.spec import FakeFS
 from racecheck.search import coverage, dependency, dpor
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
@@ -121,6 +122,22 @@ BREAKS_THE_ASSUMPTION = {"missed_wakeup": "interleavings: dfs 3, dpor 2"}
 def test_dpor_sees_what_unbounded_dfs_sees_on_the_classic_bugs(name):
     expected = [BREAKS_THE_ASSUMPTION[name]] if name in BREAKS_THE_ASSUMPTION else []
     assert differences(getattr(classic_bugs, name), cap=200_000) == expected
+
+
+# Value choices: a fault drawn on the fake filesystem (EIO on the k-th eligible operation, whichever thread makes
+# it) is a branch of its own, and a thread that fails stops the run wherever the others were: what they would
+# still have done is unknown, so dpor must try them before the steps they could have gone before.
+FAULT_PROGRAMS = [
+    pytest.param((("write_a", "read_a"), ("remove_a",)), FakeFS(eio={"write"}, fault_window=2), id="eio-writes"),
+    pytest.param((("write_a", "read_a"), ("remove_a",)), FakeFS(eio=True, fault_window=2), id="eio-any"),
+    pytest.param((("write_a", "listdir"), ("write_b", "read_a")), FakeFS(eio={"write"}, fault_window=2),
+                 id="eio-listing"),
+]
+
+
+@pytest.mark.parametrize("program, spec", FAULT_PROGRAMS)
+def test_dpor_sees_what_unbounded_dfs_sees_with_faults_drawn(program, spec):
+    assert differences(dpor_programs.make_test(program), spec) == []
 
 
 def test_two_threads_writing_their_own_files_are_one_class_in_one_schedule():
