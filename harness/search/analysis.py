@@ -3,10 +3,9 @@ races, and the races that blocking hides.
 
 A step is a thread's operation at a scheduling point and the code it ran until its next one, with everything it
 touched (its notes' accesses included; the read of the scheduler's fairness every step makes is left implicit,
-see ``Analysis.add``). Happens-before
-is program order and conflicts (``racecheck.search.dependency``). The analysis is kept from one execution to the
-next (``Analysis``): the search's next execution replays a prefix of the last one, so only the steps after the
-shared prefix are analysed again.
+see ``Analysis.extend``). Happens-before is program order and conflicts (``racecheck.search.dependency``). The
+analysis is kept from one execution to the next (``Analysis``): the search's next execution replays a prefix of the
+last one, so only the steps after the shared prefix are analysed again.
 
 Sets of steps are ints with bit ``k`` for the execution's step ``k``: an execution has hundreds of steps, and the
 questions the search asks (which earlier steps conflict with this one, which of them are ordered before it, which
@@ -17,6 +16,7 @@ to a handful of int operations per access of each new step.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -112,15 +112,8 @@ class Analysis:
         or -1 when the analysis does not hold every one of them (the last execution was cut before them)."""
         if number is None:
             return 0
-        numbers, k = self.numbers, self.real
-        lo = 0
-        while lo < k:  # the real steps' numbers increase: the last one at most ``number``
-            mid = (lo + k) // 2
-            if numbers[mid] <= number:
-                lo = mid + 1
-            else:
-                k = mid
-        return lo if lo and numbers[lo - 1] == number else -1
+        count = bisect_right(self.numbers, number, 0, self.real)  # the real steps' numbers increase
+        return count if count and self.numbers[count - 1] == number else -1
 
     def rewind(self, n: int) -> None:
         """Forget the steps after the first ``n``."""
@@ -259,15 +252,14 @@ class Analysis:
         for obj, kind, _path, _parent in ((FAIRNESS_READ,) if FAIRNESS_OBJ in masks else ()) + accesses:
             kinds = masks.get(obj)
             racing = 0
-            if kinds is None:
-                pass
-            elif kind in with_all:
-                racing = self.touched[obj]
-            else:
-                row = reorderable[kind]
-                for earlier_kind, steps in kinds.items():
-                    if row[earlier_kind]:
-                        racing |= steps
+            if kinds is not None:
+                if kind in with_all:
+                    racing = self.touched[obj]
+                else:
+                    row = reorderable[kind]
+                    for earlier_kind, steps in kinds.items():
+                        if row[earlier_kind]:
+                            racing |= steps
             if (obj is FAIRNESS_OBJ and reorderable[kind][READ]) or obj is REST_OBJ:
                 racing |= (1 << j) - 1  # every earlier step read the fairness; the rest of a thread is unknown
             if not racing:

@@ -50,6 +50,7 @@ thread's next operation from a state does not depend on the order of steps that 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from racecheck import runtime
@@ -74,7 +75,7 @@ class Node:
 
     __slots__ = ("kind", "step", "options", "chosen", "backtrack", "done", "sleep", "explored", "costly", "used")
 
-    def __init__(self, kind: str, step: int, options: tuple[int, ...], chosen: int, sleep: dict[int, Accesses],
+    def __init__(self, kind: str, step: int, options: Sequence[int], chosen: int, sleep: dict[int, Accesses],
                  costly: bool, used: int) -> None:
         self.kind = kind
         self.step = step  # the trace step the decision chose (for a value: the step that made the choice)
