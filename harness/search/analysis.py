@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from racecheck.runtime.access import ACQUIRE, FAIRNESS_OBJ, FAIRNESS_READ, KINDS, READ, RELEASE, WRITE, Access
-from racecheck.search.dependency import ENABLING, only_enables
+from racecheck.search.dependency import ENABLING
 from racecheck.search.dependency import KINDS_CONFLICT as CONFLICT
 
 __racecheck_engine__ = True
@@ -30,11 +30,33 @@ Accesses = tuple[Access, ...]
 # A step as the search reads it: (thread, trace step number, everything it touched). The number is -1 for a
 # pseudo-step: what a thread was about to do when the analysis stops (a deadlock, the state a run was cut at).
 Step = tuple[int, int, Accesses]
-_ENABLERS = frozenset(first for first, _ in ENABLING)  # a conflict can only enable when the earlier step has one
 # What a thread would still have done when a failure elsewhere cut the run short: unknown, so it conflicts with every
 # step (the search then tries the thread before the steps it could have gone before, and reads what it does there).
 REST_OBJ = "the rest of a thread"
 REST = Access(REST_OBJ, WRITE)
+_SPECIAL = frozenset({FAIRNESS_OBJ, REST_OBJ})  # objects whose access conflicts with every earlier step's
+
+# How a later access of one kind to an object meets an earlier one of another: they commute (0), they conflict but
+# only ever in one order (a start before its thread's first step, an end before a join: ``dependency.ENABLING``),
+# or they conflict and could run the other way round (a race when nothing else orders them).
+ONE_WAY, REVERSIBLE = 1, 2
+_TABLE_CACHE: dict[tuple[bool, ...], tuple[Any, ...]] = {}
+
+
+def _tables() -> tuple[Any, ...]:
+    """The conflict table as per-kind lookups: (conflict, reorderable, order, reorder_all), rows by the
+    later access's kind. Read from ``dependency.KINDS_CONFLICT`` as it is when an analysis is made, and cached by
+    its values: a search makes one analysis, a test run thousands."""
+    key = tuple(CONFLICT.values())
+    tables = _TABLE_CACHE.get(key)
+    if tables is None:
+        conflict = {b: {a: CONFLICT[(a, b)] for a in KINDS} for b in KINDS}
+        reorderable = {b: {a: CONFLICT[(a, b)] and (a, b) not in ENABLING for a in KINDS} for b in KINDS}
+        order = {b: {a: REVERSIBLE if reorderable[b][a] else ONE_WAY if conflict[b][a] else 0 for a in KINDS}
+                 for b in KINDS}
+        reorder_all = frozenset(b for b in KINDS if all(reorderable[b].values()))
+        tables = _TABLE_CACHE[key] = (conflict, reorderable, order, reorder_all)
+    return tables
 
 
 def steps_of(trace: Sequence[Any], complete: bool = True) -> list[Step]:
@@ -68,11 +90,11 @@ def bits_of(mask: int) -> list[int]:
 class Analysis:
     """Happens-before over an execution's steps, built step by step and rewound to a shared prefix.
 
-    Per step: its thread, trace number, accesses, ``before`` (the steps that happen before it, as bits) and its
-    thread's previous step. Per object and kind of access, the steps with such an access (``masks``), per object
+    Per step: its thread, trace number, accesses and ``before`` (the steps that happen before it, as bits). Per
+    object and kind of access, the steps with such an access (``masks``), per object
     every step that touched it (``touched``: a kind that conflicts with every kind reads that one mask), and per
     thread its steps: which earlier steps conflict with a new one is an ``|`` of the masks of the kinds that
-    conflict with its own. Rewinding clears the bits of the forgotten steps from the masks they were set in.
+    conflict with its own. Rewinding clears the bits of the forgotten steps from every mask.
 
     The conflict table is read from ``dependency.KINDS_CONFLICT`` when the analysis is made (one per search), as
     a per-kind lookup: the inner loops ask it for every access of every step."""
@@ -82,20 +104,13 @@ class Analysis:
         self.numbers: list[int] = []
         self.accesses: list[Accesses] = []
         self.before: list[int] = []
-        self.previous: list[int] = []  # per step, its thread's step before it (-1: none)
         self.last_of: dict[int, int] = {}
         self.of_thread: dict[int, int] = {}  # thread -> its steps
         self.masks: dict[str, dict[str, int]] = {}  # object -> kind -> the steps with that access to it
         self.real = 0  # steps that are not pseudo-steps (pseudo-steps come last)
-        # kind -> kind of an earlier access -> whether the two conflict (and, apart, whether they could be reordered)
-        self.conflict: dict[str, dict[str, bool]] = {b: {a: CONFLICT[(a, b)] for a in KINDS} for b in KINDS}
-        self.reorderable: dict[str, dict[str, bool]] = {
-            b: {a: CONFLICT[(a, b)] and (a, b) not in ENABLING for a in KINDS} for b in KINDS
-        }
+        self.conflict, self.reorderable, self.order, self.reorder_all = _tables()
         self.read_row = self.conflict[READ]
         self.touched: dict[str, int] = {}  # object -> every step that touched it
-        self.with_all = frozenset(b for b in KINDS if all(self.conflict[b].values()))  # kinds that conflict with all
-        self.reorder_all = frozenset(b for b in KINDS if all(self.reorderable[b].values()))
 
     def shared(self, steps: Sequence[Step], limit: int) -> int:
         """How many of ``steps`` (at most ``limit``) are the steps already analysed."""
@@ -116,23 +131,30 @@ class Analysis:
         return count if count and self.numbers[count - 1] == number else -1
 
     def rewind(self, n: int) -> None:
-        """Forget the steps after the first ``n``."""
+        """Forget the steps after the first ``n``: their bits go from every mask. Per object and kind rather than
+        per forgotten step and access: an execution's objects are fewer than the accesses of the steps a new one
+        analyses again, and most masks have no bit to clear."""
         if len(self.tids) <= n:
             return
         keep = (1 << n) - 1
-        masks, last_of, of_thread, touched = self.masks, self.last_of, self.of_thread, self.touched
-        tids, previous = self.tids, self.previous
-        for k in range(len(tids) - 1, n - 1, -1):
-            for obj, kind, _path, _parent in self.accesses[k]:
-                masks[obj][kind] &= keep
-                touched[obj] &= keep
-            tid = tids[k]
-            if previous[k] < 0:
-                del last_of[tid]
-            else:
-                last_of[tid] = previous[k]
-            of_thread[tid] &= keep
-        del tids[n:], self.numbers[n:], self.accesses[n:], self.before[n:], previous[n:]
+        for kinds in self.masks.values():
+            for kind, steps in kinds.items():
+                if steps >> n:
+                    kinds[kind] = steps & keep
+        touched = self.touched
+        for obj, steps in touched.items():
+            if steps >> n:
+                touched[obj] = steps & keep
+        last_of, of_thread = self.last_of, self.of_thread
+        for tid, steps in of_thread.items():
+            if steps >> n:
+                steps &= keep
+                of_thread[tid] = steps
+                if steps:
+                    last_of[tid] = steps.bit_length() - 1
+                else:
+                    del last_of[tid]
+        del self.tids[n:], self.numbers[n:], self.accesses[n:], self.before[n:]
         self.real = min(self.real, n)
 
     def extend(self, steps: Sequence[Step], fresh: int, could_run: Callable[[int, int, int], bool] | None = None,
@@ -150,11 +172,11 @@ class Analysis:
         Every step also reads the scheduler's fairness (``FAIRNESS_READ``), which is not in its accesses: it
         conflicts with the steps that wrote it (``masks`` has them), and a step that writes it conflicts with
         every earlier step."""
-        tids, numbers, all_accesses, before, previous_of = self.tids, self.numbers, self.accesses, self.before, \
-            self.previous
+        tids, numbers, all_accesses, before = self.tids, self.numbers, self.accesses, self.before
         last_of, of_thread = self.last_of, self.of_thread
-        masks, conflict, touched, with_all, read_row = self.masks, self.conflict, self.touched, self.with_all, \
-            self.read_row
+        masks, order, touched, read_row = self.masks, self.order, self.touched, self.read_row
+        both_all = self.reorder_all  # kinds that conflict with every kind, either way
+        special = _SPECIAL
         found: list[tuple[int, int]] = []
         for tid, number, accesses in steps:
             j = len(tids)
@@ -171,38 +193,39 @@ class Analysis:
                     after = numbers[previous] + 1
                     if after != number and not could_run(tid, after, number - 1):
                         waiting.extend(self._hidden(j, tid, previous, accesses))
-            conflicting = 0
+            # The earlier steps it conflicts with, and of those the ones whose order could be the other way round
+            # (all but a start before its thread's first step and an end before a join on it).
+            conflicting = reversible = 0
             fairness = masks.get(FAIRNESS_OBJ)
             if fairness is not None:
                 for earlier_kind, earlier_steps in fairness.items():
                     if read_row[earlier_kind]:
                         conflicting |= earlier_steps
+                reversible = conflicting
             for obj, kind, _path, _parent in accesses:
                 kinds = masks.get(obj)
                 if kinds is None:
                     masks[obj] = {kind: bit}
                     touched[obj] = bit
                 else:
-                    if kind in with_all:  # conflicts with every kind: with every step that touched the object
-                        conflicting |= touched[obj]
+                    if kind in both_all:  # conflicts with every kind, either way: every step that touched the object
+                        earlier_steps = touched[obj]
+                        conflicting |= earlier_steps
+                        reversible |= earlier_steps
                     else:
-                        row = conflict[kind]
+                        row = order[kind]
                         for earlier_kind, earlier_steps in kinds.items():
-                            if row[earlier_kind]:
+                            how = row[earlier_kind]
+                            if how:
                                 conflicting |= earlier_steps
-                    if kind in kinds:
-                        kinds[kind] |= bit
-                    else:
-                        kinds[kind] = bit
+                                if how == REVERSIBLE:
+                                    reversible |= earlier_steps
+                    kinds[kind] = kinds.get(kind, 0) | bit
                     touched[obj] |= bit
-                if (obj is FAIRNESS_OBJ and conflict[kind][READ]) or obj is REST_OBJ:
+                if obj in special and (obj is REST_OBJ or order[kind][READ]):
                     conflicting |= bit - 1
-            if previous is None:
-                own = closure = 0
-                previous_of.append(-1)
-            else:
-                own = closure = before[previous] | (1 << previous)
-                previous_of.append(previous)
+                    reversible |= bit - 1
+            own = closure = 0 if previous is None else before[previous] | (1 << previous)
             # Of the conflicting steps not already before it through its own thread, the latest comes first: what
             # it comes after is not a race of this step, and the next latest that is left is.
             rest = conflicting & (bit - 1) & ~own
@@ -211,12 +234,13 @@ class Analysis:
                 while rest:
                     i = rest.bit_length() - 1
                     earlier = before[i] | (1 << i)
-                    if report and not self._only_enables(all_accesses[i], accesses):
+                    if report and (reversible >> i) & 1:
                         mine.append((i, j))
                     closure |= earlier
                     rest &= ~earlier
-                mine.reverse()
-                found += mine
+                if mine:
+                    mine.reverse()
+                    found += mine
             all_accesses.append(accesses)
             tids.append(tid)
             numbers.append(number)
@@ -227,15 +251,6 @@ class Analysis:
                 self.real = j + 1
         return found
 
-    @staticmethod
-    def _only_enables(earlier: Accesses, later: Accesses) -> bool:
-        """Whether the only conflicts of two steps are a start before its thread's first step or an end before a
-        join (``dependency.ENABLING``): asked only of an earlier step that starts or ends a thread."""
-        for access in earlier:
-            if access.kind in _ENABLERS:
-                return only_enables((*earlier, FAIRNESS_READ), (*later, FAIRNESS_READ))
-        return False
-
     def _hidden(self, j: int, tid: int, start: int, accesses: Accesses) -> list[tuple[int, int]]:
         """Races a blocking operation hides (Flanagan and Godefroid's rule for disabled transitions), for a step j
         (not yet added) of thread ``tid`` that waited since its previous step ``start`` (-1: none): every step i of
@@ -243,7 +258,7 @@ class Analysis:
         happens before the wait began. A get that found the queue emptied by another thread's get, and ran once
         that thread put the item back, races with that get, though the put orders the two: at the decision before
         the get, j's thread could have gone first."""
-        masks, reorderable, with_all = self.masks, self.reorderable, self.reorder_all
+        masks, reorderable, reorder_all = self.masks, self.reorderable, self.reorder_all
         upto = (1 << (start + 1)) - 1  # the steps up to the thread's previous one
         window = ((1 << j) - 1) & ~upto  # the steps while it waited: none of them its own
         others = ~self.of_thread.get(tid, 0)
@@ -253,7 +268,7 @@ class Analysis:
             kinds = masks.get(obj)
             racing = 0
             if kinds is not None:
-                if kind in with_all:
+                if kind in reorder_all:
                     racing = self.touched[obj]
                 else:
                     row = reorderable[kind]
