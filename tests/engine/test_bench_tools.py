@@ -1,10 +1,12 @@
-"""The performance pass's two deterministic tools run, and the fingerprint is the same in two processes.
+"""The performance pass's deterministic tools run, and the fingerprint is the same in two processes.
 
 ``benchmarks/fingerprint.py`` is how a performance change shows it left every schedule as it was; if it printed a
 different digest in another process (another hash seed), it could not tell a change from noise.
-``benchmarks/engine_counts.py`` is how such a change shows what it saved."""
+``benchmarks/engine_counts.py`` is how such a change shows what it saved, and ``benchmarks/search_instructions.py``
+what dpor's search costs per schedule against random's, in instructions (valgrind), where seconds are too noisy."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -36,3 +38,19 @@ def test_fingerprint_is_the_same_in_processes_with_other_hash_seeds():
 def test_engine_counts_split_the_engine_from_the_workload():
     out = _run("engine_counts.py", "--schedules", "3", "--top", "3", "--workload", "noop")
     assert "engine, all" in out and "scheduler.py:" in out and "x this" in out
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="search_instructions counts under valgrind")
+def test_search_instructions_counts_both_strategies_on_the_futures_program():
+    out = _run("search_instructions.py", "--no-scenarios", "--schedules", "4")
+    row = next(line for line in out.splitlines() if "futures_order_fixed" in line)
+    random_count, dpor_count, ratio = (cell.strip() for cell in row.split("│")[2:5])
+    assert int(random_count.replace(",", "")) > 100_000 and int(dpor_count.replace(",", "")) > 100_000
+    assert 0.5 < float(ratio) < 5
+
+
+def test_search_instructions_refuses_a_count_below_one_in_one_line():
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "search_instructions.py"),
+                           "--schedules", "0", "--no-scenarios"], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert done.stderr.strip().count("\n") == 0 and "at least 1" in done.stderr
