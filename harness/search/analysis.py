@@ -44,9 +44,9 @@ _TABLE_CACHE: dict[tuple[bool, ...], tuple[Any, ...]] = {}
 
 
 def _tables() -> tuple[Any, ...]:
-    """The conflict table as per-kind lookups: (conflict, reorderable, order, reorder_all), rows by the
-    later access's kind. Read from ``dependency.KINDS_CONFLICT`` as it is when an analysis is made, and cached by
-    its values: a search makes one analysis, a test run thousands."""
+    """The conflict table as per-kind lookups: ``order`` (later kind -> earlier kind -> 0, ``ONE_WAY`` or
+    ``REVERSIBLE``) and the kinds reversible with every kind. Read from ``dependency.KINDS_CONFLICT`` as it is when
+    an analysis is made, and cached by its values: a search makes one analysis, a test run thousands."""
     key = tuple(CONFLICT.values())
     tables = _TABLE_CACHE.get(key)
     if tables is None:
@@ -55,7 +55,7 @@ def _tables() -> tuple[Any, ...]:
         order = {b: {a: REVERSIBLE if reorderable[b][a] else ONE_WAY if conflict[b][a] else 0 for a in KINDS}
                  for b in KINDS}
         reorder_all = frozenset(b for b in KINDS if all(reorderable[b].values()))
-        tables = _TABLE_CACHE[key] = (conflict, reorderable, order, reorder_all)
+        tables = _TABLE_CACHE[key] = (order, reorder_all)
     return tables
 
 
@@ -91,13 +91,13 @@ class Analysis:
     """Happens-before over an execution's steps, built step by step and rewound to a shared prefix.
 
     Per step: its thread, trace number, accesses and ``before`` (the steps that happen before it, as bits). Per
-    object and kind of access, the steps with such an access (``masks``), per object
-    every step that touched it (``touched``: a kind that conflicts with every kind reads that one mask), and per
-    thread its steps: which earlier steps conflict with a new one is an ``|`` of the masks of the kinds that
-    conflict with its own. Rewinding clears the bits of the forgotten steps from every mask.
+    object and kind of access, the steps with such an access (``masks``), per object every step that touched it
+    (``touched``: a kind that conflicts, either way round, with every kind reads that one mask), and per thread its
+    steps: which earlier steps conflict with a new one is an ``|`` of the masks of the kinds that conflict with its
+    own. Rewinding clears the bits of the forgotten steps from every mask.
 
-    The conflict table is read from ``dependency.KINDS_CONFLICT`` when the analysis is made (one per search), as
-    a per-kind lookup: the inner loops ask it for every access of every step."""
+    The conflict table is read from ``dependency.KINDS_CONFLICT`` when the analysis is made (``_tables``), as a
+    per-kind lookup: the inner loops ask it for every access of every step."""
 
     def __init__(self) -> None:
         self.tids: list[int] = []
@@ -108,8 +108,7 @@ class Analysis:
         self.of_thread: dict[int, int] = {}  # thread -> its steps
         self.masks: dict[str, dict[str, int]] = {}  # object -> kind -> the steps with that access to it
         self.real = 0  # steps that are not pseudo-steps (pseudo-steps come last)
-        self.conflict, self.reorderable, self.order, self.reorder_all = _tables()
-        self.read_row = self.conflict[READ]
+        self.order, self.reorder_all = _tables()
         self.touched: dict[str, int] = {}  # object -> every step that touched it
 
     def shared(self, steps: Sequence[Step], limit: int) -> int:
@@ -174,8 +173,8 @@ class Analysis:
         every earlier step."""
         tids, numbers, all_accesses, before = self.tids, self.numbers, self.accesses, self.before
         last_of, of_thread = self.last_of, self.of_thread
-        masks, order, touched, read_row = self.masks, self.order, self.touched, self.read_row
-        both_all = self.reorder_all  # kinds that conflict with every kind, either way
+        masks, order, touched, reorder_all = self.masks, self.order, self.touched, self.reorder_all
+        read_row = order[READ]
         special = _SPECIAL
         found: list[tuple[int, int]] = []
         for tid, number, accesses in steps:
@@ -208,7 +207,7 @@ class Analysis:
                     masks[obj] = {kind: bit}
                     touched[obj] = bit
                 else:
-                    if kind in both_all:  # conflicts with every kind, either way: every step that touched the object
+                    if kind in reorder_all:  # conflicts with every kind, either way: every step that touched it
                         earlier_steps = touched[obj]
                         conflicting |= earlier_steps
                         reversible |= earlier_steps
@@ -258,7 +257,7 @@ class Analysis:
         happens before the wait began. A get that found the queue emptied by another thread's get, and ran once
         that thread put the item back, races with that get, though the put orders the two: at the decision before
         the get, j's thread could have gone first."""
-        masks, reorderable, reorder_all = self.masks, self.reorderable, self.reorder_all
+        masks, order, reorder_all = self.masks, self.order, self.reorder_all
         upto = (1 << (start + 1)) - 1  # the steps up to the thread's previous one
         window = ((1 << j) - 1) & ~upto  # the steps while it waited: none of them its own
         others = ~self.of_thread.get(tid, 0)
@@ -271,11 +270,11 @@ class Analysis:
                 if kind in reorder_all:
                     racing = self.touched[obj]
                 else:
-                    row = reorderable[kind]
+                    row = order[kind]
                     for earlier_kind, steps in kinds.items():
-                        if row[earlier_kind]:
+                        if row[earlier_kind] == REVERSIBLE:
                             racing |= steps
-            if (obj is FAIRNESS_OBJ and reorderable[kind][READ]) or obj is REST_OBJ:
+            if (obj is FAIRNESS_OBJ and order[kind][READ] == REVERSIBLE) or obj is REST_OBJ:
                 racing |= (1 << j) - 1  # every earlier step read the fairness; the rest of a thread is unknown
             if not racing:
                 continue

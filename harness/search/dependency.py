@@ -90,12 +90,6 @@ KINDS_CONFLICT: dict[tuple[str, str], bool] = {(a, b): _kinds_conflict(a, b) for
 ENABLING = frozenset({(START, BEGIN), (END, JOIN)})
 
 
-def only_enables(earlier: Iterable[Access], later: Iterable[Access]) -> bool:
-    """Whether every conflict between two steps (``earlier`` ran first) is one that cannot go the other way."""
-    later = tuple(later)
-    return all((a.kind, b.kind) in ENABLING for a in earlier for b in later if accesses_conflict(a, b))
-
-
 def dependent(left: Iterable[Access], right: Iterable[Access]) -> bool:
     """Two steps (each a tuple of accesses) of different threads conflict when any pair of their accesses does."""
     right = right if isinstance(right, tuple) else tuple(right)

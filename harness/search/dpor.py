@@ -23,7 +23,7 @@ POPL 2005; Godefroid 1996), in its stateless form:
   lock held across several steps) is ordered after the other thread's steps through the one that let it go, so no
   race names the earlier step it could have preceded. Two rules from Flanagan and Godefroid's treatment of
   disabled transitions add those: while a thread waited at its step, every conflicting step of another thread, and
-  the last conflicting one before the wait (``waiting_races``), gets the waiting thread tried before it; and a race
+  the last conflicting one before the wait (``Analysis._hidden``), gets the waiting thread tried before it; and a race
   with a step made while a lock was held is also reversed before that lock's acquire (``blocked_since``). A thread
   that was among the candidates at every step since its previous one never waited: the first rule skips it.
 * Sleep sets: once an option has been explored at a decision, later siblings carry it "asleep" until a step that
