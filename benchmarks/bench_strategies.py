@@ -93,7 +93,12 @@ def exhaustion_table(cap: int) -> Table:
     return table
 
 
-def _overhead_programs(scenarios_too: bool) -> dict:
+# How the cost tables explore (here and in ``search_instructions.py``): no bound, every schedule run and counted,
+# no shrinking or racing-pair search after a failure.
+COST_SETTINGS = dict(preemption_bound=None, skip_duplicates=False, shrink_budget=0, race_budget=0)
+
+
+def overhead_programs(scenarios_too: bool) -> dict:
     """name -> (fn, explore options, schedules): the fixed futures program (27 steps a schedule: the search's
     share is largest there) and, with the scenarios, the fixed IO on three of its small scenarios."""
     from classic_bugs import futures_order_fixed
@@ -136,8 +141,7 @@ def _search_share(fn, options: dict, schedules: int) -> float:
     gc.collect()
     started = time.perf_counter()
     try:
-        racecheck.explore(fn, strategy="dpor", schedules=schedules, preemption_bound=None, skip_duplicates=False,
-                          shrink_budget=0, race_budget=0, **options)
+        racecheck.explore(fn, strategy="dpor", schedules=schedules, **COST_SETTINGS, **options)
     finally:
         for (cls, name), original in originals.items():
             setattr(cls, name, original)
@@ -152,26 +156,28 @@ def overhead_table(scenarios_too: bool, rounds: int = 5) -> Table:
     for column in ("program", "schedules", "random us/schedule", "dpor us/schedule", "dpor/random",
                    "search's share of dpor"):
         table.add_column(column, justify="right" if column != "program" else "left")
-    programs = _overhead_programs(scenarios_too)
+    programs = overhead_programs(scenarios_too)
     # A full collection scans every object the imports made (~380,000 with Lightning: ~135 ms), and when one lands
     # in a timed run is an accident of what ran before, not a cost of the strategy: the heap so far is frozen, and
     # each run starts from a collection.
     gc.collect()
     gc.freeze()
-    for name, (fn, options, schedules) in programs.items():
-        rates: dict[str, float] = {}
-        for _ in range(rounds):  # alternate, keep each one's best: load on a shared machine hits both alike
-            for strategy in ("random", "dpor"):
-                gc.collect()
-                started = time.perf_counter()
-                result = racecheck.explore(fn, strategy=strategy, schedules=schedules, preemption_bound=None,
-                                           skip_duplicates=False, shrink_budget=0, race_budget=0, **options)
-                per = (time.perf_counter() - started) / result.schedules * 1e6
-                rates[strategy] = min(rates.get(strategy, per), per)
-        share = _search_share(fn, options, schedules)
-        table.add_row(name, str(schedules), f"{rates['random']:.0f}", f"{rates['dpor']:.0f}",
-                      f"{rates['dpor'] / rates['random']:.2f}", f"{share * 100:.0f} %")
-    gc.unfreeze()
+    try:
+        for name, (fn, options, schedules) in programs.items():
+            rates: dict[str, float] = {}
+            for _ in range(rounds):  # alternate, keep each one's best: load on a shared machine hits both alike
+                for strategy in ("random", "dpor"):
+                    gc.collect()
+                    started = time.perf_counter()
+                    result = racecheck.explore(fn, strategy=strategy, schedules=schedules, **COST_SETTINGS,
+                                               **options)
+                    per = (time.perf_counter() - started) / result.schedules * 1e6
+                    rates[strategy] = min(rates.get(strategy, per), per)
+            share = _search_share(fn, options, schedules)
+            table.add_row(name, str(schedules), f"{rates['random']:.0f}", f"{rates['dpor']:.0f}",
+                          f"{rates['dpor'] / rates['random']:.2f}", f"{share * 100:.0f} %")
+    finally:
+        gc.unfreeze()
     return table
 
 

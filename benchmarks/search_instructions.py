@@ -40,10 +40,10 @@ def child(name: str, strategy: str, schedules: int) -> None:
     warnings.filterwarnings("ignore")
     logging.disable(logging.CRITICAL)
     import racecheck
-    from bench_strategies import _overhead_programs
+    from bench_strategies import COST_SETTINGS, overhead_programs
 
-    fn, options, _ = _overhead_programs(name != "futures_order_fixed")[name]
-    settings = dict(preemption_bound=None, skip_duplicates=False, shrink_budget=0, race_budget=0, **options)
+    fn, options, _ = overhead_programs(name != "futures_order_fixed")[name]
+    settings = {**COST_SETTINGS, **options}
     racecheck.explore(fn, strategy=strategy, schedules=3, **settings)
     # A full collection scans every object the imports made (~380,000 with Lightning); whether one lands among the
     # counted schedules depends on what ran before them, not on the strategy: that heap is frozen first.
@@ -83,11 +83,11 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         sys.exit("search_instructions: valgrind is not on the PATH (Debian: apt install valgrind)")
 
-    from bench_strategies import _overhead_programs
+    from bench_strategies import overhead_programs
     from rich.console import Console
     from rich.table import Table
 
-    names = list(_overhead_programs(not args.no_scenarios))
+    names = list(overhead_programs(not args.no_scenarios))
     jobs = [(name, strategy, n) for name in names for strategy in ("random", "dpor")
             for n in (WARM_UP, WARM_UP + args.schedules)]
     with ThreadPoolExecutor(args.jobs) as pool:
