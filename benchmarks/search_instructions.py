@@ -67,6 +67,12 @@ def count(name: str, strategy: str, schedules: int) -> int:
     return int(found.group(1))
 
 
+def _refuse(why: str) -> None:
+    """Bad input or a missing tool: one line, exit 2 (as the racecheck CLI does)."""
+    print(f"search_instructions: {why}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-scenarios", action="store_true", help="the futures program only (no Lightning import)")
@@ -79,9 +85,9 @@ def main() -> None:
         child(name, strategy, int(schedules))
         return
     if args.schedules < 1 or args.jobs < 1:
-        sys.exit("search_instructions: --schedules and --jobs must be at least 1")
+        _refuse("--schedules and --jobs must be at least 1")
     if shutil.which("valgrind") is None:
-        sys.exit("search_instructions: valgrind is not on the PATH (Debian: apt install valgrind)")
+        _refuse("valgrind is not on the PATH (Debian: apt install valgrind)")
 
     from bench_strategies import overhead_programs
     from rich.console import Console
