@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn, Protocol
 
-from racecheck.runtime.access import MEMORY, NOTHING, WRITE, Access
+from racecheck.runtime.access import ANYTHING, NOTHING, WRITE, Access
 
 __racecheck_engine__ = True
 
@@ -79,17 +79,33 @@ def add_cleanup(description: str, action: Callable[[], bool]) -> None:
         run.add_cleanup(description, action)
 
 
+_reachers: list[Callable[[Any], None]] = []
+
+
+def on_reach(callback: Callable[[Any], None]) -> None:
+    """``callback(target)`` is told of every ``reach`` (memory watching registers itself here)."""
+    if callback not in _reachers:
+        _reachers.append(callback)
+
+
+def reach(target: Any) -> None:
+    """Code is about to run on a controlled thread though no call of the program's led there (a thread's target,
+    an executor's work item, a future's done callback): whatever watches code takes it in first."""
+    for callback in _reachers:
+        callback(target)
+
+
 def point(name: str, on: Any = None) -> None:
     """An explicit scheduling point, e.g. a delay hook in code under test; a no-op outside a controlled run.
 
     The point says that the code on both sides of it (since the thread's previous point, and up to its next one)
-    touches shared state: plain memory by default, which every other bare point's code may touch too, so two such
-    points of different threads never commute; or only ``on``, when given: a controlled primitive (the point then
-    conflicts with that lock's, queue's, ... operations), a string naming the state, or any other object (named by
-    the order in which the run's points first name it)."""
+    touches shared state: anything at all by default (memory, a lock's state, a file), so it conflicts with every
+    step of every other thread; or only ``on``, when given: a controlled primitive (the point then conflicts with
+    that lock's, queue's, ... operations), a string naming the state, or any other object (named by the order in
+    which the run's points first name it)."""
     run = current_run()
     if run is not None:
-        access = MEMORY if on is None else (Access(_point_object(run, on), WRITE),)
+        access = ANYTHING if on is None else (Access(_point_object(run, on), WRITE),)
         run.touch(access)
         run.schedule(f"point {name}", access=access, skip=1)
 

@@ -52,9 +52,32 @@ CLOCK = "clock"  # a wait on virtual time
 KINDS = frozenset({READ, WRITE, ACQUIRE, RELEASE, WAIT, NOTIFY, PUT, GET, CREATE, REMOVE, RENAME, OPEN, LIST, ENTRY,
                    START, BEGIN, JOIN, END, CLOCK})
 
-MEMORY_OBJ = "memory"  # plain shared state: what the code around a bare racecheck.point() touches
+
+
+class MemObj(str):
+    """The name of a piece of plain memory a step read or wrote (``racecheck.control.memory_names``): an attribute
+    (``Counter#1.value``), an item (``dict#2['k']``), a container's entries (``list#3``), a module global
+    (``global pkg.mod.x``), a closure cell (``cell make.<locals>.count#1``). A ``str`` to everything that compares or
+    prints objects; its type tells the dependency relation that it is memory, which an unresolved access
+    (``MEMORY``) conflicts with."""
+
+    __slots__ = ()
+
+
+# Memory the engine cannot name: a line point, an executor's work item, code between points that no watch saw. It
+# conflicts with every memory access (every ``MemObj``), and with itself.
+MEMORY_OBJ = MemObj("memory")
 MEMORY = (Access(MEMORY_OBJ, WRITE),)
+# Anything at all: a bare ``racecheck.point()`` says only that the code around it touches shared state, which may be
+# memory, a lock's state, a file; it conflicts with every access of every other step.
+ANYTHING_OBJ = "anything"
+ANYTHING = (Access(ANYTHING_OBJ, WRITE),)
 NOTHING: tuple[Access, ...] = ()
+
+
+def is_memory(obj: str) -> bool:
+    """Whether an access's object is plain memory (a named piece of it, or ``MEMORY``)."""
+    return type(obj) is MemObj
 CLOCK_OBJ = "clock"
 ON_CLOCK = (Access(CLOCK_OBJ, CLOCK),)  # a sleep, or a wait with a virtual deadline
 EXTERNAL = (Access("external", WRITE),)  # a wait on another process: whatever it does, in any order

@@ -25,7 +25,7 @@ class ThreadRecord:
     __slots__ = (
         "tid", "run", "thread", "baton", "started", "finished", "op", "loc", "enabled", "deadline",
         "timed_out", "yielding", "background", "exited", "launched", "yield_to", "body", "carried", "unwinding",
-        "access",
+        "access", "merged", "merged_at", "merged_kinds", "points",
     )
 
     def __init__(self, tid: int, run: Run, thread: Any) -> None:
@@ -51,6 +51,12 @@ class ThreadRecord:
         self.body: Callable[[], None] | None = None  # what its OS thread runs: the controlled body
         self.carried = False  # runs on a carrier that outlives the run (never joined by teardown)
         self.unwinding = False  # the run being stopped, an Abort was raised in this thread
+        # Memory accesses made while no other thread could run (``Run.memory``): they join the running step, whose
+        # trace event (at ``merged_at``) gets them when the step ends (``Run.flush_memory``).
+        self.merged: list[tuple[Access, int]] = []  # (access, the thread's point where it was made)
+        self.merged_kinds: dict[str, str] = {}  # object -> the kind of the last merged access to it
+        self.merged_at = -1
+        self.points = 0  # the thread's scheduling points so far, memory accesses that joined a step included
 
     @property
     def name(self) -> str:

@@ -87,6 +87,15 @@ class Run:
         # How a controlled thread's OS side is started: on a reused carrier (``racecheck.runtime.carrier_pool``, set by
         # explore), or with None by ``Thread.start``'s own machinery (a new OS thread).
         self.launch: Callable[[Any], None] | None = None
+        # What watches this run's plain memory (``racecheck.control.memory_names.Watch``), None when nothing does;
+        # its hooks call ``memory`` before every access they see.
+        self.watch: Any = None
+        # Code was brought under memory watch while this run was going: some of it may have run unwatched here, so
+        # the run is not the one its decisions stand for, and is run again (``racecheck.search.session``).
+        self.stale = False
+        # The thread last seen to be the only one that can run: until the run changes (a step, a note, any other
+        # engine operation), a memory access of that thread is no decision and joins its running step.
+        self._alone: ThreadRecord | None = None
 
     @property
     def root(self) -> ThreadRecord | None:
@@ -118,8 +127,11 @@ class Run:
             raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
         if self.aborting:
             unwind(me)
+        if me.merged:
+            self.flush_memory(me)
         if timeout is not None:
             return self._timed(me, op, access, enabled, timeout, yielding, skip + 1)
+        me.points += 1
         # The common case (every lock, queue, executor and file point without a timeout): nothing to undo after.
         # A timed point comes back here through ``_timed``, so this is the one body of a point.
         me.op = op
@@ -152,6 +164,64 @@ class Run:
         me.timed_out = False
         return not timed_out
 
+    def memory(self, op: str, access: tuple[Access, ...], skip: int = 0, shown: str | None = None) -> None:
+        """The calling thread is about to access plain memory (``access``): a scheduling point where another thread
+        could run, so it may go first; where none could, no decision exists and the access joins the running step.
+        Only the memory hooks call it, for a controlled thread of this run (``racecheck.control.memory_hooks``)."""
+        if not self.memory_point(op, access, skip + 1, shown):
+            self.merge_memory(access)
+
+    def memory_point(self, op: str, declared: tuple[Access, ...], skip: int = 0, shown: str | None = None) -> bool:
+        """The point before a memory access whose exact accesses depend on the state it meets (a key there or not,
+        a list's length): True when it was a decision, a step of its own declaring ``declared`` (what it may
+        touch), after which other threads may have run, so the caller reads the state again and says what it
+        touched with ``replace_memory``; False when no other thread could run, the caller then adds what it touched
+        to the running step with ``merge_memory``."""
+        me = _state.thread
+        if self.aborting:
+            unwind(me)
+        if self._alone is me:
+            return False
+        if len(self._candidates(me, True)) > 1:
+            self.schedule(f"{op} {declared[0][0] if shown is None else shown}", access=declared, skip=skip + 1)
+            return True
+        self._alone = me
+        return False
+
+    def replace_memory(self, access: tuple[Access, ...]) -> None:
+        """What the step ``memory_point`` just began touched, read from the state it met."""
+        me = _state.thread
+        if not self.aborting:
+            set_access(self.trace, me.tid, access)
+
+    def merge_memory(self, access: tuple[Access, ...]) -> None:
+        """A memory access where no other thread could run: it joins the running step, at a point of its own."""
+        me = _state.thread
+        merged = me.merged
+        if not merged:
+            me.merged_at = _running_index(self.trace, me.tid)
+        me.points = point = me.points + 1
+        kinds = me.merged_kinds
+        for one in access:
+            obj, kind = one[0], one[1]
+            if kinds.get(obj) != kind:  # a repeat of the last access to it adds nothing
+                kinds[obj] = kind
+                merged.append((one, point))
+
+    def flush_memory(self, me: ThreadRecord) -> None:
+        """The memory accesses ``me``'s running step made where it ran alone, onto that step's trace event."""
+        merged, me.merged = me.merged, []
+        me.merged_kinds = {}
+        index = me.merged_at
+        me.merged_at = -1
+        if index < 0 or not merged:
+            return
+        event = self.trace[index]
+        self.trace[index] = event._replace(
+            access=event[5] + tuple(one for one, _point in merged),
+            marks=event[7] + tuple(point for _one, point in merged),
+        )
+
     def add_cleanup(self, description: str, action: Callable[[], bool]) -> None:
         """See ``runtime.add_cleanup``."""
         self.cleanups.append((description, action))
@@ -178,15 +248,17 @@ class Run:
         """A traced effect that only a thread of this run may have (a release): ``caller_record``'s checks, then the
         event ``note`` would add, so a thread outside the run raises instead of tracing into it."""
         me = self.caller_record()
+        self._alone = None
         loc = caller_location(2 + skip) if self.locate else ""
-        self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info", access)))
+        self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info", access, me.points, ())))
 
     def note(self, op: str, skip: int = 0, access: tuple[Access, ...] = NOTHING) -> None:
         """A traced effect that is not a scheduling point (a release, a notify)."""
         me = _state.thread
         if me is not None and me.run is self:
+            self._alone = None
             loc = caller_location(2 + skip) if self.locate else ""
-            self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info", access)))
+            self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info", access, me.points, ())))
 
     def touch(self, access: tuple[Access, ...]) -> None:
         """The caller's running step also touches ``access`` (see ``runtime.RunContract.touch``)."""
@@ -209,6 +281,7 @@ class Run:
             raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
         if self.aborting:
             unwind(me)
+        self._alone = None  # the caller is about to change something another thread may wait on
         return me
 
     def crash(self, reason: str) -> NoReturn:
@@ -232,7 +305,7 @@ class Run:
         self._root = rec
         rec.launched = True
         self.current = rec
-        self.trace.append(TraceEvent(self.steps, rec.tid, "begin", rec.loc, "switch", rec.access))
+        self.trace.append(TraceEvent(self.steps, rec.tid, "begin", rec.loc, "switch", rec.access, rec.points))
         rec.baton.release()  # its turn before it starts: its first acquire does not block
         rec.body()
         return rec
@@ -299,10 +372,15 @@ class Run:
         release_quietly(root.baton)
 
     def _exit(self, rec: ThreadRecord) -> None:
+        if rec.merged:
+            self.flush_memory(rec)
         rec.finished = True
         if self.aborting:
             return
-        self.trace.append(_event(TraceEvent, (self.steps, rec.tid, "exit", "", "info", on_thread(rec.tid, END))))
+        rec.points += 1
+        self.trace.append(
+            _event(TraceEvent, (self.steps, rec.tid, "exit", "", "info", on_thread(rec.tid, END), rec.points, ()))
+        )
         rec.op = "exit"
         rec.access = NOTHING
         self._step(rec, alive=False)
@@ -346,6 +424,7 @@ class Run:
 
         The hot path of every controlled program (every point of every thread): the common cases (one candidate,
         or a decision without yields in play) touch no more than they need."""
+        self._alone = None
         self.steps = steps = self.steps + 1
         if steps > self._max_steps:
             self._fail(
@@ -377,13 +456,17 @@ class Run:
         if self._yielders:
             self._yielders = after_pick(self._yielders, chosen)
         if chosen is me:
-            self.trace.append(_event(TraceEvent, (steps, me.tid, me.op, me.loc, "", me.access)))
+            self.trace.append(_event(TraceEvent, (steps, me.tid, me.op, me.loc, "", me.access, me.points, ())))
             return
         if current_enabled:
             self.preemptions += 1
-            self.trace.append(_event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, "preempt", chosen.access)))
+            self.trace.append(
+                _event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, "preempt", chosen.access, chosen.points, ()))
+            )
         else:
-            self.trace.append(_event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, "switch", chosen.access)))
+            self.trace.append(
+                _event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, "switch", chosen.access, chosen.points, ()))
+            )
         self.current = chosen
         chosen.baton.release()
         if alive:
@@ -493,3 +576,11 @@ class Run:
 
 def _never() -> bool:
     return False
+
+
+def _running_index(trace: list[TraceEvent], tid: int) -> int:
+    """The index of thread ``tid``'s running step in ``trace``: its last event that is not a note (-1: none)."""
+    index = len(trace) - 1
+    while index >= 0 and (trace[index][4] == "info" or trace[index][1] != tid):
+        index -= 1
+    return index

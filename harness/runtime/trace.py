@@ -28,6 +28,13 @@ class TraceEvent(NamedTuple):
     # What the step touches (``racecheck.runtime.access.Access`` values), recorded by the operation that emits it;
     # a note's accesses belong to the step its thread is running. Never rendered: the trace text is the first five.
     access: tuple[Any, ...] = ()
+    # The step's place among its thread's scheduling points (every point counts, memory accesses that joined a
+    # running step included: ``Run.memory``), -1 when not known: what names the step in every schedule equivalent
+    # to this one, however the steps of other threads cut it.
+    at: int = -1
+    # The point of each of the last ``len(marks)`` accesses: memory accesses made where no other thread could run,
+    # which joined the step at a point of their own.
+    marks: tuple[int, ...] = ()
 
 
 def _running_step(trace: list[TraceEvent], tid: int) -> int:

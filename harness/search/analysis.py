@@ -20,7 +20,19 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from racecheck.runtime.access import ACQUIRE, FAIRNESS_OBJ, FAIRNESS_READ, KINDS, READ, RELEASE, WRITE, Access
+from racecheck.runtime.access import (
+    ACQUIRE,
+    ANYTHING_OBJ,
+    FAIRNESS_OBJ,
+    FAIRNESS_READ,
+    KINDS,
+    MEMORY_OBJ,
+    READ,
+    RELEASE,
+    WRITE,
+    Access,
+    MemObj,
+)
 from racecheck.search.dependency import ENABLING
 from racecheck.search.dependency import KINDS_CONFLICT as CONFLICT
 
@@ -110,6 +122,11 @@ class Analysis:
         self.real = 0  # steps that are not pseudo-steps (pseudo-steps come last)
         self.order, self.reorder_all = _tables()
         self.touched: dict[str, int] = {}  # object -> every step that touched it
+        # The wildcards (``dependency.wildcard_conflict``): steps with a bare point's ``anything`` (they conflict with
+        # every step), steps that touched any memory, and steps with unresolved memory (they conflict with those).
+        self.any_steps = 0
+        self.memory_steps = 0
+        self.unresolved_steps = 0
 
     def shared(self, steps: Sequence[Step], limit: int) -> int:
         """How many of ``steps`` (at most ``limit``) are the steps already analysed."""
@@ -144,6 +161,9 @@ class Analysis:
         for obj, steps in touched.items():
             if steps >> n:
                 touched[obj] = steps & keep
+        self.any_steps &= keep
+        self.memory_steps &= keep
+        self.unresolved_steps &= keep
         last_of, of_thread = self.last_of, self.of_thread
         for tid, steps in of_thread.items():
             if steps >> n:
@@ -201,7 +221,12 @@ class Analysis:
                     if read_row[earlier_kind]:
                         conflicting |= earlier_steps
                 reversible = conflicting
+            wild = 0  # 1: anything, 2: memory, 4: unresolved memory
             for obj, kind, _path, _parent in accesses:
+                if type(obj) is MemObj:
+                    wild |= 6 if obj == MEMORY_OBJ else 2
+                elif obj == ANYTHING_OBJ:
+                    wild |= 1
                 kinds = masks.get(obj)
                 if kinds is None:
                     masks[obj] = {kind: bit}
@@ -224,6 +249,10 @@ class Analysis:
                 if obj in special and (obj is REST_OBJ or order[kind][READ]):
                     conflicting |= bit - 1
                     reversible |= bit - 1
+            if wild or self.any_steps:
+                met = self._wild(wild, bit)
+                conflicting |= met
+                reversible |= met
             own = closure = 0 if previous is None else before[previous] | (1 << previous)
             # Of the conflicting steps not already before it through its own thread, the latest comes first: what
             # it comes after is not a race of this step, and the next latest that is left is.
@@ -250,6 +279,33 @@ class Analysis:
                 self.real = j + 1
         return found
 
+    def _wild(self, wild: int, bit: int) -> int:
+        """The earlier steps a step with wildcard bits ``wild`` (``extend``) meets through a wildcard, on either side;
+        records the step's own wildcards for the steps after it."""
+        met = self.any_steps
+        if wild & 1:
+            met |= bit - 1
+            self.any_steps |= bit
+        if wild & 2:
+            met |= self.unresolved_steps
+            self.memory_steps |= bit
+        if wild & 4:
+            met |= self.memory_steps & (bit - 1)
+            self.unresolved_steps |= bit
+        return met
+
+    def _wild_racing(self, j: int, accesses: Accesses) -> int:
+        """The earlier steps a step j (not yet added) meets through a wildcard, without recording it."""
+        racing = self.any_steps
+        for obj, _kind, _path, _parent in accesses:
+            if obj == ANYTHING_OBJ:
+                racing |= (1 << j) - 1
+            elif type(obj) is MemObj:
+                racing |= self.unresolved_steps
+                if obj == MEMORY_OBJ:
+                    racing |= self.memory_steps
+        return racing
+
     def _hidden(self, j: int, tid: int, start: int, accesses: Accesses) -> list[tuple[int, int]]:
         """Races a blocking operation hides (Flanagan and Godefroid's rule for disabled transitions), for a step j
         (not yet added) of thread ``tid`` that waited since its previous step ``start`` (-1: none): every step i of
@@ -262,6 +318,14 @@ class Analysis:
         window = ((1 << j) - 1) & ~upto  # the steps while it waited: none of them its own
         others = ~self.of_thread.get(tid, 0)
         pairs = 0
+        wild = self._wild_racing(j, accesses)
+        if wild:
+            pairs |= wild & window
+            last = wild & upto & others
+            if last:
+                k = last.bit_length() - 1
+                if start < 0 or not (self.before[start] >> k) & 1:
+                    pairs |= 1 << k
         # Its implicit read of the fairness first (racing with the yields), then what it names.
         for obj, kind, _path, _parent in ((FAIRNESS_READ,) if FAIRNESS_OBJ in masks else ()) + accesses:
             kinds = masks.get(obj)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
-from racecheck.runtime.access import FAIRNESS_OBJ, READ
+from racecheck.runtime.access import ANYTHING_OBJ, FAIRNESS_OBJ, MEMORY_OBJ, READ, WRITE, MemObj
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.trace import TraceEvent
 from racecheck.search.dependency import COMMUTING, causal_past
@@ -47,7 +47,8 @@ if TYPE_CHECKING:
 __racecheck_engine__ = True
 
 
-_SHAPE = itemgetter(1, 4, 5)  # (thread, switch, access) of a trace event: all an interleaving key depends on
+# (thread, switch, access, point, marks) of a trace event: all an interleaving key depends on
+_SHAPE = itemgetter(1, 4, 5, 6, 7)
 _OBJECT = itemgetter(0)
 _COMPLETE = attrgetter("complete")
 
@@ -65,13 +66,18 @@ _KEY_LIMIT = 1 << 12
 def interleaving_key(events: Sequence[TraceEvent]) -> str:
     """A digest of the per-object access order of a trace (the interleaving's identity).
 
-    Every access of every step becomes (object, thread, the thread's step number), notes counted in the step they
-    belong to; a stable sort by object puts each object's accesses together in trace order. Each object becomes the
-    line "<object>\x02<group>\x00<group>..." where a group is one step "<thread>.<n>", or a run of mutually
-    commuting accesses, its distinct steps sorted and joined by \x01; the lines, in object order, joined by \x03,
-    are hashed. Separators are control characters that no object name contains. ``tests/engine/test_coverage.py``
-    compares it with a plain implementation of that definition on generated traces, and the dpor model test uses
-    the same definition."""
+    Every access of every step becomes (object, thread, the point it was made at), notes counted in the step they
+    belong to; a stable sort by object puts each object's accesses together in trace order. A point is the step's
+    place among its thread's scheduling points (``TraceEvent.at``, or the thread's step number for a trace that
+    does not record it), or for a memory access that joined a running step, its own (``TraceEvent.marks``): so a
+    thread's accesses are named alike whether other threads could run between them (separate steps) or not (one
+    step). Each object becomes the line "<object>\x02<group>\x00<group>..." where a group is one access
+    "<thread>.<point>", or a run of mutually commuting accesses, its distinct threads each with the first point it
+    has in the run, sorted and joined by \x01; consecutive single accesses of one thread count once (a step that
+    repeats an access it already made records it once). The lines, in object order, joined by \x03, are hashed.
+    Separators are control characters that no object name contains. ``tests/engine/test_coverage.py`` compares it
+    with a plain implementation of that definition on generated traces, and the dpor model test uses the same
+    definition."""
     shape = tuple(map(_SHAPE, events))
     key = _KEYS.get(shape)
     if key is None:
@@ -84,23 +90,30 @@ def interleaving_key(events: Sequence[TraceEvent]) -> str:
 def _digest(shape: tuple) -> str:
     """``interleaving_key`` of a trace's shape: its structure (per object, its groups of steps) is built in one
     pass, and only a structure not met before is turned into text and hashed."""
+    if _has_wildcard(shape):
+        shape = _expanded(shape)
     counts: dict[int, int] = {}
+    running: dict[int, tuple[int, int]] = {}  # thread -> its running step
     history: dict[str, list] = {}
     order: list[tuple[int, int]] = []  # every step, for the fairness every step reads once a yield wrote it
     yielded: set[tuple[int, int]] = set()
-    for tid, switch, access in shape:
+    for tid, switch, access, at, marks in shape:
         if switch == "info":
             if not access:
                 continue
-            who = (tid, counts.get(tid, 1) - 1)
+            who = (tid, at) if at >= 0 else running.get(tid) or (tid, counts.get(tid, 1) - 1)
         else:
             nth = counts.get(tid, 0)
             counts[tid] = nth + 1
-            who = (tid, nth)
+            who = (tid, nth) if at < 0 else (tid, at)
+            running[tid] = who
             order.append(who)
             if not access:
                 continue
-        for one in access:
+        own = len(access) - len(marks)  # the accesses after these joined the step at points of their own
+        for position, one in enumerate(access):
+            if position >= own:
+                who = (tid, marks[position - own])
             if one[0] == FAIRNESS_OBJ:
                 yielded.add(who)
                 continue
@@ -121,7 +134,7 @@ def _digest(shape: tuple) -> str:
                 line[-1].add(who)
             else:
                 line += (_READS, {who})
-    structure = tuple((obj, tuple(map(_frozen, history[obj][1::2]))) for obj in sorted(history))
+    structure = tuple((obj, _canonical(history[obj][1::2])) for obj in sorted(history))
     key = _DIGESTS.get(structure)
     if key is None:
         if len(_DIGESTS) >= _KEY_LIMIT:
@@ -130,6 +143,37 @@ def _digest(shape: tuple) -> str:
         text = "\x03".join(lines)
         key = _DIGESTS[structure] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return key
+
+
+def _has_wildcard(shape: tuple) -> bool:
+    for _tid, _switch, access, _at, _marks in shape:
+        for one in access:
+            if one[0] == ANYTHING_OBJ or one[0] == MEMORY_OBJ:
+                return True
+    return False
+
+
+def _expanded(shape: tuple) -> tuple:
+    """A shape whose wildcard accesses (``dependency.wildcard_conflict``) are written out as a write of every object
+    they cover that the trace touches: a bare point's ``anything`` of every object, unresolved memory of every piece
+    of memory. Then the per-object order orders a wildcard against everything it conflicts with."""
+    objects = sorted({one[0] for _t, _s, access, _a, _m in shape for one in access if one[0] != FAIRNESS_OBJ})
+    memory = [obj for obj in objects if type(obj) is MemObj]
+    out = []
+    for tid, switch, access, at, marks in shape:
+        if any(one[0] == ANYTHING_OBJ or one[0] == MEMORY_OBJ for one in access):
+            written: list[tuple[str, str]] = []
+            for one in access:
+                if one[0] == ANYTHING_OBJ:
+                    written.extend((obj, WRITE) for obj in objects)
+                elif one[0] == MEMORY_OBJ:
+                    written.extend((obj, WRITE) for obj in memory)
+                else:
+                    written.append((one[0], one[1]))
+            access = tuple(dict.fromkeys(written))
+            marks = ()  # what the wildcard covers is named by the step itself
+        out.append((tid, switch, access, at, marks))
+    return tuple(out)
 
 
 def run_events(run: Run) -> Sequence[TraceEvent]:
@@ -143,6 +187,21 @@ def run_events(run: Run) -> Sequence[TraceEvent]:
 
 def _frozen(group: Any) -> Any:
     return frozenset(group) if type(group) is set else group
+
+
+def _canonical(groups: list) -> tuple:
+    """An object's groups as the key names them: a run of commuting accesses by its threads' first points, and a
+    thread's consecutive single accesses once."""
+    out: list = []
+    for group in groups:
+        if type(group) is set:
+            first: dict[int, int] = {}
+            for tid, point in sorted(group):
+                first.setdefault(tid, point)
+            out.append(frozenset(first.items()))
+        elif not (out and type(out[-1]) is tuple and out[-1][0] == group[0]):
+            out.append(group)
+    return tuple(out)
 
 
 def _group_text(group: Any) -> str:

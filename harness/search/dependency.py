@@ -35,6 +35,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from racecheck.runtime.access import (
+    ANYTHING_OBJ,
     BEGIN,
     END,
     ENTRY,
@@ -48,6 +49,7 @@ from racecheck.runtime.access import (
     START,
     YIELDED,
     Access,
+    MemObj,
 )
 
 __racecheck_engine__ = True
@@ -61,13 +63,24 @@ _COMMUTE = COMMUTING
 
 
 def accesses_conflict(a: Access, b: Access) -> bool:
-    """Two accesses by different threads conflict: one object, kinds that do not commute."""
+    """Two accesses by different threads conflict: one object, kinds that do not commute; or one of them is a
+    wildcard that covers the other (``wildcard_conflict``)."""
     if a.obj != b.obj:
-        return False
+        return wildcard_conflict(a.obj, b.obj)
     group = _COMMUTE.get(a.kind)
     if group is not None and b.kind in group:
         return False
     return (a.kind, b.kind) not in _UNRELATED
+
+
+def wildcard_conflict(a: str, b: str) -> bool:
+    """Two different objects that conflict all the same: a bare point's ``anything`` with every object, unresolved
+    ``memory`` with every piece of memory (``MemObj``)."""
+    if a == ANYTHING_OBJ or b == ANYTHING_OBJ:
+        return True
+    if type(a) is MemObj and type(b) is MemObj:
+        return a == MEMORY_OBJ or b == MEMORY_OBJ
+    return False
 
 
 # A join and the first step of the thread it waits for: the join needs the thread's end, which its first step
@@ -95,7 +108,7 @@ def dependent(left: Iterable[Access], right: Iterable[Access]) -> bool:
     right = right if isinstance(right, tuple) else tuple(right)
     for a in left:
         for b in right:
-            if a.obj == b.obj and accesses_conflict(a, b):
+            if accesses_conflict(a, b):
                 return True
     return False
 
@@ -104,7 +117,14 @@ def conflicts(left: Iterable[Access], right: Iterable[Access]) -> frozenset[str]
     """The objects on which two steps conflict (empty: they commute), as a report names a race: the scheduler's
     fairness is left out (it orders steps around a yield, it is no object of the program)."""
     right = tuple(right)
-    return frozenset(a.obj for a in left for b in right if accesses_conflict(a, b) and a.obj != FAIRNESS_OBJ)
+    found = set()
+    for a in left:
+        for b in right:
+            if a.obj != FAIRNESS_OBJ and accesses_conflict(a, b):
+                # a wildcard names what it met: the other side's object
+                wildcard = a.obj == ANYTHING_OBJ or (a.obj == MEMORY_OBJ and b.obj != ANYTHING_OBJ)
+                found.add(b.obj if wildcard else a.obj)
+    return frozenset(found)
 
 
 def commuting_run(kind: str) -> frozenset[str] | None:
@@ -136,11 +156,30 @@ def steps(events: Sequence[Any]) -> list[tuple[Any, int, tuple[Access, ...]]]:
     return out
 
 
+def _meets(touched: tuple[Access, ...], tid: int, kept: dict[str, list[tuple[int, str]]],
+           wild: list[tuple[int, Access]]) -> bool:
+    """Whether a step of ``tid`` conflicts with a kept step of another thread (``causal_past``)."""
+    for a in touched:
+        for t, kind in kept.get(a.obj, ()):
+            if t != tid and accesses_conflict(a, Access(a.obj, kind)):
+                return True
+        if a.obj == ANYTHING_OBJ or a.obj == MEMORY_OBJ:
+            if any(t != tid and accesses_conflict(a, Access(obj, kind))
+                   for obj, seen in kept.items() for t, kind in seen):
+                return True
+        for t, w in wild:
+            if t != tid and accesses_conflict(a, w):
+                return True
+    return False
+
+
 def shown(obj: str) -> str:
-    """How a report names an object: a file or directory by its path, plain memory as shared memory, anything
-    else by its name."""
+    """How a report names an object: a file or directory by its path, unresolved memory as shared memory, a bare
+    point's wildcard as shared state, anything else by its name."""
     if obj == MEMORY_OBJ:
         return "shared memory"
+    if obj == ANYTHING_OBJ:
+        return "shared state"
     kind, _, rest = obj.partition(" ")
     return rest if kind in ("file", "dir") and rest else obj
 
@@ -165,17 +204,17 @@ def causal_past(events: Sequence[Any], tid: int) -> list[Any]:
     keep = [False] * len(found)
     threads: set[int] = set()
     kept: dict[str, list[tuple[int, str]]] = {}  # object -> (thread, kind) of the kept steps touching it
+    wild: list[tuple[int, Access]] = []  # the kept wildcard accesses (``anything``, unresolved memory)
     for k in range(last, -1, -1):
         event, _, touched = found[k]
-        if k != last and event.tid not in threads and not any(
-            t != event.tid and accesses_conflict(a, Access(a.obj, kind))
-            for a in touched for t, kind in kept.get(a.obj, ())
-        ):
+        if k != last and event.tid not in threads and not _meets(touched, event.tid, kept, wild):
             continue
         keep[k] = True
         threads.add(event.tid)
         for a in touched:
             kept.setdefault(a.obj, []).append((event.tid, a.kind))
+            if a.obj == ANYTHING_OBJ or a.obj == MEMORY_OBJ:
+                wild.append((event.tid, a))
     kept_steps = {id(found[k][0]) for k in range(len(found)) if keep[k]}
     out = []
     owner: dict[int, bool] = {}

@@ -42,6 +42,7 @@ def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
     # schedules are compared event by event (check_determinism); otherwise a failing one is run again with them.
     locate_all = cfg.locations == "always" or cfg.check_determinism
     with session.controlled():
+        session.warm_up()
         stop = database is not None and replay_database(session, database, db_key, result, coverage)
         if not stop:
             Schedules(session, strat, coverage, result).run(locate_all)
@@ -100,6 +101,7 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
     if parsed.config != short_hash(session.config_key):
         raise TokenError(f"token was recorded with another configuration ({session.config_key!r} does not match)")
     with session.controlled():
+        session.warm_up()
         replayer = Replayer(parsed.choices, parsed.picked, parsed.steps)
         run = session.run_once(replayer)
         divergence = replayer.divergence

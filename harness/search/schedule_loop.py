@@ -9,6 +9,7 @@ from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.scheduler import FailureInfo, Run
 from racecheck.search.findings import collect
 from racecheck.search.result import Result, failure_of
+from racecheck.search.session import STALE_RETRIES
 
 if TYPE_CHECKING:
     from racecheck.search.coverage import Coverage
@@ -35,6 +36,7 @@ class Schedules:
         self.index = 0
         self.chooser: Chooser | None = None
         self.counted: Run | None = None  # the last run ``after`` accounted for
+        self.stale = 0  # runs of the current schedule that were thrown away (``Run.stale``)
 
     def run(self, locate: bool) -> None:
         """Explore until the budget, the space or a stop: batches on the carrier, and here each run that ended one
@@ -62,8 +64,20 @@ class Schedules:
         self.chooser = chooser
         return self.coverage.chooser(chooser)
 
+    def _again(self, run: Run) -> bool:
+        """Whether ``run`` brought code under memory watch while it ran: then it does not count, and the same
+        schedule (the strategy's chooser for the same index, which it hands out again until told of an end) runs
+        once more, now watched throughout."""
+        if not run.stale or self.stale >= STALE_RETRIES:
+            self.stale = 0
+            return False
+        self.stale += 1
+        return True
+
     def after(self, run: Run) -> bool:
         """On the carrier: account for a run that needs nothing more; False hands it to ``_settle``."""
+        if self._again(run):
+            return True
         if run.failure is not None or self.config.check_determinism:
             return False
         self.strat.end_execution(self.chooser, run.steps)
@@ -76,6 +90,8 @@ class Schedules:
 
     def _settle(self, run: Run) -> bool:
         """A run that needs this thread: check determinism, collect a failure, count it. True: stop exploring."""
+        if self._again(run):
+            return False
         session, cfg, result, index = self.session, self.config, self.result, self.index
         self.strat.end_execution(self.chooser, run.steps)
         result.leaked_threads.extend(run.leaked)

@@ -9,6 +9,7 @@ it is given (``run_once``, ``run_batch``), and runs a schedule again from its re
 
 from __future__ import annotations
 
+import copy
 import sys
 import types
 from collections.abc import Callable
@@ -17,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import racecheck.control.sync_facades  # noqa: F401 - importing it registers the sync stand-ins' swaps
 from racecheck import runtime
-from racecheck.control import autocontrol, external, instrument, lines, tempdirs
+from racecheck.control import autocontrol, external, instrument, lines, memory_install, tempdirs
+from racecheck.control.memory_names import Watch
 from racecheck.control.threads import controlled_thread_class
 from racecheck.runtime.affinity import OneCpu
 from racecheck.runtime.batch import Batch
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 __racecheck_engine__ = True
 
 _exploring = runtime.real_allocate_lock()
+STALE_RETRIES = 8  # runs of one schedule while it keeps bringing new code under watch (each brings a module more)
 
 
 def _target_name(fn: Callable) -> str:
@@ -62,6 +65,8 @@ class Session:
         keys = [ext.config_key(config) for ext in self.extensions]
         if config.preempt is not None:  # line-level points change the schedule: a token must say it used them
             keys.append(f"preempt={lines.describe(config.preempt)}")
+        if config.memory:  # so do memory points, and the warm-up run before the first schedule
+            keys.append("memory")
         self.config_key = "|".join(keys) if keys else "-"
 
     def _modules(self) -> list[types.ModuleType]:
@@ -103,6 +108,9 @@ class Session:
                 stack.callback(patch.restore)
                 if self.config.preempt is not None:
                     stack.enter_context(lines.tracing(lines.files_of(self._line_modules(modules))))
+                if self.config.memory:
+                    roots = (self.fn, self.config.on_crash)
+                    stack.enter_context(memory_install.watching(self.config.exclude, roots))
                 stack.enter_context(controlled_thread_class())
                 stack.enter_context(external.waiting_outside())
                 stack.enter_context(tempdirs.tracked())
@@ -114,11 +122,25 @@ class Session:
 
     def run_once(self, chooser: Chooser, locate: bool = True) -> Run:
         """One schedule: extensions' begin hooks, the test function, end hooks, crash recovery; always torn down.
-        ``locate``: give every trace event its source location (see ``Run.locate``)."""
-        pending = [chooser]
-        run = self.run_batch(lambda: pending.pop() if pending else None, lambda run: False, locate)
-        assert run is not None
+        ``locate``: give every trace event its source location (see ``Run.locate``). A run during which code came
+        under memory watch (``Run.stale``) is run again from a copy of the chooser as it was, until one is not."""
+        for _attempt in range(STALE_RETRIES):
+            pristine = copy.deepcopy(chooser) if self.config.memory else None
+            pending = [chooser]
+            run = self.run_batch(lambda: pending.pop() if pending else None, lambda run: False, locate)
+            assert run is not None
+            if not run.stale or pristine is None:
+                return run
+            chooser = pristine
         return run
+
+    def warm_up(self) -> None:
+        """One run of the test before the first schedule, thrown away: what the code under test does once per
+        process (loading a configuration, filling a cache, importing) happens there, and whatever it reaches comes
+        under memory watch, so neither depends on which schedule of the exploration, or of a replay in a fresh
+        process, happens to come first. Its token records it (the configuration key says memory)."""
+        if self.config.memory:
+            self.run_once(Replayer(()), locate=False)
 
     def run_batch(
         self, next_chooser: Callable[[], Chooser | None], after: Callable[[Run], bool], locate: bool
@@ -156,6 +178,8 @@ class Session:
     def _prepare(self, chooser: Chooser, locate: bool) -> Run:
         run = Run(chooser, self.run_config)
         run.locate = locate
+        if self.config.memory:
+            run.watch = Watch(run)
         if self.carriers is not None:
             run.launch = self.carriers.start
         if isinstance(chooser, Replayer):

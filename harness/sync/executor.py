@@ -39,6 +39,12 @@ BrokenThreadPool = concurrent.futures.thread.BrokenThreadPool
 DEFAULT_MAX_WORKERS = 8
 
 
+def _unwatched() -> bool:
+    """Whether the calling thread's run does not watch plain memory (then code between points is unknown)."""
+    run = runtime.current_run()
+    return run is None or getattr(run, "watch", None) is None
+
+
 class _WorkItem:
     __slots__ = ("future", "fn", "args", "kwargs")
 
@@ -52,19 +58,26 @@ class _WorkItem:
         if not self.future.set_running_or_notify_cancel():
             return
         # The work item's code runs between two of the pool's own points, which the program cannot see to put a
-        # racecheck.point next to: the step that runs it counts as touching plain shared memory, and so does the
-        # one that runs the future's done callbacks.
-        touch(MEMORY)
+        # racecheck.point next to: unless its memory is watched, the step that runs it counts as touching plain
+        # shared memory, and so does the one that runs the future's done callbacks.
+        runtime.reach(self.fn)
+        unwatched = _unwatched()
+        if unwatched:
+            touch(MEMORY)
         try:
             result = self.fn(*self.args, **self.kwargs)
         except BaseException as exc:  # noqa: BLE001 - delivered through the future, like the stdlib
             callbacks = has_callbacks(self.future)
+            for callback in list(self.future._done_callbacks) if callbacks else ():
+                runtime.reach(callback)
             self.future.set_exception(exc)
             self = None  # break the reference cycle, as the stdlib does
         else:
             callbacks = has_callbacks(self.future)
+            for callback in list(self.future._done_callbacks) if callbacks else ():
+                runtime.reach(callback)
             self.future.set_result(result)
-        if callbacks:
+        if callbacks and unwatched:
             touch(MEMORY)
 
 
@@ -134,7 +147,9 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
     @thread_bottom
     def _worker(self) -> None:
         if self._initializer is not None:
-            touch(MEMORY)  # the program's initializer, as a work item's code
+            runtime.reach(self._initializer)
+            if _unwatched():
+                touch(MEMORY)  # the program's initializer, as a work item's code
             try:
                 self._initializer(*self._initargs)
             except BaseException:  # noqa: BLE001 - reported and the pool is broken, as in the stdlib

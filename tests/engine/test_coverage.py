@@ -63,30 +63,58 @@ def test_the_display_text_decides_nothing():
 
 
 def _reference_key(events):
-    """The interleaving key by its definition, one event at a time: per object, the accesses in trace order, each
-    named by its step (thread, the thread's step number; a note belongs to its thread's running step), a run of
-    mutually commuting accesses collapsed into the set of its steps."""
-    history = {}
+    """The interleaving key by its definition, one access at a time: per object, the accesses in trace order, each
+    named by its point (thread, the step's point, or for the accesses its ``marks`` cover, their own; a note belongs
+    to its own point; the thread's step number where a trace records no points); a wildcard (a bare point's
+    ``anything``, unresolved memory) written out as a write of every object it covers; a run of mutually commuting
+    accesses collapsed into the set of its threads, each with its first point; a thread's consecutive single
+    accesses kept once."""
     counts = {}
+    running = {}
     yields = any(acc.YIELDED[0] in event.access for event in events)
+    flat = []  # (object, kind, who)
     for event in events:
         if event.switch == "info":
-            who = f"{event.tid}.{counts.get(event.tid, 1) - 1}"
+            who = (event.tid, event.at) if event.at >= 0 else running.get(event.tid, (event.tid, counts.get(event.tid, 1) - 1))
         else:
-            who = f"{event.tid}.{counts.get(event.tid, 0)}"
+            who = (event.tid, event.at) if event.at >= 0 else (event.tid, counts.get(event.tid, 0))
             counts[event.tid] = counts.get(event.tid, 0) + 1
+            running[event.tid] = who
         yielded = acc.YIELDED[0] in event.access
         extra = (acc.FAIRNESS_READ,) if yields and event.switch != "info" and not yielded else ()
-        for one in event.access + extra:
-            line = history.setdefault(one.obj, [])
-            group = dependency.commuting_run(one.kind)
+        own = len(event.access) - len(event.marks)
+        for position, one in enumerate(event.access + extra):
+            at = who if position < own or position >= len(event.access) else (event.tid, event.marks[position - own])
+            flat.append((one.obj, one.kind, at))
+    objects = sorted({obj for obj, _, _ in flat if obj != acc.FAIRNESS_OBJ}) if any(
+        obj in (acc.ANYTHING_OBJ, acc.MEMORY_OBJ) for obj, _, _ in flat) else []
+    history = {}
+    for obj, kind, who in flat:
+        if obj == acc.ANYTHING_OBJ or obj == acc.MEMORY_OBJ:
+            covered = [o for o in objects if obj == acc.ANYTHING_OBJ or acc.is_memory(o)]
+            touched = [(o, acc.WRITE) for o in covered]
+        else:
+            touched = [(obj, kind)]
+        for o, k in touched:
+            line = history.setdefault(o, [])
+            group = dependency.commuting_run(k)
             if line and group is not None and line[-1][0] == group:
-                line[-1][1].add(who)
+                line[-1][1].append(who)
             else:
-                line.append((group, {who}))
-    text = "\x03".join(
-        obj + "\x02" + "\x00".join("\x01".join(sorted(who)) for _, who in history[obj]) for obj in sorted(history)
-    )
+                line.append((group, [who]))
+    texts = []
+    for obj in sorted(history):
+        groups = []
+        for group, members in history[obj]:
+            if group is not None:
+                first = {}
+                for tid, point in sorted(members):
+                    first.setdefault(tid, point)
+                groups.append("\x01".join(sorted(f"{tid}.{point}" for tid, point in first.items())))
+            elif not (groups and groups[-1][0] is None and groups[-1][1] == members[0][0]):
+                groups.append((None, members[0][0], f"{members[0][0]}.{members[0][1]}"))
+        texts.append(obj + "\x02" + "\x00".join(g if isinstance(g, str) else g[2] for g in groups))
+    text = "\x03".join(texts)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 

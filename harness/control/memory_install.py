@@ -1,0 +1,261 @@
+"""Bringing a module's functions under memory watch, module by module, as the code under test reaches them.
+
+A module is rewritten (``racecheck.control.rewrite``) and compiled once per process, then, for one exploration at a
+time, every function of it that can be found gets the rewritten code (``function.__code__``): the functions of its
+namespace, the methods, properties, static and class methods of its classes, what decorators wrapped
+(``__wrapped__``), and closures as they come by. When the exploration ends, every function gets its own code back,
+pass or fail; a closure made from rewritten code during the exploration keeps it (its hooks do nothing outside a
+run).
+
+Which modules: those control by default reaches (``autocontrol.controlled_module``: not the engine's, not the
+standard library's, not ``exclude=``), when they are reached, not before: rewriting everything a process has
+imported (torch alone is over a thousand modules) would cost seconds. A module is reached when the test function
+or a thread's target comes from it, when watched code is about to call one of its functions (``__rc_fn__``,
+``__rc_gm__``), or uses an object of one of its classes (their methods, properties and dunders may run). Rewriting a
+module while a run is going (``Run.stale``) means that run may have run some of that module's code unwatched: the
+exploration runs it again (``racecheck.search.session``). What is never reached this way (a callback that only the
+standard library or C code calls, of a module nothing else touched) runs unwatched; on Python 3.12+ the
+exploration also listens for functions starting (``sys.monitoring``) and catches those too.
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+import types
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from racecheck import runtime
+from racecheck.control import memory_hooks
+from racecheck.control.autocontrol import Exclusions, controlled_module
+from racecheck.control.memory_names import set_rebound
+from racecheck.control.rewrite import CELL_MARK, rewrite_module
+
+__racecheck_engine__ = True
+
+_CO_KINDS = 0x0020 | 0x0080 | 0x0100 | 0x0200  # generator, coroutine, iterable coroutine, async generator
+
+
+def code_key(code: types.CodeType) -> tuple[Any, ...]:
+    """What matches a function's code with its rewritten twin: name, first line, signature, free variables."""
+    return (code.co_name, code.co_firstlineno, code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount,
+            code.co_varnames[: code.co_argcount + code.co_kwonlyargcount], code.co_freevars, code.co_flags & _CO_KINDS)
+
+
+@dataclass
+class Compiled:
+    """One module's rewritten code: its functions' code by ``code_key`` (None where two share a key), and the
+    globals its functions rebind."""
+
+    codes: dict[tuple[Any, ...], types.CodeType | None]
+    rebound: frozenset[str]
+    rewritten: set[types.CodeType] = field(default_factory=set)
+
+
+_compiled: dict[str, Compiled | None] = {}  # file name -> its module's rewritten code (None: cannot be rewritten)
+
+
+def _nested(code: types.CodeType) -> Iterator[types.CodeType]:
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType) and const.co_varnames[:1] != (CELL_MARK,):
+            yield const
+            yield from _nested(const)
+
+
+def compiled_module(filename: str, name: str, namespace: dict[str, Any]) -> Compiled | None:
+    """The rewritten code of the module in ``filename`` (memoised per process); None when it has no source or
+    its source does not compile (then it runs unwatched)."""
+    if filename in _compiled:
+        return _compiled[filename]
+    found: Compiled | None = None
+    try:
+        source = "".join(linecache.getlines(filename, namespace))
+        if source:
+            rewritten = rewrite_module(source, filename, name)
+            module_code = compile(rewritten.tree, filename, "exec", dont_inherit=True)
+            codes: dict[tuple[Any, ...], types.CodeType | None] = {}
+            every: set[types.CodeType] = set()
+            for code in _nested(module_code):
+                key = code_key(code)
+                codes[key] = None if key in codes else code
+                every.add(code)
+                every.update(c for c in code.co_consts if isinstance(c, types.CodeType))
+            found = Compiled(codes, rewritten.rebound, every)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError):
+        found = None
+    _compiled[filename] = found
+    return found
+
+
+class Watching(memory_hooks.Discovery):
+    """One exploration's memory watch: which modules are rewritten, which functions got rewritten code (to be given
+    their own back), and the discovery the hooks call."""
+
+    def __init__(self, excluded: Iterable[Any] = ()) -> None:
+        self.excluded = Exclusions(excluded)
+        self.modules: dict[str, Compiled | None] = {}  # module name -> its compiled code, as far as reached
+        self.swapped: list[tuple[types.FunctionType, types.CodeType]] = []
+        self.pending: dict[str, list[types.FunctionType]] = {}  # file name -> functions of a module not reached yet
+        self.walked: set[int] = set()  # ids of the classes walked (kept alive by their modules)
+        self.active = False
+
+    # ----- discovery (called by the hooks, on a controlled thread) ---------------------------------------------
+
+    def function(self, fn: Any) -> None:
+        code = fn.__code__
+        namespace = fn.__globals__
+        name = namespace.get("__name__")
+        if not controlled_module(name, namespace, self.excluded):
+            memory_hooks.settle(code)
+            return
+        compiled = self.module(name, namespace, code.co_filename)
+        if fn.__code__ is code:
+            self._swap(fn, compiled)
+        memory_hooks.settle(fn.__code__)
+
+    def type_(self, cls: type) -> None:
+        for klass in getattr(cls, "__mro__", (cls,)):
+            module = sys.modules.get(getattr(klass, "__module__", "") or "")
+            if module is not None and controlled_module(module.__name__, module.__dict__, self.excluded):
+                self.module(module.__name__, module.__dict__, getattr(module, "__file__", None))
+
+    # ----- modules ----------------------------------------------------------------------------------------------
+
+    def module(self, name: str, namespace: dict[str, Any], filename: str | None) -> Compiled | None:
+        """Rewrite module ``name`` for this exploration, if not done yet; its compiled code (None: unwatched)."""
+        if name in self.modules:
+            return self.modules[name]
+        compiled = compiled_module(filename, name, namespace) if filename else None
+        self.modules[name] = compiled
+        if compiled is None:
+            return None
+        set_rebound(name, compiled.rebound)
+        for code in compiled.rewritten:
+            memory_hooks.settle(code)
+        run = runtime.current_run()
+        if run is not None:
+            run.stale = True  # some of this module's code may have run unwatched in this run already
+        for fn in self._functions_of(namespace, filename):
+            self._swap(fn, compiled)
+        for fn in self.pending.pop(filename, ()):
+            self._swap(fn, compiled)
+        return compiled
+
+    def _swap(self, fn: types.FunctionType, compiled: Compiled | None) -> None:
+        code = fn.__code__
+        if compiled is None or code in compiled.rewritten:
+            return
+        twin = compiled.codes.get(code_key(code))
+        if twin is None or len(twin.co_freevars) != len(fn.__closure__ or ()):
+            return
+        fn.__code__ = twin
+        self.swapped.append((fn, code))
+
+    def _functions_of(self, namespace: dict[str, Any], filename: str) -> list[types.FunctionType]:
+        """Every function reachable from a module's namespace whose code is the module's own; functions of other
+        modules met on the way wait for their module (``pending``)."""
+        out: list[types.FunctionType] = []
+        seen: set[int] = set()
+        pending_values = list(namespace.values())
+        while pending_values:
+            value = pending_values.pop()
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            if isinstance(value, types.FunctionType):
+                if value.__code__.co_filename == filename:
+                    out.append(value)
+                else:
+                    self._elsewhere(value)
+                wrapped = value.__dict__.get("__wrapped__") if hasattr(value, "__dict__") else None
+                if wrapped is not None:
+                    pending_values.append(wrapped)
+            elif isinstance(value, (staticmethod, classmethod)):
+                pending_values.append(value.__func__)
+            elif isinstance(value, property):
+                pending_values.extend(f for f in (value.fget, value.fset, value.fdel) if f is not None)
+            elif isinstance(value, type):
+                if getattr(value, "__module__", None) == namespace.get("__name__") and id(value) not in self.walked:
+                    self.walked.add(id(value))
+                    pending_values.extend(value.__dict__.values())
+            else:
+                inner = _wrapped_function(value)
+                if inner is not None:
+                    pending_values.append(inner)
+        return out
+
+    def _elsewhere(self, fn: types.FunctionType) -> None:
+        """A function of another module met while walking one: rewritten now if its module is, else later."""
+        name = fn.__globals__.get("__name__")
+        compiled = self.modules.get(name) if isinstance(name, str) else None
+        if compiled is not None:
+            self._swap(fn, compiled)
+        elif name not in self.modules and controlled_module(name, fn.__globals__, self.excluded):
+            self.pending.setdefault(fn.__code__.co_filename, []).append(fn)
+
+    # ----- the exploration --------------------------------------------------------------------------------------
+
+    def restore(self) -> None:
+        """Every function gets its own code back."""
+        swapped, self.swapped = self.swapped, []
+        for fn, code in reversed(swapped):
+            fn.__code__ = code
+        self.pending.clear()
+
+
+def _wrapped_function(value: Any) -> Any:
+    """The function inside a wrapper object (``functools.lru_cache``, ``partial``-like objects), if any."""
+    try:
+        inner = getattr(value, "__wrapped__", None)
+    except Exception:  # noqa: BLE001 - a lazy object may raise anything on attribute access
+        return None
+    return inner if isinstance(inner, types.FunctionType) else None
+
+
+_active: Watching | None = None
+
+
+@contextmanager
+def watching(excluded: Iterable[Any] = (), roots: Iterable[Any] = ()) -> Iterator[Watching]:
+    """Memory watch for one exploration: the hooks bound, ``roots`` (the test function, recovery checks) reached
+    before anything runs, everything given back at the end."""
+    global _active
+    memory_hooks.install()
+    memory_hooks.reset()
+    watch = Watching(excluded)
+    previous = memory_hooks.discovery
+    memory_hooks.discovery = watch
+    _active = watch
+    try:
+        for root in roots:
+            reach(watch, root)
+        yield watch
+    finally:
+        _active = None
+        memory_hooks.discovery = previous
+        watch.restore()
+        memory_hooks.reset()
+
+
+def reach(watch: Watching, target: Any) -> None:
+    """Bring ``target`` (a function, bound method, class or callable object) under watch before it runs."""
+    fn = getattr(target, "__func__", target)
+    if isinstance(fn, types.FunctionType):
+        watch.function(fn)
+    elif isinstance(target, type):
+        watch.type_(target)
+    elif target is not None and not isinstance(target, types.BuiltinFunctionType):
+        watch.type_(type(target))
+
+
+def reach_now(target: Any) -> None:
+    """``reach`` in the current exploration, if memory is watched (a thread's target as it starts, an executor's
+    work item)."""
+    if _active is not None:
+        reach(_active, target)
+
+
+runtime.on_reach(reach_now)

@@ -1,0 +1,255 @@
+"""What one run's memory hooks know (``Watch``): the logical name of every object they saw, and the accesses they
+build for the dependency relation (``racecheck.runtime.access.MemObj`` names).
+
+An object is named by its type and the order in which the run first touched an object of that type
+(``Counter#1``), never by its address: the same schedule names the same objects in every process, so traces,
+racing pairs and interleaving counts are the same everywhere. A name's piece of memory follows it: an attribute
+``Counter#1.value``, an item ``dict#2['k']`` (the key as its repr when that is what equality means, else the key
+object's own name), the entries of a container ``list#3`` (what ``len`` and iteration read and every insertion or
+change of an item writes), a module global ``global pkg.mod.x``, a closure cell ``cell outer.count#1``.
+
+Where an attribute lives decides its name: an attribute a class defines as data (a class-level default, a
+counter kept on the class) is the class's, ``Config.retries``, until the instance sets its own; methods,
+properties and other descriptors are the class's code, not memory, and reading them is no access (their code's
+own accesses are seen where it runs). A ``threading.local`` keeps one copy per thread: not shared, never named.
+"""
+
+from __future__ import annotations
+
+import types
+from collections import deque
+from typing import Any
+
+from racecheck import runtime
+from racecheck.runtime.access import ENTRY, LIST, READ, WRITE, Access, MemObj
+
+__racecheck_engine__ = True
+
+_INSTANCE, _SKIP = "instance", "skip"
+# Descriptors on a class that are code, not data: reading one runs code (whose own accesses are seen) or returns
+# a bound method.
+_CODE_DESCRIPTORS = (
+    types.FunctionType, staticmethod, classmethod, property, types.BuiltinFunctionType, types.MethodDescriptorType,
+    types.WrapperDescriptorType, types.GetSetDescriptorType, types.MethodWrapperType, types.ClassMethodDescriptorType,
+)
+# (type, attribute) -> where it lives: _INSTANCE, _SKIP, or the class that holds it as data
+_WHERE: dict[tuple[type, str], Any] = {}
+
+
+def where_attribute(cls: type, name: str) -> Any:
+    """Where ``name`` lives for instances of ``cls``: in the instance (``"instance"``), nowhere worth naming (a
+    method, a property: ``"skip"``), or as data on a class of the MRO (that class)."""
+    key = (cls, name)
+    found = _WHERE.get(key)
+    if found is None:
+        found = _INSTANCE
+        for klass in getattr(cls, "__mro__", (cls,)):
+            held = klass.__dict__.get(name, _MISSING)
+            if held is _MISSING:
+                continue
+            if isinstance(held, types.MemberDescriptorType):
+                found = _INSTANCE  # a __slots__ entry: per-instance data
+            elif isinstance(held, _CODE_DESCRIPTORS) or type(held).__name__ == "cached_property":
+                found = _SKIP if type(held).__name__ != "cached_property" else _INSTANCE
+            else:
+                found = klass
+            break
+        _WHERE[key] = found
+    return found
+
+
+def forget_class_attribute(name: str) -> None:
+    """A class gained or changed ``name``: what ``where_attribute`` cached about it no longer holds."""
+    for key in [k for k in _WHERE if k[1] == name]:
+        del _WHERE[key]
+
+
+_MISSING = object()
+_SIMPLE_KEYS = (str, int, float, bool, bytes, type(None), complex)
+
+
+def _identity_equality(value: Any) -> bool:
+    eq = getattr(type(value), "__eq__", None)
+    return eq is object.__eq__ or isinstance(value, (type, types.ModuleType, types.FunctionType))
+
+
+class Watch:
+    """One run's view of plain memory: object names and the accesses built on them.
+
+    Every object named is kept alive until the run ends, so no address is reused for another object within it.
+    """
+
+    __slots__ = ("run", "names", "counts", "memo", "lazy")
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.names: dict[int, tuple[Any, str]] = {}  # id -> (object, its name in this run)
+        self.counts: dict[str, int] = {}
+        self.memo: dict[tuple[Any, ...], tuple[Access, ...]] = {}
+        # lazy iterators and views over a container (``iter(x)``, ``enumerate(x)``, ``d.items()``): id -> (the
+        # iterator, the containers it reads when advanced)
+        self.lazy: dict[int, tuple[Any, tuple[Any, ...]]] = {}
+
+    # ----- names ------------------------------------------------------------------------------------------------
+
+    def name_of(self, obj: Any) -> str:
+        """The run's logical name of ``obj``: ``Type#n``, the n-th object of its type the test's own thread met,
+        or ``Type@T2#n``, the n-th one thread T2 met first. Counted per thread, a name is the same in every
+        schedule equivalent to this one (the threads' own orders are), except for an object two threads could
+        each meet first: such a name can tell two equivalent schedules apart in ``result.interleavings``, never
+        hide one."""
+        found = self.names.get(id(obj))
+        if found is not None:
+            return found[1]
+        if isinstance(obj, type):
+            name = f"{obj.__qualname__}"
+        elif isinstance(obj, types.ModuleType):
+            name = f"module {obj.__name__}"
+        else:
+            me = runtime.thread_state.thread
+            tid = me.tid if me is not None else 0
+            kind = type(obj).__name__ if not tid else f"{type(obj).__name__}@T{tid}"
+            number = self.counts.get(kind, 0) + 1
+            self.counts[kind] = number
+            name = f"{kind}#{number}"
+        self.names[id(obj)] = (obj, name)
+        return name
+
+    def key_text(self, key: Any) -> str:
+        """An item's key as a name: its repr where equal keys have equal reprs, else the key object's own name
+        (identity is its equality), else its type (every key of that type one item: coarser, never less)."""
+        kind = type(key)
+        if kind in _SIMPLE_KEYS:
+            text = repr(key)
+            return text if len(text) <= 64 else f"{text[:60]}...{len(text)}"
+        if kind is tuple:
+            return "(" + ", ".join(self.key_text(k) for k in key) + ("," if len(key) == 1 else "") + ")"
+        if _identity_equality(key):
+            return self.name_of(key)
+        text = repr(key)
+        if " at 0x" in text or len(text) > 64:
+            return f"<{kind.__name__}>"
+        return text
+
+    # ----- accesses ---------------------------------------------------------------------------------------------
+
+    def attribute(self, obj: Any, name: str, kind: str, write: bool = False) -> tuple[Access, ...] | None:
+        """An access to attribute ``name`` of ``obj`` (None: nothing to watch: a method, a property, a module
+        global that nothing rebinds)."""
+        cls = type(obj)
+        if cls is types.ModuleType:
+            return self.global_(obj.__name__, name, kind) if write or name in rebound_of(obj.__name__) else None
+        if isinstance(obj, type):
+            if write:
+                forget_class_attribute(name)
+            return self._named(obj, name, kind)
+        where = where_attribute(cls, name)
+        if where is _SKIP and not write:
+            return None
+        if where is not _INSTANCE and where is not _SKIP and not write:
+            held = getattr(obj, "__dict__", None)
+            if held is None or name not in held:
+                return self._named(where, name, kind)
+        return self._named(obj, name, kind)
+
+    def attribute_declared(self, obj: Any, name: str, kind: str) -> tuple[Access, ...] | None:
+        """What a read of an attribute may touch before the state it meets is known: None when that is exactly
+        what it touches (``attribute``), else both places it may be held (the instance, or its class until the
+        instance sets its own)."""
+        if isinstance(obj, (type, types.ModuleType)):
+            return None
+        where = where_attribute(type(obj), name)
+        if where is _INSTANCE or where is _SKIP:
+            return None
+        return self._named(obj, name, kind) + self._named(where, name, kind)
+
+    def _named(self, owner: Any, name: str, kind: str) -> tuple[Access, ...]:
+        key = (id(owner), name, kind)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = (Access(MemObj(f"{self.name_of(owner)}.{name}"), kind),)
+        return found
+
+    def global_(self, module: str, name: str, kind: str) -> tuple[Access, ...]:
+        key = (module, name, kind)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = (Access(MemObj(f"global {module}.{name}"), kind),)
+        return found
+
+    def cell(self, cell: Any, where: str, name: str, kind: str) -> tuple[Access, ...]:
+        key = (id(cell), kind)
+        found = self.memo.get(key)
+        if found is None:
+            entry = self.names.get(id(cell))
+            if entry is None:
+                me = runtime.thread_state.thread
+                tid = me.tid if me is not None else 0
+                kind = f"cell {where}.{name}" if not tid else f"cell {where}.{name}@T{tid}"
+                number = self.counts.get(kind, 0) + 1
+                self.counts[kind] = number
+                entry = self.names[id(cell)] = (cell, f"{kind}#{number}")
+            found = self.memo[key] = (Access(MemObj(entry[1]), kind),)
+        return found
+
+    def item(self, container: Any, key: Any, kind: str) -> tuple[Access, ...]:
+        """One item read (``READ``), or its value changed in place (``WRITE``: the item, and the entries as
+        ``ENTRY``, which changes of other items commute with and a listing does not)."""
+        try:
+            memo_key = (id(container), key, kind)
+            found = self.memo.get(memo_key)
+        except TypeError:  # an unhashable key (a slice, a list): the whole container
+            return self.whole(container, LIST if kind == READ else WRITE)
+        if found is None:
+            base = self.name_of(container)
+            found = (Access(MemObj(f"{base}[{self.key_text(key)}]"), kind),)
+            if kind != READ:
+                found += (Access(MemObj(base), ENTRY),)
+            self.memo[memo_key] = found
+        return found
+
+    def structural(self, container: Any, keys: Any) -> tuple[Access, ...]:
+        """Items inserted, removed or moved (``append``, ``pop``, a new key, ``sort``): each item, and the entries
+        as a whole (``WRITE``: the order and the length change, so two such changes do not commute either)."""
+        base = self.name_of(container)
+        out = [Access(MemObj(f"{base}[{self.key_text(key)}]"), WRITE) for key in keys]
+        out.append(Access(MemObj(base), WRITE))
+        return tuple(dict.fromkeys(out))
+
+    def whole(self, container: Any, kind: str) -> tuple[Access, ...]:
+        """The container as a whole: its entries listed (``len``, iteration: ``LIST``), changed all at once
+        (``WRITE``), or for a deque, whose positions shift at both ends, every read (``READ``) of it."""
+        memo_key = (id(container), kind, None)
+        found = self.memo.get(memo_key)
+        if found is None:
+            found = self.memo[memo_key] = (Access(MemObj(self.name_of(container)), kind),)
+        return found
+
+    def sources(self, value: Any) -> tuple[Any, ...]:
+        """The containers iterating ``value`` reads: itself if it is one, or what a lazy iterator over containers
+        was made from."""
+        found = self.lazy.get(id(value))
+        if found is not None and found[0] is value:
+            return found[1]
+        return (value,) if type(value) in WATCHED_CONTAINERS or isinstance(value, _CONTAINER_BASES) else ()
+
+    def remember_lazy(self, lazy: Any, containers: tuple[Any, ...]) -> None:
+        if containers:
+            self.lazy[id(lazy)] = (lazy, containers)
+
+
+# The mutable builtin containers whose items the hooks name (subclasses too: defaultdict, OrderedDict, Counter).
+_CONTAINER_BASES: tuple[type, ...] = (dict, list, set, bytearray, deque)
+WATCHED_CONTAINERS: set[type] = {dict, list, set, bytearray, deque}
+
+# module name -> the globals its functions rebind (``racecheck.control.memory_install`` fills it)
+_REBOUND: dict[str, frozenset[str]] = {}
+_EMPTY: frozenset[str] = frozenset()
+
+
+def rebound_of(module: str) -> frozenset[str]:
+    return _REBOUND.get(module, _EMPTY)
+
+
+def set_rebound(module: str, names: frozenset[str]) -> None:
+    _REBOUND[module] = names
