@@ -14,7 +14,8 @@ the same scenario (setup / workers / invariant) with its dpor and random strateg
 ``max_attempts`` N, ``trace_packages`` the library; it runs under its own launcher (``frontrun python
 benchmarks/library_races.py --frontrun CASE ...``) in a subprocess that prints one JSON line, on the real disk.
 
-Each cell: ✔ found, @ the schedule of the first failure, or ✘ missed after the schedules run ("exh": the search
+Each cell: ✔ found, @ the schedule of the first failure (⚠: racecheck failed otherwise, e.g. a replay that
+diverged or a deadlock, not counted as found), or ✘ missed after the schedules run ("exh": the search
 said its space was done; "end": frontrun's dpor stopped before N by itself, as frontrun leaves ``exhausted``
 unset for threads), and seconds (racecheck's include shrinking the failure and naming its racing pair, as
 ``explore`` does by default; frontrun's include its 10 replays of a counterexample). The last rows count the
@@ -87,7 +88,10 @@ def run_racecheck(case: Any, module: Any, options: dict, fs: str | None, schedul
                            "seconds": seconds}
     if not result.ok:
         failure = result.failure
-        out.update(first=failure.schedule_index + 1, kind=failure.kind, message=failure.message[:400],
+        # the race is what the test asserts (or an exception a worker raised); racecheck's own verdicts
+        # (deadlock, uncontrolled blocking, step limit, a replay that diverged) are shown but not counted as found
+        genuine = failure.kind == "exception" and type(failure.exception).__name__ != "ReplayDivergence"
+        out.update(first=failure.schedule_index + 1, kind=failure.kind, message=failure.message[:400], genuine=genuine,
                    preemptions=failure.preemptions, not_a_race=failure.depends_on_schedule is False,
                    token=failure.token)
     return out
@@ -120,12 +124,14 @@ def cell(entry: dict | None) -> str:
     if entry is None:
         return "-"
     if "error" in entry:
-        return f"[yellow]error[/] {entry['error'][:60]}"
+        return f"[yellow]error[/] {entry['error'][:40]}"
     seconds = f"{entry['seconds']:.1f}s"
+    if entry.get("found") and not entry.get("genuine", True):
+        what = entry["message"].split(":")[0] if entry.get("kind") == "exception" else entry.get("kind")
+        return f"[yellow]⚠[/] @{entry['first']} {what} {seconds}"
     if entry.get("found"):
         note = " [yellow]not-a-race?[/]" if entry.get("not_a_race") else ""
-        kind = "" if entry.get("kind", "exception") == "exception" else f" [yellow]{entry['kind']}[/]"
-        return f"[green]✔[/] @{entry['first']}{kind}{note} {seconds}"
+        return f"[green]✔[/] @{entry['first']}{note} {seconds}"
     if entry.get("inconclusive"):
         return f"[yellow]?[/] {entry['schedules']} inconclusive {seconds}"
     exhausted = " exh" if entry.get("exhausted") else ""
@@ -211,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
             fs = "posix" if (posix and case.kind == "file" and column.startswith("rc")) else None
             for row in rows:
                 if row["case"] == case.name and (row["fs"] == fs or (fs is None and row["fs"] in ("-", "disk"))):
-                    found += bool(row["cells"].get(column, {}).get("found"))
+                    entry = row["cells"].get(column, {})
+                    found += bool(entry.get("found") and entry.get("genuine", True))
         return f"{found} of {len(cases)}"
 
     table.add_section()

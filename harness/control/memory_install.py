@@ -251,11 +251,30 @@ def reach(watch: Watching, target: Any) -> None:
         watch.type_(type(target))
 
 
-def reach_now(target: Any) -> None:
-    """``reach`` in the current exploration, if memory is watched (a thread's target as it starts, an executor's
-    work item)."""
-    if _active is not None:
-        reach(_active, target)
+def reach_now(target: Any, values: tuple[Any, ...] = ()) -> None:
+    """``runtime.reach`` in the current exploration, if memory is watched: ``target`` comes under watch, and the
+    calling thread names what it hands over (``values``, the target's bound object, its closure's contents)."""
+    if _active is None:
+        return
+    reach(_active, target)
+    run = runtime.current_run()
+    watch = getattr(run, "watch", None)
+    if watch is None:
+        return
+    fn = getattr(target, "__func__", target)
+    handed = [getattr(target, "__self__", None), *values]
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            handed.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    for value in handed:
+        if value is not None and not isinstance(value, _UNNAMED):
+            watch.name_of(value)
+
+
+_UNNAMED = (int, float, complex, bool, str, bytes, tuple, frozenset, range, type, types.ModuleType,
+            types.FunctionType, types.BuiltinFunctionType, types.MethodType)
 
 
 runtime.on_reach(reach_now)

@@ -185,10 +185,10 @@ class Watch:
             if entry is None:
                 me = runtime.thread_state.thread
                 tid = me.tid if me is not None else 0
-                kind = f"cell {where}.{name}" if not tid else f"cell {where}.{name}@T{tid}"
-                number = self.counts.get(kind, 0) + 1
-                self.counts[kind] = number
-                entry = self.names[id(cell)] = (cell, f"{kind}#{number}")
+                label = f"cell {where}.{name}" if not tid else f"cell {where}.{name}@T{tid}"
+                number = self.counts.get(label, 0) + 1
+                self.counts[label] = number
+                entry = self.names[id(cell)] = (cell, f"{label}#{number}")
             found = self.memo[key] = (Access(MemObj(entry[1]), kind),)
         return found
 

@@ -42,7 +42,8 @@ def _start(self: Any) -> None:
     if run is None or getattr(self, "_racecheck_record", None) is not None or is_plumbing(self):
         return _orig_start(self)
     target = getattr(self, "_target", None)
-    runtime.reach(target if target is not None else self)  # its code, watched from its first step
+    handed = (*getattr(self, "_args", ()), *getattr(self, "_kwargs", {}).values())
+    runtime.reach(target if target is not None else self, handed)  # its code, watched from its first step
     run.start_thread(self, _orig_start)
 
 

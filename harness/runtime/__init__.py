@@ -82,17 +82,19 @@ def add_cleanup(description: str, action: Callable[[], bool]) -> None:
 _reachers: list[Callable[[Any], None]] = []
 
 
-def on_reach(callback: Callable[[Any], None]) -> None:
-    """``callback(target)`` is told of every ``reach`` (memory watching registers itself here)."""
+def on_reach(callback: Callable[[Any, tuple[Any, ...]], None]) -> None:
+    """``callback(target, values)`` is told of every ``reach`` (memory watching registers itself here)."""
     if callback not in _reachers:
         _reachers.append(callback)
 
 
-def reach(target: Any) -> None:
+def reach(target: Any, values: tuple[Any, ...] = ()) -> None:
     """Code is about to run on a controlled thread though no call of the program's led there (a thread's target,
-    an executor's work item, a future's done callback): whatever watches code takes it in first."""
+    an executor's work item, a future's done callback), given ``values`` (its arguments): whatever watches code
+    takes it in first, and the thread that hands the values over names them (so an object the test made and gave to
+    two threads has one name, whichever of them touches it first)."""
     for callback in _reachers:
-        callback(target)
+        callback(target, values)
 
 
 def point(name: str, on: Any = None) -> None:

@@ -127,6 +127,7 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
             if self._shutdown:
                 raise RuntimeError("cannot schedule new futures after shutdown")
             future = Future()
+            runtime.reach(fn, (*args, *kwargs.values()))
             self._work_queue.put(_WorkItem(future, fn, args, kwargs))
             self._adjust_thread_count()
             return future

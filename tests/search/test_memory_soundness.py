@@ -1,0 +1,152 @@
+"""Memory watching is sound: on generated programs of 2-3 threads sharing plain attributes, dict items, a list, a
+set, a module global and a closure variable, with and without a lock, a queue and an event, and with no
+``racecheck.point()`` at all, dpor with memory watching reaches every outcome that exhaustive search reaches:
+
+* unbounded dfs at the same granularity (memory watching on): the same outcomes, the same failures, the same
+  interleavings, and no more schedules for dpor;
+* unbounded dfs with a point before every line and every store to shared state and no memory watching
+  (``preempt=[module], memory=False``), the reference the engine had before: every outcome it reaches, dpor reaches.
+
+A planted bug in the memory relation (a read and a write of one piece of memory taken to commute) makes the
+comparison fail, so it can fail. More programs behind ``-m slow``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import racecheck
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from racecheck.runtime import access as acc
+from racecheck.search import coverage, dependency
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import memory_programs  # noqa: E402
+
+CAP = 20_000
+
+
+def explore(fn, strategy: str, cap: int = CAP, **options) -> tuple[racecheck.Result, set]:
+    """Every schedule ``strategy`` runs, with the outcome each one left."""
+    outcomes: set = set()
+    real = coverage.Coverage.count
+
+    def count(self, run, index, result, done=False):
+        outcomes.add(run.resources.get("outcome"))
+        return real(self, run, index, result, done)
+
+    coverage.Coverage.count = count
+    try:
+        result = racecheck.explore(fn, strategy=strategy, preemption_bound=None, schedules=cap, max_failures=1000,
+                                   shrink_budget=0, race_budget=0, **options)
+    finally:
+        coverage.Coverage.count = real
+    return result, outcomes
+
+
+def differences(program: tuple, cap: int = CAP, lines: bool = False) -> list[str] | None:
+    """What dpor with memory watching got wrong on ``program`` (empty: nothing; None: a reference did not finish).
+    ``lines``: also against line and store points without memory watching (a much larger space)."""
+    fn = memory_programs.load(program)
+    full, seen = explore(fn, "dfs", cap)
+    if not full.exhausted:
+        return None
+    by_lines: set = set()
+    if lines:
+        reference, by_lines = explore(fn, "dfs", cap, memory=False, preempt=[fn.threads_module])
+        if not reference.exhausted:
+            return None
+    reduced, reached = explore(fn, "dpor", cap)
+    wrong = []
+    if not reduced.exhausted:
+        wrong.append(f"dpor did not finish in {reduced.schedules} schedules")
+    if None in seen or None in reached:
+        wrong.append("a schedule left no outcome")
+    if seen != reached:
+        missed = sorted(seen - reached, key=str)
+        wrong.append(f"{len(missed)} outcome(s) dfs reached and dpor did not, e.g. {missed[:1]}")
+    if not by_lines <= reached:
+        missed = sorted(by_lines - reached, key=str)
+        wrong.append(f"{len(missed)} outcome(s) line points reached and dpor did not, e.g. {missed[:1]}")
+    if {f.kind for f in full.failures} != {f.kind for f in reduced.failures}:
+        wrong.append("failures differ")
+    if full.interleavings != reduced.interleavings:
+        wrong.append(f"interleavings: dfs {full.interleavings}, dpor {reduced.interleavings}")
+    if reduced.schedules > full.schedules:
+        wrong.append(f"schedules: dpor {reduced.schedules} > dfs {full.schedules}")
+    return wrong
+
+
+operations = st.sampled_from(sorted(memory_programs.OPS))
+programs = st.lists(st.lists(operations, min_size=1, max_size=2).map(tuple), min_size=2, max_size=3).map(tuple)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(programs)
+def test_dpor_with_memory_reaches_what_exhaustive_search_reaches(program):
+    wrong = differences(program, cap=3_000)
+    assume(wrong is not None)
+    assert not wrong, f"{program}: {wrong}"
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(programs)
+def test_dpor_with_memory_reaches_what_exhaustive_search_reaches_many(program):
+    wrong = differences(program, lines=True, cap=100_000)
+    assume(wrong is not None)
+    assert not wrong, f"{program}: {wrong}"
+
+
+FIXED = [
+    (("attr_inc",), ("attr_inc",)),
+    (("dict_inc",), ("dict_pop",)),
+    (("list_append",), ("list_pop", "list_len")),
+    (("global_inc",), ("global_inc",)),
+    (("cell_inc",), ("cell_inc",)),
+    (("locked_inc",), ("attr_inc",)),
+    (("put", "set_event"), ("check_event", "get")),
+    (("dict_other",), ("dict_read",)),
+    (("set_add",), ("set_has",)),
+    (("attr_set",), ("attr_b",)),
+    (("list_append", "list_first"), ("list_append",)),
+    (("attr_set",), ("attr_set",), ("attr_read",)),
+]
+
+
+@pytest.mark.parametrize("program", FIXED, ids=lambda p: "+".join("/".join(t) for t in p))
+def test_dpor_with_memory_on_chosen_programs(program):
+    wrong = differences(program, cap=50_000)
+    assert wrong is not None, "dfs did not finish"
+    assert not wrong, wrong
+
+
+SMALLEST = [(("attr_inc",), ("attr_read",)), (("dict_inc",), ("dict_other",)), (("list_append",), ("list_pop",))]
+
+
+@pytest.mark.parametrize("program", SMALLEST, ids=lambda p: "+".join("/".join(t) for t in p))
+def test_dpor_with_memory_reaches_what_line_points_reach(program):
+    wrong = differences(program, lines=True)
+    assert wrong is not None, "a reference did not finish"
+    assert not wrong, wrong
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", FIXED, ids=lambda p: "+".join("/".join(t) for t in p))
+def test_dpor_with_memory_reaches_what_line_points_reach_on_chosen_programs(program):
+    wrong = differences(program, cap=200_000, lines=True)
+    assert wrong is not None, "a reference did not finish"
+    assert not wrong, wrong
+
+
+def test_a_planted_bug_in_the_memory_relation_is_caught(monkeypatch):
+    """A read and a write of one piece of memory taken to commute: dpor misses the lost update."""
+    monkeypatch.setitem(dependency.KINDS_CONFLICT, (acc.READ, acc.WRITE), False)
+    monkeypatch.setitem(dependency.KINDS_CONFLICT, (acc.WRITE, acc.READ), False)
+    wrong = differences((("attr_inc",), ("attr_inc",)))
+    assert wrong, "the planted bug went unnoticed"
