@@ -79,10 +79,9 @@ class Watch:
     Every object named is kept alive until the run ends, so no address is reused for another object within it.
     """
 
-    __slots__ = ("run", "names", "counts", "memo", "lazy")
+    __slots__ = ("names", "counts", "memo", "lazy")
 
-    def __init__(self, run: Any) -> None:
-        self.run = run
+    def __init__(self) -> None:
         self.names: dict[int, tuple[Any, str]] = {}  # id -> (object, its name in this run)
         self.counts: dict[str, int] = {}
         self.memo: dict[tuple[Any, ...], tuple[Access, ...]] = {}
@@ -119,6 +118,8 @@ class Watch:
         """An item's key as a name: its repr where equal keys have equal reprs, else the key object's own name
         (identity is its equality), else its type (every key of that type one item: coarser, never less)."""
         kind = type(key)
+        if kind is int and not -(1 << 40) < key < 1 << 40:
+            return "<large int>"  # often an id(): a different number in every run, so one item for all of them
         if kind in _SIMPLE_KEYS:
             text = repr(key)
             return text if len(text) <= 64 else f"{text[:60]}...{len(text)}"
@@ -137,8 +138,9 @@ class Watch:
         """An access to attribute ``name`` of ``obj`` (None: nothing to watch: a method, a property, a module
         global that nothing rebinds)."""
         cls = type(obj)
-        if cls is types.ModuleType:
-            return self.global_(obj.__name__, name, kind) if write or name in rebound_of(obj.__name__) else None
+        if cls is types.ModuleType or isinstance(obj, types.ModuleType):  # a module, a facade, a lazy module
+            module = obj.__name__
+            return self.global_(module, name, kind) if write or name in rebound_of(module) else None
         if isinstance(obj, type):
             if write:
                 forget_class_attribute(name)

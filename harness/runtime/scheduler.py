@@ -566,6 +566,7 @@ class Run:
             rec.enabled = None
         self.chooser = None
         self.launch = None  # the session's carriers: a run kept in a result must not keep them
+        self.watch = None  # it keeps every object the run named alive
 
     def reset_for_phase(self) -> None:
         """Prepare a second phase (recovery after a crash) on the same run: same choice stream and clock."""

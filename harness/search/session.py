@@ -10,6 +10,7 @@ it is given (``run_once``, ``run_batch``), and runs a schedule again from its re
 from __future__ import annotations
 
 import copy
+import gc
 import sys
 import types
 from collections.abc import Callable
@@ -41,6 +42,33 @@ __racecheck_engine__ = True
 
 _exploring = runtime.real_allocate_lock()
 STALE_RETRIES = 8  # runs of one schedule while it keeps bringing new code under watch (each brings a module more)
+
+
+@contextmanager
+def collections_between_runs():
+    """The garbage collector runs between schedules only, never inside one (``collect_between_runs``): a collection
+    runs the finalizers (``__del__``, weakref callbacks) of whatever garbage it finds, in whichever thread allocated
+    last, at a moment that depends on the whole process's history; inside a run they would be steps of the code
+    under test (memory accesses, even locks and files) that a replay of the same schedule would not make."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def collect_between_runs() -> None:
+    """What the collector would have done by now, between two runs: a collection of the generations whose
+    thresholds are passed (``gc.get_threshold``)."""
+    counts, limits = gc.get_count(), gc.get_threshold()
+    if counts[0] <= limits[0]:
+        return
+    generation = 0
+    if counts[1] >= limits[1]:
+        generation = 2 if counts[2] >= limits[2] else 1
+    gc.collect(generation)
 
 
 def _target_name(fn: Callable) -> str:
@@ -114,6 +142,7 @@ class Session:
                 stack.enter_context(controlled_thread_class())
                 stack.enter_context(external.waiting_outside())
                 stack.enter_context(tempdirs.tracked())
+                stack.enter_context(collections_between_runs())
                 stack.callback(self.one_cpu.restore)  # after the carrier is closed: threads it left keep no pin
                 stack.callback(self._close_carrier)
                 yield
@@ -176,10 +205,11 @@ class Session:
                 self.carrier = None
 
     def _prepare(self, chooser: Chooser, locate: bool) -> Run:
+        collect_between_runs()
         run = Run(chooser, self.run_config)
         run.locate = locate
         if self.config.memory:
-            run.watch = Watch(run)
+            run.watch = Watch()
         if self.carriers is not None:
             run.launch = self.carriers.start
         if isinstance(chooser, Replayer):
