@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control import rewrite
+from racecheck.control import rewrite_nodes as rewrite
 from racecheck.control.memory_effects import (
     LAZY_METHODS,
     NO_KEY,

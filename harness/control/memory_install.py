@@ -32,7 +32,8 @@ from racecheck import runtime
 from racecheck.control import memory_hooks
 from racecheck.control.autocontrol import Exclusions, controlled_module
 from racecheck.control.memory_names import set_rebound
-from racecheck.control.rewrite import CELL_MARK, rewrite_module
+from racecheck.control.rewrite import rewrite_module
+from racecheck.control.rewrite_nodes import CELL_MARK
 
 __racecheck_engine__ = True
 

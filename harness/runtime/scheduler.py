@@ -28,6 +28,7 @@ from racecheck.runtime.cleanup import Cleaned
 from racecheck.runtime.fairness import after_pick, fair_candidates, note_yield
 from racecheck.runtime.latch import Latch
 from racecheck.runtime.locations import BOTTOM_CODE_IDS, caller_location, code_location, thread_bottom
+from racecheck.runtime.memory_steps import MemorySteps
 from racecheck.runtime.records import FailureInfo, RunConfig, ThreadRecord, release_quietly, unwind
 from racecheck.runtime.trace import TraceEvent, add_access, set_access
 from racecheck.runtime.watchdog import describe_stuck
@@ -41,7 +42,7 @@ _event = tuple.__new__  # _event(TraceEvent, fields): a TraceEvent without its P
 
 
 @dataclass
-class Run:
+class Run(MemorySteps):
     """One execution under control."""
 
     chooser: Chooser
@@ -163,64 +164,6 @@ class Run:
         me.deadline = None
         me.timed_out = False
         return not timed_out
-
-    def memory(self, op: str, access: tuple[Access, ...], skip: int = 0, shown: str | None = None) -> None:
-        """The calling thread is about to access plain memory (``access``): a scheduling point where another thread
-        could run, so it may go first; where none could, no decision exists and the access joins the running step.
-        Only the memory hooks call it, for a controlled thread of this run (``racecheck.control.memory_hooks``)."""
-        if not self.memory_point(op, access, skip + 1, shown):
-            self.merge_memory(access)
-
-    def memory_point(self, op: str, declared: tuple[Access, ...], skip: int = 0, shown: str | None = None) -> bool:
-        """The point before a memory access whose exact accesses depend on the state it meets (a key there or not,
-        a list's length): True when it was a decision, a step of its own declaring ``declared`` (what it may
-        touch), after which other threads may have run, so the caller reads the state again and says what it
-        touched with ``replace_memory``; False when no other thread could run, the caller then adds what it touched
-        to the running step with ``merge_memory``."""
-        me = _state.thread
-        if self.aborting:
-            unwind(me)
-        if self._alone is me:
-            return False
-        if len(self._candidates(me, True)) > 1:
-            self.schedule(f"{op} {declared[0][0] if shown is None else shown}", access=declared, skip=skip + 1)
-            return True
-        self._alone = me
-        return False
-
-    def replace_memory(self, access: tuple[Access, ...]) -> None:
-        """What the step ``memory_point`` just began touched, read from the state it met."""
-        me = _state.thread
-        if not self.aborting:
-            set_access(self.trace, me.tid, access)
-
-    def merge_memory(self, access: tuple[Access, ...]) -> None:
-        """A memory access where no other thread could run: it joins the running step, at a point of its own."""
-        me = _state.thread
-        merged = me.merged
-        if not merged:
-            me.merged_at = _running_index(self.trace, me.tid)
-        me.points = point = me.points + 1
-        kinds = me.merged_kinds
-        for one in access:
-            obj, kind = one[0], one[1]
-            if kinds.get(obj) != kind:  # a repeat of the last access to it adds nothing
-                kinds[obj] = kind
-                merged.append((one, point))
-
-    def flush_memory(self, me: ThreadRecord) -> None:
-        """The memory accesses ``me``'s running step made where it ran alone, onto that step's trace event."""
-        merged, me.merged = me.merged, []
-        me.merged_kinds = {}
-        index = me.merged_at
-        me.merged_at = -1
-        if index < 0 or not merged:
-            return
-        event = self.trace[index]
-        self.trace[index] = event._replace(
-            access=event[5] + tuple(one for one, _point in merged),
-            marks=event[7] + tuple(point for _one, point in merged),
-        )
 
     def add_cleanup(self, description: str, action: Callable[[], bool]) -> None:
         """See ``runtime.add_cleanup``."""
@@ -460,13 +403,9 @@ class Run:
             return
         if current_enabled:
             self.preemptions += 1
-            self.trace.append(
-                _event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, "preempt", chosen.access, chosen.points, ()))
-            )
-        else:
-            self.trace.append(
-                _event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, "switch", chosen.access, chosen.points, ()))
-            )
+        switch = "preempt" if current_enabled else "switch"
+        self.trace.append(_event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, switch, chosen.access,
+                                              chosen.points, ())))
         self.current = chosen
         chosen.baton.release()
         if alive:
@@ -541,32 +480,7 @@ class Run:
 
     teardown = run_end.teardown
     drop_locations = run_end.drop_locations
-
-    def detach(self) -> None:
-        """Once every thread of the run has exited: cut the links from its threads back to it (record, body,
-        chooser), so the run, its records and its trace are freed by reference counting when the explorer drops
-        it. Otherwise every schedule leaves a cycle of about a hundred objects behind, and the garbage collector, woken
-        every few schedules, walks them all: a large share of the main thread's time on a short workload.
-        What explore keeps (trace, choices, failure) stays; a thread stuck in uncontrolled code keeps its links."""
-        if self.leaked:
-            return
-        for rec in self.threads:
-            if rec.launched and not rec.exited.is_set():
-                return
-        for rec in self.threads:
-            thread = rec.thread
-            if thread is not None:
-                if thread.__dict__.get("run") is rec.body:
-                    del thread.run
-                if getattr(thread, "_racecheck_record", None) is rec:
-                    del thread._racecheck_record
-            rec.body = None
-            rec.run = None
-            rec.thread = None
-            rec.enabled = None
-        self.chooser = None
-        self.launch = None  # the session's carriers: a run kept in a result must not keep them
-        self.watch = None  # it keeps every object the run named alive
+    detach = run_end.detach
 
     def reset_for_phase(self) -> None:
         """Prepare a second phase (recovery after a crash) on the same run: same choice stream and clock."""
@@ -578,10 +492,3 @@ class Run:
 def _never() -> bool:
     return False
 
-
-def _running_index(trace: list[TraceEvent], tid: int) -> int:
-    """The index of thread ``tid``'s running step in ``trace``: its last event that is not a note (-1: none)."""
-    index = len(trace) - 1
-    while index >= 0 and (trace[index][4] == "info" or trace[index][1] != tid):
-        index -= 1
-    return index

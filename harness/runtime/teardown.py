@@ -75,3 +75,33 @@ def drop_locations(run: Run) -> None:
     run cannot be (it would leave a second thread stuck), so its trace has none; a replay of its token, run
     with locations, drops them too, and prints the same trace."""
     run.trace = [event._replace(loc="") if event.loc else event for event in run.trace]
+
+
+RECORD = "_racecheck_record"  # the attribute of a controlled thread's Thread object that holds its record
+
+
+def detach(run: Run) -> None:
+    """Once every thread of the run has exited: cut the links from its threads back to it (record, body,
+    chooser), so the run, its records and its trace are freed by reference counting when the explorer drops
+    it. Otherwise every schedule leaves a cycle of about a hundred objects behind, and the garbage collector, woken
+    every few schedules, walks them all: a large share of the main thread's time on a short workload.
+    What explore keeps (trace, choices, failure) stays; a thread stuck in uncontrolled code keeps its links."""
+    if run.leaked:
+        return
+    for rec in run.threads:
+        if rec.launched and not rec.exited.is_set():
+            return
+    for rec in run.threads:
+        thread = rec.thread
+        if thread is not None:
+            if thread.__dict__.get("run") is rec.body:
+                del thread.run
+            if getattr(thread, RECORD, None) is rec:
+                delattr(thread, RECORD)
+        rec.body = None
+        rec.run = None
+        rec.thread = None
+        rec.enabled = None
+    run.chooser = None
+    run.launch = None  # the session's carriers: a run kept in a result must not keep them
+    run.watch = None  # it keeps every object the run named alive

@@ -71,6 +71,12 @@ def collect_between_runs() -> None:
     gc.collect(generation)
 
 
+def _once(chooser: Chooser) -> Callable[[], Chooser | None]:
+    """A batch's source of choosers that gives ``chooser`` once."""
+    pending = [chooser]
+    return lambda: pending.pop() if pending else None
+
+
 def _target_name(fn: Callable) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
 
@@ -155,8 +161,7 @@ class Session:
         under memory watch (``Run.stale``) is run again from a copy of the chooser as it was, until one is not."""
         for _attempt in range(STALE_RETRIES):
             pristine = copy.deepcopy(chooser) if self.config.memory else None
-            pending = [chooser]
-            run = self.run_batch(lambda: pending.pop() if pending else None, lambda run: False, locate)
+            run = self.run_batch(_once(chooser), lambda run: False, locate)
             assert run is not None
             if not run.stale or pristine is None:
                 return run

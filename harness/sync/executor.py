@@ -19,7 +19,7 @@ from typing import Any
 from racecheck import runtime
 from racecheck.runtime.access import MEMORY, WRITE, on
 from racecheck.runtime.locations import thread_bottom
-from racecheck.sync.futures import Future, has_callbacks
+from racecheck.sync.futures import Future, callbacks_of, has_callbacks
 from racecheck.sync.locks import ControlledLock
 from racecheck.sync.queues import ControlledSimpleQueue
 
@@ -68,13 +68,13 @@ class _WorkItem:
             result = self.fn(*self.args, **self.kwargs)
         except BaseException as exc:  # noqa: BLE001 - delivered through the future, like the stdlib
             callbacks = has_callbacks(self.future)
-            for callback in list(self.future._done_callbacks) if callbacks else ():
+            for callback in callbacks_of(self.future) if callbacks else ():
                 runtime.reach(callback)
             self.future.set_exception(exc)
             self = None  # break the reference cycle, as the stdlib does
         else:
             callbacks = has_callbacks(self.future)
-            for callback in list(self.future._done_callbacks) if callbacks else ():
+            for callback in callbacks_of(self.future) if callbacks else ():
                 runtime.reach(callback)
             self.future.set_result(result)
         if callbacks and unwatched:

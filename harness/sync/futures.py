@@ -68,6 +68,11 @@ def has_callbacks(future: Any) -> bool:
     return bool(future._done_callbacks)
 
 
+def callbacks_of(future: Any) -> list[Any]:
+    """The done callbacks ``future`` will run when it completes (a copy)."""
+    return list(future._done_callbacks)
+
+
 def _waits_on(futures: list[Any]) -> tuple[Access, ...]:
     """A wait on ``futures``: it touches each one's condition, which every change of a future's state goes through
     (a future made outside the run has no controlled condition and names nothing)."""

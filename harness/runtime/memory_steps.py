@@ -1,0 +1,98 @@
+"""The steps of plain memory accesses (``Run.memory`` and kin): what the memory hooks of
+``racecheck.control.memory_hooks`` ask the run before every access they see.
+
+A memory access is a scheduling point where another thread could run: the scheduler may let that thread go first,
+and the access is then the operation of a step of its own. Where no other thread could run there is no decision to
+make, and making a step anyway would cost a trace event for every attribute read of code that runs alone; the
+access joins the step its thread is running instead (``merge_memory``), at a point of its own
+(``TraceEvent.marks``), so that the step names it alike in every schedule however the steps were cut. Which
+threads could run changes only when the run does something (a step, a note, any operation of a stand-in), so the
+answer is kept until then (``Run._alone``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from racecheck import runtime
+from racecheck.runtime.access import Access
+from racecheck.runtime.records import unwind
+from racecheck.runtime.trace import TraceEvent, set_access
+
+if TYPE_CHECKING:
+    from racecheck.runtime.records import ThreadRecord
+
+__racecheck_engine__ = True
+
+_state = runtime.thread_state
+
+
+class MemorySteps:
+    """The memory-access half of ``racecheck.runtime.scheduler.Run`` (its own attributes are the run's)."""
+
+    def memory(self, op: str, access: tuple[Access, ...], skip: int = 0, shown: str | None = None) -> None:
+        """The calling thread is about to access plain memory (``access``): a scheduling point where another thread
+        could run, so it may go first; where none could, no decision exists and the access joins the running step.
+        Only the memory hooks call it, for a controlled thread of this run (``racecheck.control.memory_hooks``)."""
+        if not self.memory_point(op, access, skip + 1, shown):
+            self.merge_memory(access)
+
+    def memory_point(self, op: str, declared: tuple[Access, ...], skip: int = 0, shown: str | None = None) -> bool:
+        """The point before a memory access whose exact accesses depend on the state it meets (a key there or not,
+        a list's length): True when it was a decision, a step of its own declaring ``declared`` (what it may
+        touch), after which other threads may have run, so the caller reads the state again and says what it
+        touched with ``replace_memory``; False when no other thread could run, the caller then adds what it touched
+        to the running step with ``merge_memory``."""
+        me = _state.thread
+        if self.aborting:
+            unwind(me)
+        if self._alone is me:
+            return False
+        if len(self._candidates(me, True)) > 1:
+            self.schedule(f"{op} {declared[0][0] if shown is None else shown}", access=declared, skip=skip + 1)
+            return True
+        self._alone = me
+        return False
+
+    def replace_memory(self, access: tuple[Access, ...]) -> None:
+        """What the step ``memory_point`` just began touched, read from the state it met."""
+        me = _state.thread
+        if not self.aborting:
+            set_access(self.trace, me.tid, access)
+
+    def merge_memory(self, access: tuple[Access, ...]) -> None:
+        """A memory access where no other thread could run: it joins the running step, at a point of its own."""
+        me = _state.thread
+        merged = me.merged
+        if not merged:
+            me.merged_at = _running_index(self.trace, me.tid)
+        me.points = point = me.points + 1
+        kinds = me.merged_kinds
+        for one in access:
+            obj, kind = one[0], one[1]
+            if kinds.get(obj) != kind:  # a repeat of the last access to it adds nothing
+                kinds[obj] = kind
+                merged.append((one, point))
+
+    def flush_memory(self, me: ThreadRecord) -> None:
+        """The memory accesses ``me``'s running step made where it ran alone, onto that step's trace event."""
+        merged, me.merged = me.merged, []
+        me.merged_kinds = {}
+        index = me.merged_at
+        me.merged_at = -1
+        if index < 0 or not merged:
+            return
+        event = self.trace[index]
+        self.trace[index] = event._replace(
+            access=event[5] + tuple(one for one, _point in merged),
+            marks=event[7] + tuple(point for _one, point in merged),
+        )
+
+
+
+def _running_index(trace: list[TraceEvent], tid: int) -> int:
+    """The index of thread ``tid``'s running step in ``trace``: its last event that is not a note (-1: none)."""
+    index = len(trace) - 1
+    while index >= 0 and (trace[index][4] == "info" or trace[index][1] != tid):
+        index -= 1
+    return index
