@@ -69,12 +69,14 @@ class Discovery:
 discovery = Discovery()
 _seen_types: set[type] = set()  # types whose modules discovery has been told about (reset per exploration)
 _settled: set[Any] = set()  # code objects discovery has decided on (reset per exploration)
+_seen_modules: set[Any] = set()  # modules of the function-made classes met (reset per exploration)
 
 
 def reset() -> None:
     """A new exploration: discovery decides afresh (another exploration may exclude other modules)."""
     _seen_types.clear()
     _settled.clear()
+    _seen_modules.clear()
 
 
 def settle(code: Any) -> None:
@@ -83,7 +85,15 @@ def settle(code: Any) -> None:
 
 
 def _see(cls: type) -> None:
-    _seen_types.add(cls)
+    """Discovery for a type met for the first time in this exploration. A class made by a function call (a new one
+    at every call) is not remembered, its module is: remembering it would keep every such class alive."""
+    if "<locals>" in getattr(cls, "__qualname__", ""):
+        module = getattr(cls, "__module__", None)
+        if module in _seen_modules:
+            return
+        _seen_modules.add(module)
+    else:
+        _seen_types.add(cls)
     discovery.type_(cls)
 
 

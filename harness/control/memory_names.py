@@ -17,6 +17,7 @@ own accesses are seen where it runs). A ``threading.local`` keeps one copy per t
 from __future__ import annotations
 
 import types
+from _thread import _local as _thread_local
 from collections import deque
 from typing import Any
 
@@ -25,7 +26,7 @@ from racecheck.runtime.access import ENTRY, LIST, READ, WRITE, Access, MemObj
 
 __racecheck_engine__ = True
 
-_INSTANCE, _SKIP = "instance", "skip"
+_INSTANCE, _SKIP, _PER_THREAD = "instance", "skip", "per thread"
 # Descriptors on a class that are code, not data: reading one runs code (whose own accesses are seen) or returns
 # a bound method.
 _CODE_DESCRIPTORS = (
@@ -38,24 +39,41 @@ _WHERE: dict[tuple[type, str], Any] = {}
 
 def where_attribute(cls: type, name: str) -> Any:
     """Where ``name`` lives for instances of ``cls``: in the instance (``"instance"``), nowhere worth naming (a
-    method, a property: ``"skip"``), or as data on a class of the MRO (that class)."""
+    method, a property: ``"skip"``), in a copy per thread (a ``threading.local``: ``"per thread"``), or as data on
+    a class of the MRO (that class). Remembered for the classes a module defines; a class made by a function call
+    (``<locals>`` in its name: a new one at every call, in every run) is looked at again each time."""
     key = (cls, name)
-    found = _WHERE.get(key)
+    found = _WHERE.get(key) or _LOCAL_WHERE.get(key)
     if found is None:
-        found = _INSTANCE
-        for klass in getattr(cls, "__mro__", (cls,)):
-            held = klass.__dict__.get(name, _MISSING)
-            if held is _MISSING:
-                continue
-            if isinstance(held, types.MemberDescriptorType):
-                found = _INSTANCE  # a __slots__ entry: per-instance data
-            elif isinstance(held, _CODE_DESCRIPTORS) or type(held).__name__ == "cached_property":
-                found = _SKIP if type(held).__name__ != "cached_property" else _INSTANCE
-            else:
-                found = klass
-            break
-        _WHERE[key] = found
+        found = _where(cls, name)
+        if "<locals>" not in getattr(cls, "__qualname__", "<locals>"):
+            _WHERE[key] = found
+        else:
+            _LOCAL_WHERE[key] = found  # until the run ends (``forget_local_classes``)
     return found
+
+
+_LOCAL_WHERE: dict[tuple[type, str], Any] = {}
+
+
+def forget_local_classes() -> None:
+    """A run ended: what ``where_attribute`` knew of the classes made during it goes (they would stay alive)."""
+    _LOCAL_WHERE.clear()
+
+
+def _where(cls: type, name: str) -> Any:
+    if issubclass(cls, _thread_local):
+        return _PER_THREAD
+    for klass in getattr(cls, "__mro__", (cls,)):
+        held = klass.__dict__.get(name, _MISSING)
+        if held is _MISSING:
+            continue
+        if isinstance(held, types.MemberDescriptorType) or type(held).__name__ == "cached_property":
+            return _INSTANCE  # a __slots__ entry, or a value cached in the instance: per-instance data
+        if isinstance(held, _CODE_DESCRIPTORS):
+            return _SKIP
+        return klass
+    return _INSTANCE
 
 
 def forget_class_attribute(name: str) -> None:
@@ -146,7 +164,7 @@ class Watch:
                 forget_class_attribute(name)
             return self._named(obj, name, kind)
         where = where_attribute(cls, name)
-        if where is _SKIP and not write:
+        if (where is _SKIP and not write) or where is _PER_THREAD:
             return None
         if where is not _INSTANCE and where is not _SKIP and not write:
             held = getattr(obj, "__dict__", None)
@@ -161,7 +179,7 @@ class Watch:
         if isinstance(obj, (type, types.ModuleType)):
             return None
         where = where_attribute(type(obj), name)
-        if where is _INSTANCE or where is _SKIP:
+        if where is _INSTANCE or where is _SKIP or where is _PER_THREAD:
             return None
         return self._named(obj, name, kind) + self._named(where, name, kind)
 

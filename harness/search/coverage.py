@@ -61,6 +61,7 @@ _DIGESTS: dict[tuple, str] = {}  # a key's structure -> its digest
 # instead of a pass over the trace in Python.
 _KEYS: dict[tuple, str] = {}
 _KEY_LIMIT = 1 << 12
+_CACHED_EVENTS = 512  # traces up to this long have their keys remembered
 
 
 def interleaving_key(events: Sequence[TraceEvent]) -> str:
@@ -81,9 +82,11 @@ def interleaving_key(events: Sequence[TraceEvent]) -> str:
     shape = tuple(map(_SHAPE, events))
     key = _KEYS.get(shape)
     if key is None:
-        if len(_KEYS) >= _KEY_LIMIT:
-            _KEYS.clear()
-        key = _KEYS[shape] = _digest(shape)
+        key = _digest(shape)
+        if len(shape) <= _CACHED_EVENTS:  # a long trace (memory watched) rarely repeats, and would fill memory
+            if len(_KEYS) >= _KEY_LIMIT:
+                _KEYS.clear()
+            _KEYS[shape] = key
     return key
 
 
@@ -137,11 +140,13 @@ def _digest(shape: tuple) -> str:
     structure = tuple((obj, _canonical(history[obj][1::2])) for obj in sorted(history))
     key = _DIGESTS.get(structure)
     if key is None:
-        if len(_DIGESTS) >= _KEY_LIMIT:
-            _DIGESTS.clear()
         lines = [obj + "\x02" + "\x00".join(map(_group_text, groups)) for obj, groups in structure]
         text = "\x03".join(lines)
-        key = _DIGESTS[structure] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        if len(shape) <= _CACHED_EVENTS:
+            if len(_DIGESTS) >= _KEY_LIMIT:
+                _DIGESTS.clear()
+            _DIGESTS[structure] = key
     return key
 
 

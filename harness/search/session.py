@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import racecheck.control.sync_facades  # noqa: F401 - importing it registers the sync stand-ins' swaps
 from racecheck import runtime
 from racecheck.control import autocontrol, external, instrument, lines, memory_install, tempdirs
-from racecheck.control.memory_names import Watch
+from racecheck.control.memory_names import Watch, forget_local_classes
 from racecheck.control.threads import controlled_thread_class
 from racecheck.runtime.affinity import OneCpu
 from racecheck.runtime.batch import Batch
@@ -210,6 +210,7 @@ class Session:
                 self.carrier = None
 
     def _prepare(self, chooser: Chooser, locate: bool) -> Run:
+        forget_local_classes()
         collect_between_runs()
         run = Run(chooser, self.run_config)
         run.locate = locate

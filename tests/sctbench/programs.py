@@ -181,51 +181,35 @@ def carter01():
 
 
 def _circular_buffer(ok: bool) -> None:
-    n = 2
-    error = -1
     m = threading.Lock()
-    buffer = [0] * 10
-    g = SimpleNamespace(first=0, next=0, buffer_size=10, send=True, receive=False, value=0)
+    log = []  # the circular log (C's buffer with its first/next indices; never near its bounds here)
+    g = SimpleNamespace(send=True, receive=False, value=0)
 
-    def remove_log_element():
-        assert g.first >= 0
-        if g.next > 0 and g.first < g.buffer_size: g.first += 1; return buffer[g.first - 1]
-        return error
+    def t1_pass(i):  # one pass of t1's loop
+        with m:
+            if g.send: log.append(i); g.send = False; g.receive = True  # insertLogElement(i)
 
-    def insert_log_element(b):
-        if not (g.next < g.buffer_size and g.buffer_size > 0): return error
-        buffer[g.next] = b; g.next = (g.next + 1) % g.buffer_size
-        assert g.next < g.buffer_size
-        return b
+    def t2_pass(i):  # one pass of t2's loop
+        with m:
+            if g.receive: assert log.pop(0) == i, "removed another pass's element"; g.receive = False; g.send = True
+
+    def t1_ok_pass(i):
+        with m:
+            if g.send: log.append(i); g.value = i; g.send = False; g.receive = True
+
+    def t2_ok_pass(_i):
+        with m:
+            if g.receive: assert log.pop(0) == g.value; g.receive = False; g.send = True
+
+    send, receive = (t1_ok_pass, t2_ok_pass) if ok else (t1_pass, t2_pass)
 
     def t1():
-        for i in range(n):
-            with m:
-                if g.send: insert_log_element(i); g.send = False; g.receive = True
+        send(0)  # for (i = 0; i < N; i++), N = 1
 
     def t2():
-        for i in range(n):
-            with m:
-                if g.receive:
-                    assert remove_log_element() == i, "removed another iteration's element"  # BAD
-                    g.receive = False; g.send = True
+        receive(0); receive(1)  # for (i = 0; i < N; i++), N = 2, unrolled
 
-    def t1_ok():
-        for i in range(n):
-            with m:
-                if g.send:
-                    assert insert_log_element(i) == i
-                    g.value = i; g.send = False; g.receive = True
-
-    def t2_ok():
-        for _ in range(n):
-            with m:
-                if g.receive:
-                    assert remove_log_element() == g.value
-                    g.receive = False; g.send = True
-
-    if ok: _run(t1_ok, t2_ok)
-    else: _run(t1, t2)
+    _run(t1, t2)
 
 
 def circular_buffer():
@@ -275,15 +259,17 @@ def _dining(n: int, atomic_count: bool) -> None:
     forks = [threading.Lock() for _ in range(n)]
     g = SimpleNamespace(phil=0)
 
-    def philosopher(left, right):
+    def philosopher(left, right):  # din_phil2..4
         with atomic, forks[right], forks[left]: pass  # lock right, lock left, unlock both
-        if atomic_count:
-            with atomic: g.phil += 1; assert g.phil != n, "every philosopher has eaten"
-        else:
-            g.phil += 1
-            assert g.phil != n, "every philosopher has eaten"
+        g.phil += 1
+        assert g.phil != n, "every philosopher has eaten"
 
-    _run(*(functools.partial(philosopher, i, (i + 1) % n) for i in range(n)))
+    def philosopher_atomic_count(left, right):  # din_phil5..7
+        with atomic, forks[right], forks[left]: pass
+        with atomic: g.phil += 1; assert g.phil != n, "every philosopher has eaten"
+
+    body = philosopher_atomic_count if atomic_count else philosopher
+    _run(*(functools.partial(body, i, (i + 1) % n) for i in range(n)))
 
 
 def din_phil2():
@@ -302,38 +288,29 @@ def din_phil5():
     _dining(2, atomic_count=True)
 
 
-def _fsbench(num_threads: int) -> None:
-    numblocks, numinode = 2, 4
+def fsbench():
+    """CS fsbench_bad: threads allocate a free block to their inode, under per-inode and per-block locks.
+
+    There is one thread more than there are inode locks, and the last one indexes past the lock array: not a
+    race, it fails in every schedule as soon as that thread runs. Shrunk: 26 blocks and 27 threads -> 1 block and
+    2 threads; C tries NUMBLOCKS/2 blocks, here (NUMBLOCKS+1)/2 so that one block is still tried."""
+    numblocks, numinode = 1, 2
     locki = [threading.Lock() for _ in range(numblocks)]
     lockb = [threading.Lock() for _ in range(numblocks)]
     busy = [0] * numblocks
     inode = [0] * numinode
 
     def thread_routine(tid):
-        i = tid % numinode
-        assert 0 <= i < numblocks, f"inode {i} has no lock"  # BAD: one thread more than there are locks
+        i = tid % numinode; assert 0 <= i < numblocks, f"inode {i} has no lock"  # BAD: tid == NUMBLOCKS
         with locki[i]:
             if inode[i] == 0:
                 b = (i * 2) % numblocks
-                for _ in range(numblocks // 2):
+                for _ in range((numblocks + 1) // 2):
                     with lockb[b]:
                         if not busy[b]: busy[b] = 1; inode[i] = b + 1; break
                     b = (b + 1) % numblocks
 
-    _run(*(functools.partial(thread_routine, tid) for tid in range(num_threads)))
-
-
-def fsbench():
-    """CS fsbench_bad: threads allocate a block to their inode under per-inode and per-block locks.
-
-    There is one thread more than there are inode locks, and the last one indexes past the lock array: not a
-    race, it fails in every schedule as soon as that thread runs. Shrunk: 26 blocks and 27 threads -> 2 and 3."""
-    _fsbench(3)
-
-
-def fsbench_ok():
-    """CS fsbench_ok: as many threads as blocks (2)."""
-    _fsbench(2)
+    _run(*(functools.partial(thread_routine, tid) for tid in range(numblocks + 1)))
 
 
 def lazy01():
@@ -382,66 +359,42 @@ def phase01_ok():
 
 
 def _queue(ok: bool) -> None:
-    size = 2
-    empty_ = -1
     m = threading.Lock()
-    q = SimpleNamespace(element=[0] * (size + 1), head=0, tail=0, amount=0)
-    stored_elements = [0] * size
+    queue = []  # C's array queue (head, tail, amount; never near its bounds here)
+    stored_elements = []
     g = SimpleNamespace(enqueue_flag=True, dequeue_flag=False)
-
-    def empty():
-        return empty_ if q.head == q.tail else 0
-
-    def enqueue(x):
-        q.element[q.tail] = x; q.amount += 1
-        if q.tail == size: q.tail = 1
-        else: q.tail += 1
-        return 0
-
-    def dequeue():
-        x = q.element[q.head]; q.amount -= 1
-        if q.head == size: q.head = 1
-        else: q.head += 1
-        return x
 
     def t1():
         value = 0
-        with m:
-            assert not enqueue(value)
-            stored_elements[0] = value
-            assert not empty()
-        for i in range(size - 1):
-            with m:
-                if g.enqueue_flag:
-                    value += 1
-                    enqueue(value)
-                    stored_elements[i + 1] = value; g.enqueue_flag = False; g.dequeue_flag = True
+        with m: queue.append(value); stored_elements.append(value); assert queue  # enqueue 0; !empty
+        with m:  # the one pass of ``for (i = 0; i < SIZE - 1; i++)``
+            if g.enqueue_flag:
+                value += 1
+                queue.append(value); stored_elements.append(value); g.enqueue_flag = False; g.dequeue_flag = True
 
-    def t2():
-        for i in range(size):
-            with m:
-                if g.dequeue_flag:
-                    assert dequeue() == stored_elements[i], "dequeued another iteration's element"  # BAD
-                    g.dequeue_flag = False; g.enqueue_flag = True
+    def t2_pass(i):  # one pass of ``for (i = 0; i < SIZE; i++)``
+        with m:
+            if g.dequeue_flag:
+                assert queue.pop(0) == stored_elements[i], "dequeued another pass's element"  # BAD
+                g.dequeue_flag = False; g.enqueue_flag = True
 
     def t1_ok():
-        value = 0
         with m:
             if g.enqueue_flag:
-                for i in range(size):
-                    value += 1
-                    enqueue(value)
-                    stored_elements[i] = value
+                for value in (1, 2): queue.append(value); stored_elements.append(value)
                 g.enqueue_flag = False; g.dequeue_flag = True
 
     def t2_ok():
         with m:
             if g.dequeue_flag:
-                for i in range(size):
-                    if empty() != empty_: assert dequeue() == stored_elements[i]
+                for i in (0, 1):
+                    if queue: assert queue.pop(0) == stored_elements[i]
                 g.dequeue_flag = False; g.enqueue_flag = True
 
-    assert empty() == empty_
+    def t2():
+        t2_pass(0); t2_pass(1)  # for (i = 0; i < SIZE; i++), unrolled
+
+    assert not queue  # main's assert(empty(&queue) == EMPTY)
     if ok: _run(t1_ok, t2_ok)
     else: _run(t1, t2)
 
@@ -486,42 +439,33 @@ def reorder_3():
 
 
 def _stack(ok: bool) -> None:
-    size = 2
-    overflow, underflow = -1, -2
     m = threading.Lock()
-    arr = [0] * size
-    g = SimpleNamespace(top=0, flag=False)
+    arr = []  # C's array with its top index
+    g = SimpleNamespace(flag=False)
 
-    def push(x):
-        if g.top == size: return overflow
-        arr[g.top] = x; g.top += 1
-        return 0
+    def t1_pass(i):  # one pass of t1's loop: push(arr, i)
+        with m: arr.append(i); g.flag = True
 
-    def pop():
-        if g.top == 0: return underflow
-        g.top -= 1
-        return arr[g.top]
+    def t2_pass():  # one pass of t2's loop
+        with m:
+            if g.flag: assert arr, "pop() underflow"; arr.pop()  # BAD: the flag outlives the pushes
+
+    def t1_ok_pass(i):
+        with m: arr.append(i)
+
+    def t2_ok_pass():
+        with m:
+            if arr: arr.pop()
+
+    push, pop = (t1_ok_pass, t2_ok_pass) if ok else (t1_pass, t2_pass)
 
     def t1():
-        for i in range(size):
-            with m: assert push(i) != overflow; g.flag = True
+        push(0); push(1)  # for (i = 0; i < SIZE; i++), unrolled
 
     def t2():
-        for _ in range(size):
-            with m:
-                if g.flag: assert pop() != underflow, "popped an empty stack"  # BAD: the flag stays up
+        pop(); pop()  # for (i = 0; i < SIZE; i++), unrolled
 
-    def t1_ok():
-        for i in range(size):
-            with m: assert push(i) != overflow
-
-    def t2_ok():
-        for _ in range(size):
-            with m:
-                if g.top > 0: pop()
-
-    if ok: _run(t1_ok, t2_ok)
-    else: _run(t1, t2)
+    _run(t1, t2)
 
 
 def stack():
@@ -701,42 +645,33 @@ class _StringBuffer:
     def length(self):
         with self.lock: return self.count
 
-    def get_chars(self, begin, end, dst, dst_begin):
-        with self.lock:
-            assert 0 <= begin <= end <= self.count, f"getChars({begin}, {end}) of a {self.count}-char buffer"
-            dst[dst_begin:] = self.value[begin:end]
+    def get_chars(self, begin, end, dst):  # copies value[begin:end] to the end of dst
+        with self.lock: assert 0 <= begin <= end <= self.count, "index out of bounds"; dst.extend(self.value[begin:end])
 
     def append(self, sb):
-        with self.lock:
-            n = sb.length()
-            sb.get_chars(0, n, self.value, self.count)  # BAD: sb may have shrunk since length()
-            self.count = self.count + n
+        with self.lock: n = sb.length(); sb.get_chars(0, n, self.value); self.count += n  # BAD: not atomic on sb
 
     def append_fixed(self, sb):
-        with self.lock, sb.lock:
-            n = sb.count; self.value[self.count :] = sb.value[:n]; self.count = self.count + n
+        with self.lock, sb.lock: n = sb.count; self.value.extend(sb.value[:n]); self.count += n
 
     def append_str(self, text):
-        with self.lock: self.value[self.count :] = text; self.count = self.count + len(text)
+        with self.lock: self.value.extend(text); self.count += len(text)
 
     def erase(self, start, end):
-        with self.lock:
-            end = min(end, self.count)
-            del self.value[start:end]; self.count -= end - start
+        with self.lock: end = min(end, self.count); del self.value[start:end]; self.count -= end - start
 
 
 def _stringbuffer(fixed: bool) -> None:
     buffer = _StringBuffer("abc")
+    sb = _StringBuffer()
+    append = sb.append_fixed if fixed else sb.append
 
     def thread_main():
-        buffer.erase(0, 3)
-        buffer.append_str("abc")
+        buffer.erase(0, 3); buffer.append_str("abc")
 
     worker = threading.Thread(target=thread_main)
     worker.start()
-    sb = _StringBuffer()
-    if fixed: sb.append_fixed(buffer)
-    else: sb.append(buffer)
+    append(buffer)
     worker.join()
 
 
@@ -758,10 +693,9 @@ def stringbuffer_jdk14_fixed():
 
 def _pbzip2(fixed: bool) -> None:
     mut = threading.Lock()
-    fifo = SimpleNamespace(mut=mut, not_empty=threading.Condition(mut), blocks=[], empty=True)
-    g = SimpleNamespace(all_done=False)
+    fifo = SimpleNamespace(mut=mut, not_empty=threading.Condition(mut), blocks=["block"], empty=False)
+    g = SimpleNamespace(all_done=True)  # the producer has queued its one block and set allDone
     written = threading.Event()  # the output thread has written every block
-    out = []
 
     def consumer():
         while True:
@@ -769,19 +703,15 @@ def _pbzip2(fixed: bool) -> None:
             while fifo.empty:
                 if g.all_done: fifo.mut.release(); return  # BAD: main may have deleted the mutex by now
                 fifo.not_empty.wait()
-            block = fifo.blocks.pop(0); fifo.empty = not fifo.blocks
-            fifo.mut.release()
-            out.append(block.upper()); written.set()  # compress it, hand it to the output thread
+            fifo.blocks.pop(0); fifo.empty = not fifo.blocks; fifo.mut.release()
+            written.set()  # compressed, handed to the output thread, written
 
     worker = threading.Thread(target=consumer)
     worker.start()
-    with fifo.mut: fifo.blocks.append("block"); fifo.empty = False; fifo.not_empty.notify()  # producer()
-    with fifo.mut: g.all_done = True; fifo.not_empty.notify_all()
-    written.wait()  # pthread_join(output): every block has been written
+    written.wait()  # pthread_join(output)
     if fixed: worker.join()
-    fifo.empty = True; fifo.mut = None  # queueDelete(fifo): its mutex destroyed and freed
+    fifo.empty = True; fifo.mut = None  # queueDelete(fifo): the mutex destroyed and freed
     worker.join()
-    assert out == ["BLOCK"]
 
 
 def pbzip2():
@@ -1061,7 +991,6 @@ PROGRAMS: list[Program] = [
     _p(din_phil2, "assertion"),
     _p(din_phil5, "assertion"),
     _p(fsbench, "assertion"),
-    _p(fsbench_ok, ""),
     _p(lazy01, "assertion"),
     _p(phase01, "deadlock"),
     _p(phase01_ok, ""),
