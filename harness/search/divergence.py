@@ -38,9 +38,6 @@ def compare_runs(first: Any, second: Any, outcome: Any) -> str | None:
     a, b = first.trace, second.trace
     for left, right in zip(a, b, strict=False):
         if left != right:
-            import os
-            if os.environ.get("RC_DEBUG"):
-                print("DIVERGE", left, "\n", right)
             return (
                 f"the same schedule ran differently the second time, at step {left.step}: first run "
                 f"{event_text(left)}, second run {event_text(right)}. Likely cause: {LIKELY_CAUSE}"

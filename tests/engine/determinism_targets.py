@@ -9,6 +9,7 @@ import os
 import threading
 
 import classic_bugs
+import firstcall_config
 import racecheck
 
 
@@ -46,6 +47,23 @@ def fake_fs_save_vs_delete():
     saver.join()
 
 
+def first_call_configuration():
+    """Two threads read a library's settings (built on the first call in the process) and race on a counter."""
+    state = {"count": 0}
+
+    def work():
+        timeout = firstcall_config.settings()["timeout"]
+        value = state["count"]
+        state["count"] = value + len(timeout)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert state["count"] == 2 * len("timeout-2"), f"lost update: {state['count']}"
+
+
 def _scenario(name, target_spec, fs, force_failure):
     from racecheck import scenarios
 
@@ -63,7 +81,8 @@ def _scenario(name, target_spec, fs, force_failure):
 
 
 NAMES = [f"classic-{name}" for name in sorted(classic_bugs.BUGS)] + [
-    "process-specific-values", "fake-fs-windows", "stock-real-dir", "stock-fake-fs", "fixed-fake-fs",
+    "process-specific-values", "fake-fs-windows", "first-call-configuration", "stock-real-dir", "stock-fake-fs",
+    "fixed-fake-fs",
 ]
 NEED_LIGHTNING = ("stock-real-dir", "stock-fake-fs", "fixed-fake-fs")
 
@@ -75,6 +94,7 @@ def targets():
            sorted(classic_bugs.BUGS.items())}
     out["process-specific-values"] = (process_specific_values, {"strategy": "random", "seed": 1, "shrink_budget": 0})
     out["fake-fs-windows"] = (fake_fs_save_vs_delete, {"strategy": "random", "seed": 1, "fs": "windows"})
+    out["first-call-configuration"] = (first_call_configuration, {"strategy": "pct", "seed": 0})
     try:
         import lightning  # noqa: F401
     except ImportError:
