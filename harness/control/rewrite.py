@@ -46,6 +46,7 @@ from racecheck.control.rewrite_nodes import (
     load,
     mangle,
 )
+from racecheck.control.private_locals import KEEPING_METHODS, READING_BUILTINS
 from racecheck.control.rewrite_stores import StoreRewriting
 from racecheck.control.scopes import COMPREHENSION, FUNCTION, LAMBDA, ModuleScopes, Scope
 
@@ -176,6 +177,18 @@ class Rewriter(StoreRewriting, ast.NodeTransformer):
                 setattr(node, field_name, self.visit(old))
         return node
 
+    def _private(self, node: ast.AST) -> bool:
+        """A local container only this call of the function can reach (``private_locals``): no hook."""
+        if not isinstance(node, ast.Name):
+            return False
+        how, owner = self.scope.resolve(node.id)
+        return how in ("local", "cell") and owner is not None and node.id in self.scopes.private(owner)
+
+    def _private_view(self, node: ast.AST) -> bool:
+        """``d.items()`` (or a list's method's result) on a private container."""
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and self._private(node.func.value)
+                and node.func.attr in KEEPING_METHODS)
+
     # ----- reads ------------------------------------------------------------------------------------------------
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
@@ -205,7 +218,7 @@ class Rewriter(StoreRewriting, ast.NodeTransformer):
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         node.value = self.visit(node.value)
         node.slice = self._slice(node.slice)
-        if not self._in_code() or not isinstance(node.ctx, ast.Load):
+        if not self._in_code() or not isinstance(node.ctx, ast.Load) or self._private(node.value):
             return node
         return ast.copy_location(hook(GETITEM, node.value, node.slice), node)
 
@@ -233,11 +246,15 @@ class Rewriter(StoreRewriting, ast.NodeTransformer):
         node.args = [self.visit(a) for a in node.args]
         for keyword in node.keywords:
             keyword.value = self.visit(keyword.value)
-            if keyword.arg is None and self._in_code():
+            if keyword.arg is None and self._in_code() and not self._private(keyword.value):
                 keyword.value = hook(UNPACK, keyword.value)
         if method:
             assert isinstance(func, ast.Attribute)
-            node.func = ast.copy_location(hook(METHOD, func.value, literal(mangle(func.attr, self.klass))), func)
+            if not (self._private(func.value) and func.attr in KEEPING_METHODS):
+                node.func = ast.copy_location(hook(METHOD, func.value, literal(mangle(func.attr, self.klass))), func)
+        elif (isinstance(func, ast.Name) and func.id in READING_BUILTINS and node.args and not node.keywords
+              and all(self._private(a) for a in node.args)):
+            pass  # ``len(private)``: reads only what no other thread can reach
         elif self._in_code() and not sensitive:
             node.func = ast.copy_location(hook(CALLEE, node.func), func)
         return node
@@ -246,6 +263,8 @@ class Rewriter(StoreRewriting, ast.NodeTransformer):
         node.left = self.visit(node.left)
         node.comparators = [self.visit(c) for c in node.comparators]
         if not self._in_code() or len(node.ops) != 1 or not isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            return node
+        if self._private(node.comparators[0]):
             return node
         test = ast.copy_location(hook(CONTAINS, node.left, node.comparators[0]), node)
         if isinstance(node.ops[0], ast.NotIn):
@@ -270,7 +289,7 @@ class Rewriter(StoreRewriting, ast.NodeTransformer):
 
     def visit_Starred(self, node: ast.Starred) -> ast.AST:
         node.value = self.visit(node.value)
-        if self._in_code() and isinstance(node.ctx, ast.Load):
+        if self._in_code() and isinstance(node.ctx, ast.Load) and not self._private(node.value):
             node.value = hook(UNPACK, node.value)
         return node
 
@@ -278,17 +297,20 @@ class Rewriter(StoreRewriting, ast.NodeTransformer):
         node.keys = [None if k is None else self.visit(k) for k in node.keys]
         node.values = [self.visit(v) for v in node.values]
         if self._in_code():
-            node.values = [hook(UNPACK, v) if k is None else v for k, v in zip(node.keys, node.values, strict=True)]
+            node.values = [hook(UNPACK, v) if k is None and not self._private(v) else v
+                           for k, v in zip(node.keys, node.values, strict=True)]
         return node
 
     def _truth(self, node: ast.expr) -> ast.expr:
         """A value whose truth is tested: a container's truth is its length, a read of it."""
         if not self._in_code() or not isinstance(node, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
             return node
+        if self._private(node):
+            return node
         return ast.copy_location(hook(TRUTH, node), node)
 
     def _iterated(self, node: ast.expr) -> ast.expr:
-        if not self._in_code():
+        if not self._in_code() or self._private(node) or self._private_view(node):
             return node
         return ast.copy_location(hook(ITERATE, node), node)
 

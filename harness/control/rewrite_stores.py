@@ -90,7 +90,7 @@ class StoreRewriting:
 
     def _unpacked(self, targets: list[ast.expr], value: ast.expr) -> ast.expr:
         """A value unpacked into several names reads it whole (``a, b = pair``)."""
-        if any(isinstance(t, (ast.Tuple, ast.List)) for t in targets):
+        if any(isinstance(t, (ast.Tuple, ast.List)) for t in targets) and not self._private(value):
             return ast.copy_location(hook(UNPACK, value), value)
         return value
 
@@ -126,6 +126,9 @@ class StoreRewriting:
         if isinstance(target, ast.Subscript):
             obj = self.visit(target.value)
             key = self._slice(target.slice)
+            if self._private(obj):
+                target.slice = key
+                return [ast.copy_location(ast.Assign(targets=[target], value=value), where)]
             return [ast.copy_location(ast.Expr(value=hook(SETITEM, value, obj, key)), where)]
         if isinstance(target, ast.Name):
             stored = self._name_store(target.id, value)
@@ -176,6 +179,10 @@ class StoreRewriting:
             new = hook(INPLACE, op, hook(GETATTR, obj, attr), value)
             statement = hook(SETATTR, new, load(temp), attr)
             return ast.copy_location(ast.Expr(value=statement), node)
+        if isinstance(target, ast.Subscript) and self._private(target.value):
+            target.slice = self._slice(target.slice)
+            node.value = value
+            return node
         if isinstance(target, ast.Subscript):
             obj_temp, key_temp = self._temp(), self._temp()
             obj = ast.NamedExpr(target=ast.Name(id=obj_temp, ctx=ast.Store()), value=self.visit(target.value))
@@ -201,6 +208,9 @@ class StoreRewriting:
         if isinstance(target, ast.Attribute):
             statement = hook(DELATTR, self.visit(target.value), literal(mangle(target.attr, self.klass)))
             return [ast.copy_location(ast.Expr(value=statement), where)]
+        if isinstance(target, ast.Subscript) and self._private(target.value):
+            target.slice = self._slice(target.slice)
+            return [ast.copy_location(ast.Delete(targets=[target]), where)]
         if isinstance(target, ast.Subscript):
             statement = hook(DELITEM, self.visit(target.value), self._slice(target.slice))
             return [ast.copy_location(ast.Expr(value=statement), where)]

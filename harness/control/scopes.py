@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from racecheck.control.private_locals import private_containers
+
 __racecheck_engine__ = True
 
 FUNCTION, LAMBDA, COMPREHENSION, CLASS, MODULE = "function", "lambda", "comprehension", "class", "module"
@@ -45,6 +47,7 @@ class Scope:
     bindings: dict[str, int] = field(default_factory=dict)
     captured: set[str] = field(default_factory=set)  # locals a nested def or lambda reads or writes
     written_from_inside: set[str] = field(default_factory=set)  # locals a nested scope assigns (nonlocal)
+    private: frozenset[str] | None = None  # ModuleScopes.private, once asked
 
     @property
     def is_function(self) -> bool:
@@ -90,11 +93,32 @@ class ModuleScopes:
         # Globals some function rebinds (``global x`` then an assignment or ``del``): only these can change while
         # threads run; the others hold what the module's import bound.
         self.rebound: set[str] = set()
+        self.star_import = any(isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
+                               for node in ast.walk(tree))
         _Binder(self).visit_body(tree.body, self.module, loop=False)
         self._capture(self.module)
 
     def scope_of(self, node: ast.AST) -> Scope:
         return self.by_node[node]
+
+    def private(self, scope: Scope) -> frozenset[str]:
+        """The locals of a function that only ever hold a container it built and never lets go
+        (``racecheck.control.private_locals``): their accesses need no record."""
+        if scope.private is None:
+            scope.private = frozenset()
+            if scope.kind == FUNCTION and isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = scope.node.args
+                parameters = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg,
+                                               args.kwarg] if a is not None}
+                candidates = {name for name in scope.bound if scope.local(name) and name not in scope.captured
+                              and name not in scope.written_from_inside and name not in parameters}
+                scope.private = private_containers(
+                    scope.node, candidates, lambda name: scope.resolve(name)[0] == "global" and self._builtin(name))
+        return scope.private
+
+    def _builtin(self, name: str) -> bool:
+        """Whether a function's unbound name is the builtin of that name: the module neither binds it nor may."""
+        return not self.star_import and name not in self.module.bound and name not in self.rebound
 
     def _capture(self, scope: Scope) -> None:
         """Mark, in every function, the locals that nested defs and lambdas use (``Scope.captured``)."""
