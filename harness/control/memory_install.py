@@ -14,8 +14,7 @@ or a thread's target comes from it, when watched code is about to call one of it
 ``__rc_gm__``), or uses an object of one of its classes (their methods, properties and dunders may run). Rewriting a
 module while a run is going (``Run.stale``) means that run may have run some of that module's code unwatched: the
 exploration runs it again (``racecheck.search.session``). What is never reached this way (a callback that only the
-standard library or C code calls, of a module nothing else touched) runs unwatched; on Python 3.12+ the
-exploration also listens for functions starting (``sys.monitoring``) and catches those too.
+standard library or C code calls, of a module nothing else touched) runs unwatched (docs/control.md says so).
 """
 
 from __future__ import annotations
