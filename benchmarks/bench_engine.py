@@ -9,7 +9,9 @@
 2. A scheduling point without a switch (one thread calling ``racecheck.point`` in a loop): the engine's own
    per-step cost, absolute.
 3. Schedules per second on the micro workload (stock Lightning ``AsyncCheckpointIO(TorchCheckpointIO())``:
-   save(a); save(b); remove(a); teardown() on a real temp dir), controlled (pct) vs the plain loop. Goal: >= 0.85.
+   save(a); save(b); remove(a); teardown() on a real temp dir), controlled (pct) vs the plain loop: with memory
+   watching (the default; goal >= 0.6) and with ``memory=False`` (goal: within 2 points of the 0.84 measured
+   before memory watching existed).
 4. The same calls over an inner IO that does nothing (no torch, no files): what control adds to a run when only
    the executor, its worker thread and the futures are left, in µs per run. Reported, no goal. Twice: as a user's
    run goes, where the executor's worker runs on a reused carrier and so skips the OS thread start the plain run
@@ -189,38 +191,43 @@ def _step_cost(count: int, repeats: int) -> float:
     return statistics.median(_timed(explore_once) / count for _ in range(repeats)) * 1e6
 
 
-def _micro(schedules: int, repeats: int) -> tuple[float, float, list[float]]:
+def _micro(schedules: int, repeats: int) -> tuple[float, float, list[float], float, list[float]]:
+    """Runs per second of the micro workload: plain, explored with memory watching (the default) and explored
+    with ``memory=False``, alternating; with the per-pair ratios of both explored sides."""
     directory = tempfile.mkdtemp(prefix="racecheck-bench-")
     try:
         micro_workload(directory)  # warm-up: imports, torch serialization caches
 
-        plain, ctl, _ = _alternate(lambda: micro_workload(directory), schedules, repeats)
+        plain, ctl, off = _alternate(lambda: micro_workload(directory), schedules, repeats, memory_off=True)
         plain = [1 / p for p in plain]
         ctl = [1 / c for c in ctl]
+        off = [1 / c for c in off]
         ratios = [c / p for p, c in zip(plain, ctl, strict=True)]
-        return statistics.median(plain), statistics.median(ctl), ratios
+        off_ratios = [c / p for p, c in zip(plain, off, strict=True)]
+        return statistics.median(plain), statistics.median(ctl), ratios, statistics.median(off), off_ratios
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def explore_workload(workload, schedules: int, fresh_threads: bool = False) -> None:
+def explore_workload(workload, schedules: int, fresh_threads: bool = False, memory: bool = True) -> None:
     """The controlled side of the micro and no-op rows: ``schedules`` schedules of pct, as a user's default run
-    (``benchmarks/engine_counts.py`` counts this same call)."""
+    (``benchmarks/engine_counts.py`` counts this same call); ``memory=False`` for the row without memory watching."""
     result = racecheck.explore(
         workload,
         strategy="pct",
         schedules=schedules,
         shrink_budget=0,
         fresh_threads=fresh_threads,
+        memory=memory,
     )
     assert result.schedules == schedules, result.summary()
 
 
 def _alternate(
-    workload, schedules: int, repeats: int, fresh_threads: bool = False
+    workload, schedules: int, repeats: int, fresh_threads: bool = False, memory_off: bool = False
 ) -> tuple[list[float], list[float], list[float]]:
-    """Seconds per run of ``workload``: plain loop, explored (pct), and explored on fresh threads when
-    ``fresh_threads`` asks for that third side, alternating ``repeats`` times."""
+    """Seconds per run of ``workload``: plain loop, explored (pct), and a third side when asked: explored on fresh
+    threads (``fresh_threads``) or with ``memory=False`` (``memory_off``), alternating ``repeats`` times."""
 
     def plain_loop() -> None:
         for _ in range(schedules):
@@ -232,6 +239,8 @@ def _alternate(
         ctl.append(_timed(lambda: explore_workload(workload, schedules)) / schedules)
         if fresh_threads:
             fresh.append(_timed(lambda: explore_workload(workload, schedules, fresh_threads=True)) / schedules)
+        elif memory_off:
+            fresh.append(_timed(lambda: explore_workload(workload, schedules, memory=False)) / schedules)
     return plain, ctl, fresh
 
 
@@ -274,14 +283,22 @@ def main() -> None:
     step = _step_cost(max(args.rounds * 5, 1000), args.repeats)
     table.add_row("scheduling point, no switch (racecheck.point)", "no-op", f"{step:.1f} us/point", "", "")
 
-    plain_rate, ctl_rate, micro_ratios = _micro(args.schedules, args.repeats)
+    plain_rate, ctl_rate, micro_ratios, off_rate, off_ratios = _micro(args.schedules, args.repeats)
     micro_ratio = statistics.median(micro_ratios)
+    off_ratio = statistics.median(off_ratios)
     table.add_row(
-        f"stock AsyncCheckpointIO micro workload ({args.schedules} schedules, real temp dir)",
+        f"stock AsyncCheckpointIO micro workload ({args.schedules} schedules, real temp dir), memory watched",
         f"{plain_rate:.0f} runs/s",
         f"{ctl_rate:.0f} schedules/s",
-        f"{micro_ratio:.1%} of the throughput",  # one decimal: 84.6% must not print as "85%" beside "NOT met"
-        f">= 85%: {'met' if micro_ratio >= 0.85 else 'NOT met'}",
+        f"{micro_ratio:.1%} of the throughput",  # one decimal: 59.6% must not print as "60%" beside "NOT met"
+        f">= 60%: {'met' if micro_ratio >= 0.60 else 'NOT met'}",
+    )
+    table.add_row(
+        "  the same with memory=False",
+        "",
+        f"{off_rate:.0f} schedules/s",
+        f"{off_ratio:.1%} of the throughput",
+        f">= 82% (84% before memory watching, -2): {'met' if off_ratio >= 0.82 else 'NOT met'}",
     )
     noop_plain, noop_ctl, noop_fresh = _engine_cost(args.schedules, args.repeats)
     table.add_row(
@@ -304,8 +321,8 @@ def main() -> None:
         f"micro workload: the median ratio of the pairs lies in {low:.0%}-{high:.0%} ({coverage:.0%} interval from "
         f"{len(micro_ratios)} pairs, distribution-free): "
         + ("too few pairs for the interval to say anything (--repeats 5 or more)" if coverage < 0.9 else
-           "the goal is met with that confidence" if low >= 0.85 else
-           "the goal is missed with that confidence" if high < 0.85 else "this run cannot tell the goal met or not")
+           "the goal (>= 60% with memory watched) is met with that confidence" if low >= 0.60 else
+           "the goal is missed with that confidence" if high < 0.60 else "this run cannot tell the goal met or not")
     )
     spread = ", ".join(f"{r:.2f}" for r in sorted(ratios))
     console.print(f"handoff ratios per pair: {spread}; micro ratios: {', '.join(f'{r:.0%}' for r in micro_ratios)}")

@@ -46,7 +46,8 @@ class Config:
     depth: int = 3  # pct bug depth d (d-1 priority change points)
     fs: Any = None  # None, "posix", "windows" or a racecheck.fakefs.FakeFS: a fresh fake filesystem per schedule
     on_crash: Callable[[], Any] | None = None  # recovery check run after a simulated crash
-    max_steps: int = 20000  # scheduling steps per schedule before a step-limit failure (livelock)
+    max_steps: int = 200_000  # scheduling steps per schedule before a step-limit failure (livelock); every shared
+    # memory access is a step, and a Lightning Trainer.fit makes ~77,000 of them (1,400 without memory watching)
     watchdog: float | None = 2.0  # real seconds without a scheduling point before "uncontrolled blocking"
     shrink_budget: int = 300  # replays the shrinker may spend; 0 reports the failure as found
     check_determinism: bool = False  # run every schedule twice and report the first divergence as a failure

@@ -95,7 +95,7 @@ class FailureInfo:
 class RunConfig:
     """The options of one run (``explore`` derives them from the ``racecheck.Config``)."""
 
-    max_steps: int = 20000
+    max_steps: int = 200_000
     watchdog: float | None = 2.0  # seconds without a scheduling point before a block is called uncontrolled
     epoch: float = 1_700_000_000.0  # what time.time() reads at virtual time 0
 
