@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck import runtime
+from racecheck.control import real_locks
 from racecheck.control import rewrite_nodes as rewrite
 from racecheck.control.memory_effects import (
     LAZY_METHODS,
@@ -163,6 +164,8 @@ def get_method(obj: Any, name: str) -> Any:
     value = _real_getattr(obj, name)
     if watch is not None and isinstance(obj, _CONTAINERS) and _unwatched_method(value):
         return _container_call(obj, name, value)
+    if kind in real_locks.REAL_LOCKS and name in real_locks.LOCK_METHODS:
+        return real_locks.lock_method(name, value)
     _callee(value)
     return value
 
@@ -487,7 +490,7 @@ HOOKS: dict[str, Any] = {
     rewrite.GLOBAL_READ: read_global, rewrite.GLOBAL_WRITE: write_global, rewrite.GLOBAL_DELETE: delete_global,
     rewrite.CELL_READ: read_cell, rewrite.CELL_WRITE: write_cell, rewrite.CALLEE: callee,
     rewrite.METHOD: get_method, rewrite.ITERATE: iterate, rewrite.CONTAINS: contains, rewrite.TRUTH: truth,
-    rewrite.UNPACK: unpack, rewrite.INPLACE: inplace, rewrite.SLICE: slice,
+    rewrite.UNPACK: unpack, rewrite.INPLACE: inplace, rewrite.SLICE: slice, rewrite.CONTEXT: real_locks.context,
 }
 assert set(HOOKS) == set(rewrite.HOOK_NAMES)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from racecheck.control.private_locals import KEEPING_METHODS, READING_BUILTINS
 from racecheck.control.rewrite_nodes import (
     CALLEE,
     CELL_MARK,
@@ -46,7 +47,6 @@ from racecheck.control.rewrite_nodes import (
     load,
     mangle,
 )
-from racecheck.control.private_locals import KEEPING_METHODS, READING_BUILTINS
 from racecheck.control.rewrite_stores import StoreRewriting
 from racecheck.control.scopes import COMPREHENSION, FUNCTION, LAMBDA, ModuleScopes, Scope
 

@@ -16,12 +16,13 @@ GETATTR, SETATTR, DELATTR = "__rc_ga__", "__rc_sa__", "__rc_da__"
 GETITEM, SETITEM, DELITEM = "__rc_gi__", "__rc_si__", "__rc_di__"
 GLOBAL_READ, GLOBAL_WRITE, GLOBAL_DELETE = "__rc_gg__", "__rc_sg__", "__rc_dg__"
 CELL_READ, CELL_WRITE = "__rc_gc__", "__rc_sc__"
-CALLEE, METHOD, ITERATE, CONTAINS, TRUTH, UNPACK, INPLACE, SLICE = (
+CALLEE, METHOD, ITERATE, CONTAINS, TRUTH, UNPACK, INPLACE, SLICE, CONTEXT = (
     "__rc_fn__", "__rc_gm__", "__rc_it__", "__rc_in__", "__rc_tr__", "__rc_up__", "__rc_io__", "__rc_sl__",
+    "__rc_cm__",
 )
 HOOK_NAMES = (
     GETATTR, SETATTR, DELATTR, GETITEM, SETITEM, DELITEM, GLOBAL_READ, GLOBAL_WRITE, GLOBAL_DELETE, CELL_READ,
-    CELL_WRITE, CALLEE, METHOD, ITERATE, CONTAINS, TRUTH, UNPACK, INPLACE, SLICE,
+    CELL_WRITE, CALLEE, METHOD, ITERATE, CONTAINS, TRUTH, UNPACK, INPLACE, SLICE, CONTEXT,
 )
 CELL_MARK = "__rc_cell"  # the parameter of the lambdas that hand a cell to the hooks (never a user's lambda)
 

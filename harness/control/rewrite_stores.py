@@ -9,6 +9,7 @@ import ast
 from racecheck.control.rewrite_nodes import (
     AUGMENTED,
     CELL_WRITE,
+    CONTEXT,
     DELATTR,
     DELITEM,
     GETATTR,
@@ -58,6 +59,8 @@ class StoreRewriting:
         extra: list[ast.stmt] = []
         for item in node.items:
             item.context_expr = self.visit(item.context_expr)
+            if self._in_code() and isinstance(node, ast.With):
+                item.context_expr = ast.copy_location(hook(CONTEXT, item.context_expr), item.context_expr)
             if item.optional_vars is not None and self._in_code() and not plain_target(item.optional_vars):
                 temp = self._temp()
                 extra.extend(self._assign([item.optional_vars], load(temp), node))

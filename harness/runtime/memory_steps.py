@@ -46,7 +46,7 @@ class MemorySteps:
         me = _state.thread
         if self.aborting:
             unwind(me)
-        if self._alone is me:
+        if self._alone is me or me.real_held:
             return False
         if len(self._candidates(me, True)) > 1:
             self.schedule(f"{op} {declared[0][0] if shown is None else shown}", access=declared, skip=skip + 1)

@@ -25,7 +25,7 @@ class ThreadRecord:
     __slots__ = (
         "tid", "run", "thread", "baton", "started", "finished", "op", "loc", "enabled", "deadline",
         "timed_out", "yielding", "background", "exited", "launched", "yield_to", "body", "carried", "unwinding",
-        "access", "merged", "merged_at", "merged_kinds", "points",
+        "access", "merged", "merged_at", "merged_kinds", "points", "real_held",
     )
 
     def __init__(self, tid: int, run: Run, thread: Any) -> None:
@@ -57,6 +57,7 @@ class ThreadRecord:
         self.merged_kinds: dict[str, str] = {}  # object -> the kind of the last merged access to it
         self.merged_at = -1
         self.points = 0  # the thread's scheduling points so far, memory accesses that joined a step included
+        self.real_held = 0  # real locks (made before the run) it holds: no memory point inside (control.real_locks)
 
     @property
     def name(self) -> str:

@@ -8,6 +8,7 @@ and calls these.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -99,7 +100,13 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
     if parsed.target != short_hash(session.target):
         raise TokenError(f"token was recorded for another test function, not {session.target}")
     if parsed.config != short_hash(session.config_key):
-        raise TokenError(f"token was recorded with another configuration ({session.config_key!r} does not match)")
+        # The token says whether it watched memory: a token of ``memory=False`` replays without it, and the other
+        # way round, with no option to repeat (the schedule comes from the token).
+        flipped = Session(fn, dataclasses.replace(cfg, memory=not cfg.memory))
+        if parsed.config != short_hash(flipped.config_key):
+            raise TokenError(
+                f"token was recorded with another configuration ({session.config_key!r} does not match)")
+        session, cfg = flipped, flipped.config
     with session.controlled():
         session.warm_up()
         replayer = Replayer(parsed.choices, parsed.picked, parsed.steps)

@@ -6,6 +6,7 @@ exploration, and an error raised on the carrier (a progress callback's) reaches 
 from __future__ import annotations
 
 import _thread
+import functools
 import threading
 
 import pytest
@@ -14,6 +15,10 @@ from engine_threads import REAL
 from engine_threads import racecheck_threads as _racecheck_threads
 from racecheck import runtime
 from racecheck.runtime.batch import BATCH_LIMIT
+
+# The subject here is batches of schedules on one carrier, not memory:
+# explored with memory=False (memory watching adds a warm-up run and steps of its own).
+_explore = functools.partial(racecheck.explore, memory=False)
 
 
 def test_every_schedule_of_many_batches_is_run_and_counted_once_on_one_carrier():
@@ -28,7 +33,7 @@ def test_every_schedule_of_many_batches_is_run_and_counted_once_on_one_carrier()
 
     schedules = 3 * BATCH_LIMIT + 5
     seen = []
-    result = racecheck.explore(fn, strategy="random", schedules=schedules, skip_duplicates=False,
+    result = _explore(fn, strategy="random", schedules=schedules, skip_duplicates=False,
                                progress=lambda p: seen.append(p.index))
     assert result.ok and result.schedules == schedules
     assert len(ran) == schedules and len(set(ran)) == 1  # one carrier served every batch
@@ -56,11 +61,11 @@ def test_no_batch_is_started_once_the_budget_is_spent(monkeypatch, schedules, ba
         t.start()
         t.join()
 
-    result = racecheck.explore(fn, schedules=schedules, skip_duplicates=False)
+    result = _explore(fn, schedules=schedules, skip_duplicates=False)
     assert result.ok and result.schedules == schedules
     assert len(started) == batches
     started.clear()
-    assert racecheck.explore(fn, strategy="dfs", schedules=schedules).exhausted
+    assert _explore(fn, strategy="dfs", schedules=schedules).exhausted
     assert len(started) == 1  # dfs knows it is done when its last branch has run
 
 
@@ -114,7 +119,7 @@ def test_a_failure_while_the_root_waits_is_unwound_by_the_carrier(where_runs_end
         finally:
             unwound.append(True)
 
-    result = racecheck.explore(fn, strategy="dfs", schedules=10, shrink_budget=0, race_budget=0)
+    result = _explore(fn, strategy="dfs", schedules=10, shrink_budget=0, race_budget=0)
     assert result.failure is not None and isinstance(result.failure.exception, ValueError)
     assert result.failure.thread == "T1"
     assert result.leaked_threads == []
@@ -140,12 +145,12 @@ def test_a_thread_stuck_on_its_way_out_of_a_failed_run_is_left_behind_not_waited
             gate.acquire()  # unwinding, the root blocks where racecheck cannot see
 
     try:
-        result = racecheck.explore(fn, strategy="dfs", schedules=10, shrink_budget=0, race_budget=0, watchdog=0.5)
+        result = _explore(fn, strategy="dfs", schedules=10, shrink_budget=0, race_budget=0, watchdog=0.5)
         assert result.failure is not None and isinstance(result.failure.exception, ValueError)
         assert result.leaked_threads == ["T0"]
         assert "could not be unwound" in "".join(getattr(result.failure.exception, "__notes__", []))
         assert where_runs_end.ended == [REAL["ident"]()]  # the explorer's thread took the run over and finished it
-        again = racecheck.explore(lambda: None, strategy="random", schedules=3, skip_duplicates=False)
+        again = _explore(lambda: None, strategy="random", schedules=3, skip_duplicates=False)
         assert again.ok and again.schedules == 3  # a fresh carrier serves the next exploration
     finally:
         gate.release()
@@ -160,7 +165,7 @@ def test_an_error_raised_on_the_carrier_reaches_the_caller():
             raise RuntimeError("progress display broke")
 
     with pytest.raises(RuntimeError, match="progress display broke"):
-        racecheck.explore(lambda: racecheck.point("p"), strategy="random", schedules=10, skip_duplicates=False,
+        _explore(lambda: racecheck.point("p"), strategy="random", schedules=10, skip_duplicates=False,
                           progress=progress)
     assert _racecheck_threads() == []
 
@@ -184,7 +189,7 @@ def test_an_interrupt_of_the_explorer_stops_the_run_and_leaves_no_thread_running
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            racecheck.explore(fn, strategy="random", schedules=5, watchdog=None)
+            _explore(fn, strategy="random", schedules=5, watchdog=None)
     finally:
         gate.release()
     timer.join(5)

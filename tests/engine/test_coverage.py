@@ -75,7 +75,8 @@ def _reference_key(events):
     flat = []  # (object, kind, who)
     for event in events:
         if event.switch == "info":
-            who = (event.tid, event.at) if event.at >= 0 else running.get(event.tid, (event.tid, counts.get(event.tid, 1) - 1))
+            fallback = (event.tid, counts.get(event.tid, 1) - 1)
+            who = (event.tid, event.at) if event.at >= 0 else running.get(event.tid, fallback)
         else:
             who = (event.tid, event.at) if event.at >= 0 else (event.tid, counts.get(event.tid, 0))
             counts[event.tid] = counts.get(event.tid, 0) + 1

@@ -5,12 +5,17 @@ would otherwise take many schedules; a schedule that no longer fails (the bug wa
 entry never breaks an exploration; tests and configurations do not see each other's entries.
 """
 
+import functools
 import os
 
 import pytest
 import racecheck
 from classic_bugs import check_then_act, lost_update, lost_update_fixed
 from racecheck.search.database import FailureDatabase
+
+# The subject here is the failure database, not memory:
+# explored with memory=False (memory watching adds a warm-up run and steps of its own).
+_explore = functools.partial(racecheck.explore, memory=False)
 
 
 def _entries(root):
@@ -23,14 +28,14 @@ def _entries(root):
 
 def test_failure_is_saved_and_replayed_first(tmp_path):
     db = tmp_path / ".racecheck"
-    first = racecheck.explore(lost_update, strategy="random", schedules=500, seed=0, database=str(db))
+    first = _explore(lost_update, strategy="random", schedules=500, seed=0, database=str(db))
     assert not first.ok and first.replayed == 0
     entries = _entries(db)
     assert len(entries) == 1
     with open(entries[0], encoding="ascii") as handle:
         assert handle.read().strip() == first.failure.token
 
-    again = racecheck.explore(lost_update, strategy="random", schedules=500, seed=12345, database=str(db))
+    again = _explore(lost_update, strategy="random", schedules=500, seed=12345, database=str(db))
     assert again.replayed == 1 and again.schedules == 1  # found on the kept schedule, before exploring
     assert again.failure.trace == first.failure.trace
     assert again.failure.token == first.failure.token
@@ -39,7 +44,7 @@ def test_failure_is_saved_and_replayed_first(tmp_path):
 
 def test_schedule_that_no_longer_fails_is_dropped(tmp_path):
     db = FailureDatabase(tmp_path)
-    found = racecheck.explore(lost_update, strategy="pct", schedules=500, seed=0)
+    found = _explore(lost_update, strategy="pct", schedules=500, seed=0)
     key = f"{lost_update.__module__}.{lost_update.__qualname__}|-"
     db.save(key, found.failure.token)
     assert db.fetch(key) == [found.failure.token]
@@ -50,7 +55,7 @@ def test_schedule_that_no_longer_fails_is_dropped(tmp_path):
 
     fixed.__qualname__ = "lost_update"
     fixed.__module__ = "classic_bugs"
-    result = racecheck.explore(fixed, strategy="pct", schedules=3, database=str(tmp_path))
+    result = _explore(fixed, strategy="pct", schedules=3, database=str(tmp_path))
     assert result.replayed == 1 and result.ok
     assert db.fetch(key) == []
 
@@ -59,19 +64,19 @@ def test_damaged_and_foreign_entries_never_break_a_run(tmp_path):
     db = FailureDatabase(tmp_path)
     key = f"{check_then_act.__module__}.{check_then_act.__qualname__}|-"
     db.save(key, "rc1.garbage")
-    foreign = racecheck.explore(lost_update, strategy="pct", schedules=500, seed=0).failure.token
+    foreign = _explore(lost_update, strategy="pct", schedules=500, seed=0).failure.token
     db.save(key, foreign)  # a token of another test under this key (a digest collision, or a hand-made folder)
-    result = racecheck.explore(check_then_act, strategy="pct", schedules=500, seed=0, database=str(tmp_path))
+    result = _explore(check_then_act, strategy="pct", schedules=500, seed=0, database=str(tmp_path))
     assert not result.ok and result.replayed == 0
     kept = db.fetch(key)
     assert "rc1.garbage" not in kept and foreign in kept and result.failure.token in kept
 
 
 def test_entries_are_per_test_and_per_configuration(tmp_path):
-    racecheck.explore(lost_update, strategy="pct", schedules=500, seed=0, database=str(tmp_path))
-    other = racecheck.explore(check_then_act, strategy="pct", schedules=500, seed=0, database=str(tmp_path))
+    _explore(lost_update, strategy="pct", schedules=500, seed=0, database=str(tmp_path))
+    other = _explore(check_then_act, strategy="pct", schedules=500, seed=0, database=str(tmp_path))
     assert other.replayed == 0
-    windows = racecheck.explore(lost_update, strategy="pct", schedules=500, seed=0, database=str(tmp_path),
+    windows = _explore(lost_update, strategy="pct", schedules=500, seed=0, database=str(tmp_path),
                                 fs="windows")
     assert windows.replayed == 0  # another configuration: its own folder
     assert len(os.listdir(tmp_path)) == 3
@@ -90,11 +95,11 @@ def test_writes_are_atomic_and_leave_no_temporary_files(tmp_path):
 def test_unusable_folder_is_ignored(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    result = racecheck.explore(lost_update, strategy="pct", schedules=500, database=str(blocker / "db"))
+    result = _explore(lost_update, strategy="pct", schedules=500, database=str(blocker / "db"))
     assert not result.ok  # found and reported; the database could not be written, which is no failure
 
 
 @pytest.mark.parametrize("value", [3, b"x", ["a"]])
 def test_bad_database_option_is_a_clear_error(value):
     with pytest.raises(TypeError, match="database"):
-        racecheck.explore(lost_update, database=value)
+        _explore(lost_update, database=value)

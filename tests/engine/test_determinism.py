@@ -1,12 +1,17 @@
 """A schedule that does not replay is a reported failure that says where, never a silent pass: ReplayDivergence for a
 token, kind "nondeterminism" for explore(check_determinism=True); and our own targets are deterministic."""
 
+import functools
 import threading
 
 import classic_bugs
 import determinism_targets
 import pytest
 import racecheck
+
+# The subject here is where a diverging replay is reported, step by step, not memory:
+# explored with memory=False (memory watching adds a warm-up run and steps of its own).
+_explore = functools.partial(racecheck.explore, memory=False)
 
 MODE = {"gate": False}  # module state a test changes between recording and replaying: nondeterminism on demand
 
@@ -40,7 +45,7 @@ def test_replay_divergence_is_a_failure_not_bad_input():
 def test_a_replay_that_takes_another_path_raises_and_says_where():
     MODE["gate"] = False
     try:
-        failure = racecheck.explore(order_depends_on_outside_state, strategy="random", schedules=200).failure
+        failure = _explore(order_depends_on_outside_state, strategy="random", schedules=200).failure
         assert failure is not None
         MODE["gate"] = True  # the same schedule now finds T2 blocked where it ran
         with pytest.raises(racecheck.ReplayDivergence) as info:
@@ -61,7 +66,7 @@ def test_a_replay_that_ends_early_raises():
     def short():
         racecheck.point("only")
 
-    failure = racecheck.explore(classic_bugs.lost_update, strategy="random", schedules=100).failure
+    failure = _explore(classic_bugs.lost_update, strategy="random", schedules=100).failure
     token = racecheck.search.tokens.decode(failure.token)
     # same function identity and config, fewer decisions: re-encode the token for a function with another body
     short.__module__, short.__qualname__ = classic_bugs.lost_update.__module__, classic_bugs.lost_update.__qualname__
@@ -90,8 +95,8 @@ def uses_unseeded_state():
 
 
 def test_check_determinism_reports_the_first_divergence():
-    assert racecheck.explore(uses_unseeded_state, strategy="random", schedules=20).ok  # unnoticed without it
-    result = racecheck.explore(uses_unseeded_state, strategy="random", schedules=20, check_determinism=True)
+    assert _explore(uses_unseeded_state, strategy="random", schedules=20).ok  # unnoticed without it
+    result = _explore(uses_unseeded_state, strategy="random", schedules=20, check_determinism=True)
     assert not result.ok
     failure = result.failure
     assert failure.kind == "nondeterminism"
@@ -104,10 +109,10 @@ def test_check_determinism_reports_the_first_divergence():
 @pytest.mark.parametrize("name", sorted(classic_bugs.BUGS))
 def test_classic_bugs_are_deterministic(name):
     buggy, fixed, needed = classic_bugs.BUGS[name]
-    found = racecheck.explore(buggy, strategy="random", schedules=300, check_determinism=True)
+    found = _explore(buggy, strategy="random", schedules=300, check_determinism=True)
     assert found.failure is not None and found.failure.kind != "nondeterminism", found.failure
     assert found.failure.preemptions == needed
-    proved = racecheck.explore(fixed, strategy="dfs", schedules=10_000, preemption_bound=1, check_determinism=True)
+    proved = _explore(fixed, strategy="dfs", schedules=10_000, preemption_bound=1, check_determinism=True)
     assert proved.ok and proved.exhausted, proved.failure
 
 
@@ -115,7 +120,7 @@ def test_fake_fs_scenario_is_deterministic():
     import racecheck.fakefs  # noqa: F401 - root() above
 
     save_vs_delete = determinism_targets.fake_fs_save_vs_delete
-    result = racecheck.explore(save_vs_delete, strategy="random", schedules=200, seed=1, fs="windows",
+    result = _explore(save_vs_delete, strategy="random", schedules=200, seed=1, fs="windows",
                                check_determinism=True)
     assert result.failure is not None and result.failure.kind == "exception", result.failure
     assert isinstance(result.failure.exception, PermissionError)
@@ -129,9 +134,9 @@ def test_fake_fs_scenario_is_deterministic():
 def test_classic_bugs_are_deterministic_over_seeds(name, seed):
     buggy, fixed, _ = classic_bugs.BUGS[name]
     for strategy in ("random", "pct"):
-        found = racecheck.explore(buggy, strategy=strategy, schedules=500, seed=seed, check_determinism=True)
+        found = _explore(buggy, strategy=strategy, schedules=500, seed=seed, check_determinism=True)
         assert found.failure is not None and found.failure.kind != "nondeterminism", found.failure
-    proved = racecheck.explore(fixed, strategy="dfs", schedules=100_000, preemption_bound=2, check_determinism=True)
+    proved = _explore(fixed, strategy="dfs", schedules=100_000, preemption_bound=2, check_determinism=True)
     assert proved.ok and proved.exhausted, proved.failure
 
 
@@ -157,7 +162,7 @@ def test_every_scenario_is_deterministic(scenario, fs, target):
 
     spec = scenarios.STOCK_TARGET if target == "stock" else scenarios.FIXED_TARGET
     prepared = scenarios.get(scenario).build(scenarios.load_target(spec), fs)
-    result = racecheck.explore(
+    result = _explore(
         prepared.fn, strategy="random", schedules=100, check_determinism=True, shrink_budget=0,
         **prepared.explore_kwargs,
     )

@@ -11,7 +11,6 @@ import textwrap
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from racecheck.control import memory_hooks
 from racecheck.control.rewrite import rewrite_module
 from racecheck.control.scopes import ModuleScopes
@@ -94,12 +93,12 @@ class Obj:
 
 
 def _outcome(module: dict, arguments: tuple) -> tuple:
-    o, d, l, s = arguments
+    o, d, items, s = arguments
     try:
-        result: object = module["program"](o, d, l, s)
+        result: object = module["program"](o, d, items, s)
     except Exception as exc:  # noqa: BLE001
         result = ("raised", type(exc).__name__, str(exc))
-    return repr(result), repr(o), repr(d), repr(l), repr(sorted(s)), module["G"]
+    return repr(result), repr(o), repr(d), repr(items), repr(sorted(s)), module["G"]
 
 
 def _arguments(seed: tuple) -> tuple:
