@@ -157,6 +157,9 @@ class Scenario:
 
         fn.__qualname__ = f"{self.name}[{target.spec}]"
         kwargs = _fs_kwargs(fs)
+        # The CLI's mechanics are the subject (cells, counts, exhaustion notes, jobs): the counters' spaces are
+        # kept as small as their marked points make them, without memory watching's own points.
+        kwargs["memory"] = False
         if self.instrument:
             kwargs["instrument"] = list(self.instrument)
         return Prepared(fn, kwargs)

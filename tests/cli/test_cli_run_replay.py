@@ -23,7 +23,7 @@ def test_run_finds_the_race_and_replay_in_another_process_prints_the_same_trace(
     found = invoke("run", "lost-update", "--schedules", "200")
     assert found.exit_code == 1, found.output
     assert "RACE FOUND" in found.stdout and "lost update" in found.stdout
-    assert "\n  racing pair on shared memory: T" in found.stdout  # the engine's racing pair, under the trace
+    assert "\n  racing pair on shared state: T" in found.stdout  # the engine's racing pair, under the trace
     token = TOKEN.search(found.stdout).group(1)
     assert token.startswith("rcc1.lost-update.real.")
     again = racecheck_subprocess("replay", token, env={"PYTHONHASHSEED": "4242"})
