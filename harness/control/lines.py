@@ -163,6 +163,21 @@ def _codes_in(files: frozenset[str]) -> list[types.CodeType]:
     return list(seen)
 
 
+_active: list[LineMonitor] = []  # the exploration's monitor while line points are on (3.12+)
+
+
+def new_code(code: types.CodeType) -> None:
+    """A function got new code during an exploration (``memory_install``): with line points on through
+    ``sys.monitoring``, that code's lines (and those of the code nested in it) become points as the old code's were;
+    the settrace backend sees any code of the files by itself."""
+    for monitor in _active:
+        pending = [code]
+        while pending:
+            one = pending.pop()
+            monitor.add(one)
+            pending.extend(c for c in one.co_consts if isinstance(c, types.CodeType))
+
+
 class LineMonitor:
     """The ``sys.monitoring`` callbacks for one exploration (Python 3.12+)."""
 
@@ -186,6 +201,14 @@ class LineMonitor:
             if _stores(code, self._stores):
                 wanted |= events.INSTRUCTION
             monitoring.set_local_events(self.tool, code, wanted)
+
+    def add(self, code: types.CodeType) -> None:
+        """A code object that appeared during the exploration (memory watching's rewritten twin of a function):
+        its lines are points too."""
+        if code.co_filename in self.files and code not in self.codes:
+            events = sys.monitoring.events  # type: ignore[attr-defined]
+            self.codes.append(code)
+            sys.monitoring.set_local_events(self.tool, code, events.LINE | events.JUMP)  # type: ignore[attr-defined]
 
     def stop(self) -> None:
         monitoring = sys.monitoring  # type: ignore[attr-defined]
@@ -252,9 +275,11 @@ def tracing(files: Iterable[str]) -> Iterator[Any]:
             raise RuntimeError("racecheck: preempt= needs a free sys.monitoring tool id, and all six are in use")
         monitor = LineMonitor(files, tool)
         monitor.start()
+        _active.append(monitor)
         try:
             yield monitor
         finally:
+            _active.remove(monitor)
             monitor.stop()
         return
     tracer = LineTracer(files)

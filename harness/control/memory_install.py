@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control import memory_hooks
+from racecheck.control import lines, memory_hooks
 from racecheck.control.autocontrol import Exclusions, controlled_module
 from racecheck.control.memory_names import set_rebound
 from racecheck.control.rewrite import rewrite_module
@@ -153,6 +153,7 @@ class Watching(memory_hooks.Discovery):
             return
         fn.__code__ = twin
         self.swapped.append((fn, code))
+        lines.new_code(twin)
 
     def _functions_of(self, namespace: dict[str, Any], filename: str) -> list[types.FunctionType]:
         """Every function reachable from a module's namespace whose code is the module's own; functions of other

@@ -70,14 +70,21 @@ def check_then_act_dict():
     assert len(created) == 1, f"created {len(created)} times"
 
 
-def test_without_line_points_the_race_is_invisible():
-    result = racecheck.explore(racy_counter, strategy="dfs", preemption_bound=None, schedules=10_000)
+def test_without_line_points_or_memory_watching_the_race_is_invisible():
+    result = racecheck.explore(racy_counter, strategy="dfs", preemption_bound=None, schedules=10_000, memory=False)
     assert result.ok and result.exhausted
+
+
+def test_memory_watching_finds_it_without_line_points():
+    result = racecheck.explore(racy_counter, strategy="dfs", preemption_bound=None, schedules=10_000)
+    assert not result.ok and "lost update: n is 1" in result.failure.message
+    assert "write " in result.failure.trace and ".n" in result.failure.trace
 
 
 @pytest.mark.parametrize("strategy", ["dfs", "random", "pct", "pos"])
 def test_lost_update_found_with_line_points(strategy):
-    result = racecheck.explore(racy_counter, strategy=strategy, schedules=2000, seed=0, preempt="lines")
+    # memory=False: line points alone, with their store points ("store attr n"), are the subject
+    result = racecheck.explore(racy_counter, strategy=strategy, schedules=2000, seed=0, preempt="lines", memory=False)
     assert not result.ok, f"{strategy} missed the lost update"
     failure = result.failure
     assert "lost update: n is 1" in failure.message
@@ -252,8 +259,9 @@ def test_a_thread_back_in_a_stopped_run_is_unwound_at_its_next_line_point():
         while not box[0]: pass  # noqa: E701 - a one-line loop: its backward jump is the only line point
 
     try:
+        # memory=False: one run only (memory watching's warm-up run would block on the real gate too, and stay)
         result = racecheck.explore(blocked_then_spinning, strategy="dfs", schedules=1, preempt="lines",
-                                   watchdog=0.5, shrink_budget=0, race_budget=0)
+                                   watchdog=0.5, shrink_budget=0, race_budget=0, memory=False)
         assert result.failure.kind == "uncontrolled-blocking"
     finally:
         gate.release()
