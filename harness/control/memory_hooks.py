@@ -3,9 +3,8 @@
 before it (``Run.memory``), then makes the access itself, exactly as the original code would have.
 
 Outside a controlled run (an uncontrolled thread, an import, a program that kept a rewritten function after the
-exploration) a hook only makes the access. The hooks are reached through names in ``builtins`` (``install``),
-bound once per process and never removed: a generator created during an exploration may run its rewritten code
-later, and must find them.
+exploration) a hook only makes the access. The hooks are names in ``builtins`` (``install``), bound once per
+process and never removed: a generator made during an exploration may run its rewritten code later.
 
 ``__rc_fn__`` and ``__rc_gm__`` also bring the callee under watch before it runs (``discovery``, set by
 ``racecheck.control.memory_install``): a function of a module not yet rewritten gets its module rewritten first,
@@ -40,9 +39,7 @@ from racecheck.runtime.access import READ, WRITE
 __racecheck_engine__ = True
 
 _state = runtime.thread_state
-_FunctionType = types.FunctionType
-_MethodType = types.MethodType
-_BuiltinType = types.BuiltinFunctionType
+_FunctionType, _MethodType, _BuiltinType = types.FunctionType, types.MethodType, types.BuiltinFunctionType
 _real_getattr, _real_setattr, _real_delattr = getattr, setattr, delattr
 
 # Types whose attributes are no memory of the program: immutable values, builtin containers (their attributes are
@@ -164,7 +161,7 @@ def get_method(obj: Any, name: str) -> Any:
     value = _real_getattr(obj, name)
     if watch is not None and isinstance(obj, _CONTAINERS) and _unwatched_method(value):
         return _container_call(obj, name, value)
-    if kind in real_locks.REAL_LOCKS and name in real_locks.LOCK_METHODS:
+    if kind in real_locks.REAL_LOCKS and name in real_locks.LOCK_METHODS:  # a lock made before the run
         return real_locks.lock_method(name, value)
     _callee(value)
     return value

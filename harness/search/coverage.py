@@ -167,18 +167,32 @@ def _expanded(shape: tuple) -> tuple:
     out = []
     for tid, switch, access, at, marks in shape:
         if any(one[0] == ANYTHING_OBJ or one[0] == MEMORY_OBJ for one in access):
-            written: list[tuple[str, str]] = []
-            for one in access:
-                if one[0] == ANYTHING_OBJ:
-                    written.extend((obj, WRITE) for obj in objects)
-                elif one[0] == MEMORY_OBJ:
-                    written.extend((obj, WRITE) for obj in memory)
-                else:
-                    written.append((one[0], one[1]))
-            access = tuple(dict.fromkeys(written))
-            marks = ()  # what the wildcard covers is named by the step itself
+            # The step's own accesses, then those that joined it at points of their own (``marks``): each keeps its
+            # point, so that an access named alike whether it joined a step or made its own stays so expanded.
+            own = len(access) - len(marks)
+            written = tuple(dict.fromkeys(_written(access[:own], objects, memory)))
+            joined: list[tuple[str, str]] = []
+            joined_marks: list[int] = []
+            for one, mark in zip(access[own:], marks, strict=True):
+                for expanded in _written((one,), objects, memory):
+                    joined.append(expanded)
+                    joined_marks.append(mark)
+            access, marks = written + tuple(joined), tuple(joined_marks)
         out.append((tid, switch, access, at, marks))
     return tuple(out)
+
+
+def _written(access: Sequence[Any], objects: list[str], memory: list[str]) -> list[tuple[str, str]]:
+    """``access`` with each wildcard written out as a write of every object it covers."""
+    out: list[tuple[str, str]] = []
+    for one in access:
+        if one[0] == ANYTHING_OBJ:
+            out.extend((obj, WRITE) for obj in objects)
+        elif one[0] == MEMORY_OBJ:
+            out.extend((obj, WRITE) for obj in memory)
+        else:
+            out.append((one[0], one[1]))
+    return out
 
 
 def run_events(run: Run) -> Sequence[TraceEvent]:

@@ -16,6 +16,7 @@ This module is instrumented while racecheck explores it, so the plain ``threadin
 """
 
 import concurrent.futures
+import functools
 import importlib
 import itertools
 import queue
@@ -29,6 +30,10 @@ from hypothesis import strategies as st
 from racecheck.runtime import current_thread_record
 from racecheck.runtime.chooser import Chooser
 from racecheck.search.strategy import Strategy
+
+# The stand-ins' behaviour against the stdlib's is the subject, not memory: explored with memory=False (the
+# drivers' own lists and counters would be memory points, multiplying the schedules of every exhaustive search).
+_explore = functools.partial(racecheck.explore, memory=False)
 
 T = 0.001  # a real timeout: short enough to cost nothing in the stdlib run, virtual under racecheck
 
@@ -61,7 +66,7 @@ def _under_racecheck(fn):
     def test_fn():
         box["value"] = fn()
 
-    result = racecheck.explore(test_fn, strategy="random", schedules=1, shrink_budget=0)
+    result = _explore(test_fn, strategy="random", schedules=1, shrink_budget=0)
     assert result.ok, result.failure
     return box["value"]
 
@@ -410,7 +415,7 @@ def _check_atomic(program):
         seen.add(outcome)
         assert outcome in allowed, f"racecheck produced {outcome}, the stdlib allows {sorted(allowed)}"
 
-    result = racecheck.explore(test_fn, strategy="dfs", preemption_bound=None, schedules=20_000, shrink_budget=0)
+    result = _explore(test_fn, strategy="dfs", preemption_bound=None, schedules=20_000, shrink_budget=0)
     assert result.ok, result.failure
     assert result.exhausted
     assert seen <= allowed and seen
@@ -430,7 +435,7 @@ def test_concurrent_atomic_programs_stay_within_what_the_stdlib_allows_many():
 
 
 def _explore_all(test_fn, bound=2):
-    result = racecheck.explore(test_fn, strategy="dfs", preemption_bound=bound, schedules=20_000, shrink_budget=0)
+    result = _explore(test_fn, strategy="dfs", preemption_bound=bound, schedules=20_000, shrink_budget=0)
     result.raise_on_failure()
     assert result.exhausted
 
@@ -482,7 +487,7 @@ def test_barrier_reset_and_abort_break_waiters(breaker):
     expected = program()
     assert expected[0] == [("raise", "BrokenBarrierError")]
     # The waiting loop yields (sleep(0)): random walks are fair to it.
-    result = racecheck.explore(lambda: _equal(program(), expected), strategy="random", schedules=200, seed=0)
+    result = _explore(lambda: _equal(program(), expected), strategy="random", schedules=200, seed=0)
     assert result.ok, result.failure
 
 
@@ -621,7 +626,7 @@ def test_releases_are_traced_but_are_not_scheduling_points():
             pass
         raise AssertionError("show the trace")
 
-    trace = racecheck.explore(program, schedules=1, shrink_budget=0).failure.trace
+    trace = _explore(program, schedules=1, shrink_budget=0).failure.trace
     rows = [line for line in trace.splitlines() if "release " in line]
     assert len(rows) == 2 and all(row[:4].strip() == "" for row in rows), trace  # info rows carry no step number
 
@@ -674,7 +679,7 @@ def test_a_failed_non_blocking_attempt_is_a_yielding_point(monkeypatch):
 
     # memory=False: which thread runs right before each attempt is the subject; the steps of memory accesses (the
     # busy thread's list comprehension, the lambdas' cells) would sit between them.
-    result = racecheck.explore(program, schedules=1, shrink_budget=0, memory=False)
+    result = _explore(program, schedules=1, shrink_budget=0)
     events = [e for e in result.failure.events if e.switch != "info"]
     before = {}
     for previous, event in zip(events, events[1:], strict=False):
@@ -695,7 +700,7 @@ def test_a_future_made_in_a_run_has_the_stdlib_fields_and_a_controlled_condition
 
     assert controlled_futures._OWN_INIT  # the stdlib's __init__ is the one the shortcut mirrors
     made = []
-    racecheck.explore(lambda: made.append(controlled_futures.Future()), strategy="dfs", schedules=1)
+    _explore(lambda: made.append(controlled_futures.Future()), strategy="dfs", schedules=1)
     real = concurrent.futures.Future()
     ours = made[0]
     assert set(vars(ours)) == set(vars(real))
