@@ -16,6 +16,7 @@ own accesses are seen where it runs). A ``threading.local`` keeps one copy per t
 
 from __future__ import annotations
 
+import re
 import types
 from _thread import _local as _thread_local
 from collections import deque
@@ -83,6 +84,7 @@ def forget_class_attribute(name: str) -> None:
 
 
 _MISSING = object()
+_HEX_DIGEST = re.compile(r"[0-9a-f]{16,}|[0-9A-F]{16,}")
 _SIMPLE_KEYS = (str, int, float, bool, bytes, type(None), complex)
 
 
@@ -138,6 +140,10 @@ class Watch:
         kind = type(key)
         if kind is int and not -(1 << 40) < key < 1 << 40:
             return "<large int>"  # often an id(): a different number in every run, so one item for all of them
+        if kind is str and len(key) >= 16 and _HEX_DIGEST.fullmatch(key):
+            # a digest (fsspec's instance-cache token hashes values whose order follows the hash seed): another
+            # text in every process, so one item for all of them, as a trace must read the same in any process
+            return "<hex digest>"
         if kind in _SIMPLE_KEYS:
             text = repr(key)
             return text if len(text) <= 64 else f"{text[:60]}...{len(text)}"
