@@ -16,7 +16,9 @@
    IO on delete-while-queued, teardown-flush and the generated workload), with the share of dpor's time its own
    search takes (``--overhead-only`` prints that table alone).
 3. Against a peer: racecheck's dpor and frontrun 0.7's DPOR (``benchmarks/frontrun_side.py``, run under frontrun's
-   launcher when ``frontrun`` is installed) on the locked and racy counters and on stock Lightning's race in three
+   launcher when ``frontrun`` is installed) on ``peer_programs.py`` (frontrun's headline counter rebuilt from its
+   description, three classic bugs and their twins, no marks on either side), the locked and racy counters and on
+   stock Lightning's race in three
    calls: found how often, in how many executions, and whether a replay reproduces it.
 4. Line-level preemption: schedules per second of the same correct program (a locked counter) with and without
    ``preempt="lines"``, and the racy ``self.n += 1`` counter, found only with it.
@@ -249,6 +251,26 @@ def _frontrun_side(runs: int) -> dict | str:
     return json.loads(lines[-1])
 
 
+def _peer_programs_racecheck() -> dict[str, tuple[str, int, float]]:
+    """``peer_programs.PROGRAMS`` under racecheck's dpor with memory watching (the default) and no marks: the
+    verdict, schedules to the first failure or to exhaustion, and seconds (after one warm-up exploration, as
+    frontrun's side runs after its counters)."""
+    import peer_programs
+
+    racecheck.explore(peer_programs.as_test(peer_programs.PROGRAMS[0]), strategy="dpor", schedules=10)
+    out = {}
+    for program in peer_programs.PROGRAMS:
+        started = time.perf_counter()
+        result = racecheck.explore(peer_programs.as_test(program), strategy="dpor", schedules=100_000,
+                                   shrink_budget=0, race_budget=0)
+        seconds = time.perf_counter() - started
+        if result.failure is not None:
+            out[program.name] = (f"{result.failure.kind} found", result.failure.schedule_index + 1, seconds)
+        else:
+            out[program.name] = (result.exhausted_note or "clean, not exhausted", result.schedules, seconds)
+    return out
+
+
 def peer_table(runs: int) -> Table:
     """racecheck's dpor and frontrun 0.7's DPOR, in the same run, on the same minimal programs."""
     import logging
@@ -263,9 +285,8 @@ def peer_table(runs: int) -> Table:
     table.add_row("locked counter", "racecheck dpor", locked.exhausted_note or "not exhausted",
                   str(locked.schedules), f"{time.perf_counter() - started:.2f}", "-")
     started = time.perf_counter()
-    racy = racecheck.explore(racy_counter, strategy="dpor", schedules=100_000, preempt="lines", shrink_budget=0,
-                             race_budget=0)
-    table.add_row("racy counter", "racecheck dpor (lines)", "lost update found" if not racy.ok else "missed",
+    racy = racecheck.explore(racy_counter, strategy="dpor", schedules=100_000, shrink_budget=0, race_budget=0)
+    table.add_row("racy counter", "racecheck dpor", "lost update found" if not racy.ok else "missed",
                   str(racy.failure.schedule_index + 1 if not racy.ok else racy.schedules),
                   f"{time.perf_counter() - started:.2f}", "-")
     found = reproduced = 0
@@ -283,10 +304,18 @@ def peer_table(runs: int) -> Table:
             reproduced += int(not again.ok and again.failure.trace == result.failure.trace)
     table.add_row("checkpoint race", "racecheck dpor (fake posix fs)", f"leak found in {found}/{runs} runs",
                   "/".join(sorted(set(map(str, counts)))), f"{seconds:.2f}", f"{reproduced}/{found} (same trace)")
+    ours = _peer_programs_racecheck()
+    for name, (verdict, schedules, seconds) in ours.items():
+        table.add_row(name, "racecheck dpor", verdict, str(schedules), f"{seconds:.3f}", "-")
     peer = _frontrun_side(runs)
     if isinstance(peer, str):
-        table.add_row("all three", "frontrun", peer, "-", "-", "-")
+        table.add_row("all", "frontrun", peer, "-", "-", "-")
         return table
+    for name, row in peer.get("programs", {}).items():
+        verdict = row.get("error") or ("violation found" if row["found"] else
+                                       "clean, exhausted" if row["exhausted"] else "clean (no exhaustion claim)")
+        table.add_row(name, f"frontrun {peer['version']} DPOR", verdict, str(row["executions"]),
+                      f"{row['seconds']:.3f}", "-")
     tool = f"frontrun {peer['version']} DPOR"
     for key, name in (("locked_counter", "locked counter"), ("racy_counter", "racy counter")):
         row = peer[key]
@@ -311,12 +340,16 @@ def main() -> None:
     parser.add_argument("--overhead-rounds", type=int, default=5, help="alternating runs per program in the cost "
                         "table (its best is kept)")
     parser.add_argument("--overhead-only", action="store_true", help="only the cost-per-schedule table")
+    parser.add_argument("--peer-only", action="store_true", help="only the table against frontrun")
     parser.add_argument("--peer-runs", type=int, default=10,
                         help="runs of the checkpoint race per tool in the frontrun table (0: no frontrun table)")
     args = parser.parse_args()
     console = Console(width=150)
     if args.overhead_only:
         console.print(overhead_table(not args.no_scenarios, args.overhead_rounds))
+        return
+    if args.peer_only:
+        console.print(peer_table(max(args.peer_runs, 1)))
         return
 
     workloads = _classic()

@@ -13,6 +13,9 @@ same programs as racecheck's side of the table:
   no fake filesystem, so it runs on a real temporary directory. Run ``--runs`` times: how often it reports the
   leak, and how often its own replay of the counterexample reproduces it (its ``reproduction_successes``).
 
+And ``peer_programs.PROGRAMS`` (frontrun's headline counter rebuilt from its description, three classic bugs, and
+their correct twins): executions and seconds to the first violation, or to the end of the search.
+
 Only wall-clock figures and counts are printed; nothing is asserted.
 """
 
@@ -23,9 +26,12 @@ import json
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def _counter_state():
@@ -97,6 +103,26 @@ def _checkpoint_race(frontrun, runs: int) -> dict:
             "executions": executions, "seconds": seconds}
 
 
+def _peer_programs(frontrun) -> dict:
+    """``peer_programs.PROGRAMS`` under frontrun's DPOR with no preemption bound: executions and seconds to the
+    first violation (buggy programs) or to the end of its search (correct twins)."""
+    import peer_programs
+
+    out = {}
+    for program in peer_programs.PROGRAMS:
+        started = time.perf_counter()
+        try:
+            result = frontrun.explore(program.setup, list(program.workers), program.invariant, preemption_bound=None,
+                                      max_executions=100_000, total_timeout=300, reproduce_on_failure=0)
+            row = {"executions": result.num_explored, "found": not result.property_holds,
+                   "exhausted": bool(result.exhausted)}
+        except Exception as exc:  # noqa: BLE001 - reported in the table, as frontrun's own answer
+            row = {"executions": 0, "found": False, "exhausted": False, "error": f"{type(exc).__name__}: {exc}"[:80]}
+        row["seconds"] = time.perf_counter() - started
+        out[program.name] = row
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
@@ -105,7 +131,7 @@ def main() -> None:
     import frontrun
 
     out = {"version": getattr(frontrun, "__version__", "?"), **_counters(frontrun),
-           "checkpoint_race": _checkpoint_race(frontrun, args.runs)}
+           "checkpoint_race": _checkpoint_race(frontrun, args.runs), "programs": _peer_programs(frontrun)}
     print(json.dumps(out))
 
 
