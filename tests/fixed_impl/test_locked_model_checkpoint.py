@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import types
 
 import pytest
+import racecheck
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from locked_helpers import TIMEOUT, GatedIO, WaitSpy, run_in_thread
 from racecheck.fixed_impl import LockedAsyncCheckpointIO, LockedModelCheckpoint, locked_async
 from test_locked_async import ck
 from test_trainer_fit import TinyModel, _disk, _view
+
+# The fixed IO's behaviour is the subject here, over a Trainer.fit per schedule: explored with memory=False, the
+# proof over synchronisation and files (memory watching's proofs of the IO are in
+# tests/scenarios/test_dpor_reach.py).
+explore_without_memory = functools.partial(racecheck.explore, memory=False)
 
 
 @pytest.fixture
@@ -146,7 +153,6 @@ def test_best_model_path_never_names_a_failed_save(callback):
     """Explored with EIO injected by the fake filesystem on a write or fsync chosen by the schedule (so the failure
     lands in a queued save, in its durability step, or nowhere). Stock ModelCheckpoint reports the failed file as
     best; LockedModelCheckpoint never does, and the error still stops the fit."""
-    import racecheck
     from racecheck.fakefs import FakeFS
 
     seen = []
@@ -154,7 +160,7 @@ def test_best_model_path_never_names_a_failed_save(callback):
     def body():
         seen.append(_fit_with_failing_saves(callback))
 
-    result = racecheck.explore(body, strategy="random", schedules=24, seed=1, fs=FakeFS(eio=("write", "fsync")))
+    result = explore_without_memory(body, strategy="random", schedules=24, seed=1, fs=FakeFS(eio=("write", "fsync")))
     if callback is ModelCheckpoint:
         assert not result.ok and "whose save failed" in str(result.failure.exception)
     else:

@@ -7,6 +7,7 @@ and prints the counts.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -15,6 +16,11 @@ import pytest
 pytest.importorskip("lightning")
 
 from racecheck import scenarios  # noqa: E402
+
+# The fixed IO's behaviour is the subject here, over every scenario (Trainer.fit ones included) against the
+# fixed IO: explored with memory=False, the proof over synchronisation and files (memory watching's proofs of
+# the IO are in tests/scenarios/test_dpor_reach.py).
+run_without_memory = functools.partial(scenarios.run, memory=False)
 
 FAST = {"trainer-fit": 1}  # a schedule of trainer-fit is 4 fits + 4 resumes: one per strategy and semantics
 CALL_SEQUENCE = [n for n in scenarios.CATALOGUE if not n.startswith("trainer-fit")]
@@ -39,7 +45,7 @@ def _params(names, fs_list=("posix", "windows"), fast=True):
 
 
 def _check(name, fs, strategy, schedules, seed=0, **kwargs):
-    result = scenarios.run(name, target=scenarios.FIXED_TARGET, fs=fs, strategy=strategy, schedules=schedules,
+    result = run_without_memory(name, target=scenarios.FIXED_TARGET, fs=fs, strategy=strategy, schedules=schedules,
                            seed=seed, **kwargs)
     assert result.ok, str(result.failure)
     assert result.leaked_threads == []
@@ -73,7 +79,7 @@ def test_trainer_fit_on_the_real_disk():
 def test_fixed_io_fsync_durability_is_caught_by_the_crash_scenarios(name, fs, strategy):
     """durability="fsync" fsyncs after the wrapped IO's temp-file move: a crash right after the move leaves a torn
     final file; on Windows the move copies over an open target. The scenarios catch both."""
-    result = scenarios.run(name, target="scenario_targets:locked_fsync", fs=fs, strategy=strategy, schedules=20,
+    result = run_without_memory(name, target="scenario_targets:locked_fsync", fs=fs, strategy=strategy, schedules=20,
                            seed=0, shrink_budget=0)
     assert not result.ok and result.failure.message.startswith("Incomplete: ")
 

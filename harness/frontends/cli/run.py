@@ -70,10 +70,12 @@ def _positive_budget(ctx: Any, param: Any, value: float | None) -> float | None:
 @click.option("--instrument", multiple=True, metavar="MOD", help="also control this module's threads/locks")
 @click.option("--max-failures", type=click.IntRange(1, 1000), default=1, show_default=True, metavar="N",
               help="keep exploring a cell until N distinct failures are found, and report each")
+@click.option("--no-memory", "no_memory", is_flag=True,
+              help="plain memory accesses are no scheduling points (memory=False): synchronisation and files only")
 @click.option("--quiet", "-q", is_flag=True, help="one line per cell, no trace, no progress bar")
 def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules: int, seed: int, fs: str,
         jobs: int, tx: tuple[str, ...], report_dir: str | None, time_budget: float | None,
-        instrument: tuple[str, ...], max_failures: int, quiet: bool) -> None:
+        instrument: tuple[str, ...], max_failures: int, no_memory: bool, quiet: bool) -> None:
     """Explore SCENARIOS (all when none is named); exit 1 with a replay token when a race is found."""
     catalogue_name = parallel.catalogue_name()
     found = load_catalogue(catalogue_name)
@@ -86,6 +88,8 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
     prepare_report_dir(report_dir)
     cells = []
     options = (("max_failures", max_failures),) if max_failures > 1 else ()
+    if no_memory:
+        options += (("memory", False),)
     for each in chosen:
         supported = scenario_semantics(each, fs)
         if not supported:
