@@ -52,6 +52,7 @@ class Expectation:
     # space explored within its schedules); a space that outgrew the budget fails the gate instead of passing on a
     # sample
     expect_exhausted: bool = False
+    memory: bool = True  # plain memory accesses are scheduling points (explore's ``memory``)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -114,7 +115,7 @@ def parse(text: str | bytes, source: str = "baseline") -> Baseline:
         _require(isinstance(cell, dict), f"{where} must be an object")
         fields = {"scenario", "target", "semantics", "strategy", "seed", "schedules", "expect",
                   "relative_throughput", "shrink_budget", "max_failures", "expect_failures", "expect_exhausted",
-                  "comment"}
+                  "memory", "comment"}
         unknown = sorted(set(cell) - fields)
         _require(not unknown, f"{where}: unknown field {unknown[0]!r}" if unknown else "")
         for name in ("scenario", "semantics"):
@@ -147,10 +148,12 @@ def parse(text: str | bytes, source: str = "baseline") -> Baseline:
         _require(not proof or is_systematic(cell["strategy"]),
                  f"{where}: 'expect_exhausted' needs a strategy that exhausts its space "
                  f"({', '.join(n for n in STRATEGY_NAMES if is_systematic(n))})")
+        memory = cell.get("memory", True)
+        _require(type(memory) is bool, f"{where}: 'memory' must be true or false")
         expectation = Expectation(
             cell["scenario"], cell["target"], cell["semantics"], cell["strategy"], cell["seed"], cell["schedules"],
             cell["expect"], None if rel is None else float(rel), shrink, wanted,
-            None if expected is None else tuple(expected), proof,
+            None if expected is None else tuple(expected), proof, memory,
         )
         _require(expectation.key not in seen, f"{where}: duplicate scenario x target x semantics")
         seen.add(expectation.key)

@@ -56,6 +56,8 @@ def baseline_cells(baseline: str, expected: gating.Baseline) -> list[parallel.Ce
         options = () if exp.shrink_budget is None else (("shrink_budget", exp.shrink_budget),)
         if exp.max_failures > 1:
             options += (("max_failures", exp.max_failures),)
+        if not exp.memory:
+            options += (("memory", False),)
         cells.append(parallel.Cell(exp.scenario, exp.target, exp.fs, exp.strategy, exp.seed, exp.schedules, (),
                                    catalogue_name, options, oracle=one_line(scenario.oracle)))
     return cells
