@@ -10,6 +10,9 @@ from racecheck.scenarios.core import Scenario, define
 
 _FAKE = ("posix", "windows")
 _NO_CRASH = "a power loss can only be simulated on the fake filesystem"
+# The trainer-fit scenarios explore the IO under a real Trainer.fit, whose training loop makes ~77,000 plain memory
+# accesses per schedule (none shared with the checkpoint worker): they run with memory=False, over synchronisation
+# and files, unless the caller asks for memory=True (``scenarios.run(..., memory=True)``).
 
 _ALL = [
     define("delete-while-queued", ordering.delete_while_queued),
@@ -24,8 +27,8 @@ _ALL = [
     define("crash-consistency", crash.crash_consistency, recovery=crash.crash_consistency_recovery,
            semantics=_FAKE, small=False, why=_NO_CRASH),
     define("windows-replace-open", faults.windows_replace_open),
-    define("trainer-fit", trainer.trainer_fit, small=False),
-    *[define(f"trainer-fit-{name}", fit, small=False) for name, fit in trainer.VARIANTS.items()],
+    define("trainer-fit", trainer.trainer_fit, small=False, memory=False),
+    *[define(f"trainer-fit-{name}", fit, small=False, memory=False) for name, fit in trainer.VARIANTS.items()],
     define("resume-last", crash.resume_last, recovery=crash.resume_last_recovery, semantics=_FAKE, small=False,
            why=_NO_CRASH),
     define("workload", workload.workload),

@@ -231,8 +231,10 @@ class Scenario:
     small: bool = True
     recovery: Callable[[Context], None] | None = field(default=None, repr=False)
     fault_window: int = 64
-    max_steps: int = 20000
+    max_steps: int = 200_000
     watchdog: float | None = 2.0
+    # plain memory accesses as scheduling points (explore's ``memory``); a caller's own ``memory=`` wins
+    memory: bool = True
     why: str = ""
     extra: Any = field(default=None, repr=False, compare=False)  # scenario data, e.g. a generated workload
     reader: str = "target"
@@ -276,6 +278,7 @@ class Scenario:
             "on_crash": None,
             "max_steps": self.max_steps,
             "watchdog": self.watchdog,
+            "memory": self.memory,
         }
         if self.crash:
             recovery = self.recovery
