@@ -74,7 +74,7 @@ def compiled_module(filename: str, name: str, namespace: dict[str, Any]) -> Comp
     try:
         source = "".join(linecache.getlines(filename, namespace))
         if source:
-            rewritten = rewrite_module(source, filename, name)
+            rewritten = rewrite_module(source, filename, name, _imported_as(namespace, source, filename))
             module_code = compile(rewritten.tree, filename, "exec", dont_inherit=True)
             codes: dict[tuple[Any, ...], types.CodeType | None] = {}
             every: set[types.CodeType] = set()
@@ -88,6 +88,20 @@ def compiled_module(filename: str, name: str, namespace: dict[str, Any]) -> Comp
         found = None
     _compiled[filename] = found
     return found
+
+
+def _imported_as(namespace: dict[str, Any], source: str, filename: str) -> Any:
+    """What the module's import did to its syntax tree before compiling it, to do again before rewriting: pytest's
+    assertion rewriting for a test module it imported (its globals have ``@py_builtins``), so that a failing
+    ``assert`` still explains itself (``assert 1 == 2``) when memory is watched. None for any other module."""
+    if "@py_builtins" not in namespace or "_pytest.assertion.rewrite" not in sys.modules:
+        return None
+    rewrite_asserts = sys.modules["_pytest.assertion.rewrite"].rewrite_asserts
+
+    def prepare(tree: Any) -> None:
+        rewrite_asserts(tree, source.encode("utf-8"), filename)
+
+    return prepare
 
 
 class Watching(memory_hooks.Discovery):

@@ -25,6 +25,7 @@ never inside a run (``racecheck.control.autocontrol``).
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from racecheck.control.private_locals import KEEPING_METHODS, READING_BUILTINS
@@ -60,9 +61,13 @@ class Rewritten:
     rebound: frozenset[str]  # the module's globals that some function rebinds
 
 
-def rewrite_module(source: str, filename: str, module: str) -> Rewritten:
-    """Parse ``source`` and rewrite every function body in it (``SyntaxError`` if it does not parse)."""
+def rewrite_module(source: str, filename: str, module: str,
+                   prepare: Callable[[ast.Module], None] | None = None) -> Rewritten:
+    """Parse ``source`` and rewrite every function body in it (``SyntaxError`` if it does not parse); ``prepare``
+    first rewrites the tree as the module's own import did (pytest's assertion rewriting, for a test module)."""
     tree = ast.parse(source, filename)
+    if prepare is not None:
+        prepare(tree)
     scopes = ModuleScopes(tree)
     Rewriter(scopes, module).visit(tree)
     ast.fix_missing_locations(tree)

@@ -168,6 +168,7 @@ class ScheduleBody:
         self.__code__ = function.__code__
         self._function = function
         self._kwargs = {name: item.funcargs[name] for name in _argnames(item)}
+        self._config = item.config
         self._fake_tmp: str | None = None
         self._real_tmp: Path | None = None
         if any(name in self._kwargs for name in _TMP_FIXTURES):
@@ -180,6 +181,8 @@ class ScheduleBody:
                 self._real_tmp = Path(real)
 
     def __call__(self) -> Any:
+        # Only the last run's output is kept: a replay's own warm-up and reruns (memory watching) print too.
+        _discard_captured_output(self._config)
         kwargs = dict(self._kwargs)
         if self._fake_tmp is not None:
             from racecheck.fakefs import os_facade
