@@ -140,13 +140,17 @@ def test_max_failures_lists_each_distinct_failure_and_a_schedule_independent_one
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     report = section(out)
-    assert "racecheck found 2 distinct failures; [1/2] failing schedule #" in report
-    assert "racecheck found 2 distinct failures; [2/2] failing schedule #" in report
+    # Both bugs, each with its token; with memory watched a bug can show with more than one racing pair (the
+    # consumer's read of the flag, or of the value), and each pair is a distinct failure of its own.
+    count = int(re.search(r"racecheck found (\d+) distinct failures; \[1/", report).group(1))
+    assert count >= 2
+    for n in range(1, count + 1):
+        assert f"racecheck found {count} distinct failures; [{n}/{count}] failing schedule #" in report
     tokens = re.findall(r"^token: (rc1\.\S+)$", report, re.M)
-    assert len(tokens) == 2 and len(set(tokens)) == 2
-    assert {"ValueError: saw the flag before the value", "AssertionError: lost update"} & set(report.splitlines())
+    assert len(tokens) == count and len(set(tokens)) == count
+    assert "ValueError: saw the flag before the value" in report and "AssertionError: lost update" in report
     summary = next(line for line in out.splitlines() if line.startswith("test_bugs.py::test_two_bugs: "))
-    assert summary.endswith(f"FAILED, 2 distinct failures, tokens {tokens[0]} {tokens[1]}"), summary
+    assert summary.endswith(f"FAILED, {count} distinct failures, tokens {' '.join(tokens)}"), summary
 
     refused = section(out.split("test_refused", 1)[1])
     assert refused.startswith("racecheck: fails under every schedule tried: not a race: TypeError: Trainer refuses")
