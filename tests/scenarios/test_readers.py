@@ -57,12 +57,12 @@ def test_the_waiting_dcp_io_passes_the_call_sequence_scenarios(name, fs):
 def test_the_fire_and_forget_dcp_io_leaks_and_the_token_replays():
     target = scenarios.load_target(scenarios.DCP_TARGET)
     prepared = scenarios.get("delete-while-queued").build(target, "posix")
-    result = explore_without_memory(prepared.fn, strategy="random", schedules=30, seed=0, max_failures=5,
-                               **prepared.explore_kwargs)
+    kwargs = {**prepared.explore_kwargs, "memory": False}
+    result = racecheck.explore(prepared.fn, strategy="random", schedules=30, seed=0, max_failures=5, **kwargs)
     leaks = [f for f in result.failures if f.message.startswith("AssertionError: leaked checkpoint(s) ['a.ckpt']")]
     assert leaks, [f.message for f in result.failures]
     assert all(f.depends_on_schedule for f in result.failures)
-    again = racecheck.replay(prepared.fn, leaks[0].token, **prepared.explore_kwargs)
+    again = racecheck.replay(prepared.fn, leaks[0].token, **kwargs)
     assert again.failure.trace == leaks[0].trace
 
 
