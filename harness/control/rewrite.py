@@ -71,7 +71,24 @@ def rewrite_module(source: str, filename: str, module: str,
     scopes = ModuleScopes(tree)
     Rewriter(scopes, module).visit(tree)
     ast.fix_missing_locations(tree)
+    _consistent_locations(tree)
     return Rewritten(tree, frozenset(scopes.rebound))
+
+
+def _consistent_locations(tree: ast.Module) -> None:
+    """Every node's end at or after its start, as ``compile`` requires: a node built by another rewriter (pytest's
+    assertion rewriting gives its nodes a line and no end) can otherwise lend a start after its end to the nodes
+    copied from it."""
+    for node in ast.walk(tree):
+        start = getattr(node, "lineno", None)
+        if start is None:
+            continue
+        end = getattr(node, "end_lineno", None)
+        if end is None or end < start:
+            node.end_lineno = start
+            node.end_col_offset = max(getattr(node, "end_col_offset", 0) or 0, node.col_offset)
+        elif end == start and (node.end_col_offset or 0) < node.col_offset:
+            node.end_col_offset = node.col_offset
 
 
 class Rewriter(StoreRewriting, ast.NodeTransformer):

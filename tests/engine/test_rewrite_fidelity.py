@@ -223,3 +223,37 @@ def test_private_containers_are_not_hooked_and_shared_ones_are():
     assert "__rc_si__(__rc_gi__(mine, 'k'), theirs, 'k')" not in text
     assert "__rc_si__(mine['k'], theirs, 'k')" in text
     assert "return len(mine)" in text
+
+
+# ----- whole modules -------------------------------------------------------------------------------------------
+
+
+def test_every_loaded_test_module_and_the_checkpoint_libraries_rewrite_and_compile():
+    """A module whose rewrite does not compile would run unwatched (and its verdicts say nothing of its memory):
+    every test module pytest has loaded (assertion-rewritten, which the memory rewrite keeps) and the modules the
+    checkpoint scenarios run through must compile."""
+    import importlib
+    import sys
+
+    from racecheck.control import memory_install
+
+    names = [name for name, module in list(sys.modules.items())
+             if module is not None and "@py_builtins" in getattr(module, "__dict__", {})]
+    assert __name__ in names  # this module itself, rewritten by pytest
+    for library in ("fsspec.spec", "fsspec.implementations.local", "lightning.fabric.plugins.io.torch_io",
+                    "lightning.pytorch.plugins.io.async_plugin", "lightning.pytorch.callbacks.model_checkpoint",
+                    "torch.serialization"):
+        try:
+            importlib.import_module(library)
+        except ImportError:
+            continue
+        names.append(library)
+    failed = []
+    for name in names:
+        module = sys.modules[name]
+        filename = getattr(module, "__file__", None)
+        if filename and filename.endswith(".py"):
+            memory_install._compiled.pop(filename, None)
+            if memory_install.compiled_module(filename, name, module.__dict__) is None:
+                failed.append(name)
+    assert failed == []
