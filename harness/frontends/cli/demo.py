@@ -66,8 +66,10 @@ def run_demo(schedules: int, seed: int, echo: Callable[[str], None]) -> int:
     legacy_target = getattr(catalogue, "LEGACY_TARGET", None)
     if legacy_target is not None and LEGACY_SCENARIO[0] in catalogue.CATALOGUE:
         name, fs, strategy, budget = LEGACY_SCENARIO
+        # memory=False: the seed report's error is about the writer's open file and the remove; with every memory
+        # access a point too, the leak (which needs no preemption) comes first in these 50 schedules
         (cell,), _ = parallel.explore_cells([parallel.Cell(name, legacy_target, fs, strategy, seed, budget, (),
-                                                           catalogue_name)])
+                                                           catalogue_name, (("memory", False),))])
         echo(f"legacy: {cell_line(cell)}")
         message = cell.failure.message if cell.failure is not None else ""
         if message.startswith("PermissionError: [WinError 32]"):
