@@ -65,6 +65,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "every explored test whose marker does not say fs=")
     group.addoption("--racecheck-instrument", dest="racecheck_instrument", action="append", default=[],
                     metavar="MOD", help="also control this module's threads, locks, queues and time (repeatable)")
+    group.addoption("--racecheck-no-memory", dest="racecheck_no_memory", action="store_true", default=False,
+                    help="plain memory accesses are no scheduling points (memory=False) in every explored test "
+                         "whose marker does not say memory=")
     parser.addini("racecheck_schedules", "default schedules per marked test", default=None)
     parser.addini("racecheck_strategy", f"default strategy for marked tests ({' | '.join(STRATEGIES)})", default=None)
     parser.addini("racecheck_seed", "default base seed for marked tests", default=None)
@@ -83,6 +86,7 @@ class _SessionState:
     every_test: bool = False  # --racecheck: unmarked tests are explored too
     fs: str | None = None  # --racecheck-fs
     instrument: tuple[str, ...] = ()  # --racecheck-instrument
+    memory: bool = True  # not --racecheck-no-memory
     tests: int = 0
     total_schedules: int = 0
     failures: int = 0
@@ -160,7 +164,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"racecheck: --racecheck-fs must be one of {', '.join(FS_CHOICES)}, got {fs!r}")
     instrument = tuple(_checked_module(name) for name in config.getoption("racecheck_instrument") or ())
     state = _SessionState(schedules, strategy, seed, token, max_failures, bool(config.getoption("racecheck_all")),
-                          fs, instrument)
+                          fs, instrument, not config.getoption("racecheck_no_memory"))
     config.stash[_STATE] = state
     config.pluginmanager.register(_Summary(state), "racecheck-summary")
 

@@ -99,6 +99,8 @@ def settings(item: pytest.Function, marker: pytest.Mark, session: Any) -> Settin
     if fs is not None:
         shared["fs"] = fs
     shared.setdefault("max_failures", session.max_failures)
+    if not session.memory:
+        shared.setdefault("memory", False)  # --racecheck-no-memory; a marker's memory= wins
     instrument = kw.get("instrument", ())
     if isinstance(instrument, (str, types.ModuleType)):
         instrument = [instrument]

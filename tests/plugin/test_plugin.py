@@ -393,3 +393,41 @@ def test_a_failure_that_depends_on_state_shared_through_a_fixture_is_flagged(pyt
     note = next(line for line in report.splitlines() if line.startswith("note: "))
     assert note.startswith("note: replaying the token in this process") and "state shared across schedules" in note
     assert "failing schedule #1, after 2 schedules" in report  # the warm-up run made the first call
+
+
+LAZY = textwrap.dedent(
+    """
+    import threading
+    import pytest
+
+    class Settings:
+        def __init__(self):
+            self._value = None
+            self.loads = 0
+
+        def get(self):
+            if self._value is None:
+                self.loads += 1
+                self._value = {"timeout": 5}
+            return self._value
+
+    @pytest.mark.racecheck(schedules=200)
+    def test_lazy_init_loads_once():
+        settings = Settings()
+        threads = [threading.Thread(target=settings.get) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert settings.loads == 1
+    """
+)
+
+
+def test_a_lazy_init_race_is_found_with_no_marks_and_not_with_racecheck_no_memory(pytester):
+    pytester.makepyfile(test_lazy=LAZY)
+    found = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    found.assert_outcomes(failed=1)
+    assert "assert 2 == 1" in found.stdout.str()
+    blind = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "--racecheck-no-memory")
+    blind.assert_outcomes(passed=1)  # with memory=False the check and the set are one step: nothing to reorder
