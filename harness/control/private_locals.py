@@ -37,7 +37,7 @@ READING_METHODS = frozenset({
     "difference_update", "symmetric_difference_update",
 })
 # Views and iterators that point back at the container: kept only where they are consumed at once.
-_VIEWS = frozenset({"keys", "values", "items"})
+VIEWS = frozenset({"keys", "values", "items"})
 # Builtins that read a container and return something that does not hold it.
 READING_BUILTINS = frozenset({
     "len", "sorted", "list", "tuple", "set", "frozenset", "sum", "min", "max", "any", "all", "bool",
@@ -101,7 +101,7 @@ def _keeps(name: ast.Name, parents: dict[ast.AST, ast.AST], builtin: Callable[[s
         call = parents.get(parent)
         if not (isinstance(call, ast.Call) and call.func is parent):
             return False
-        if parent.attr in _VIEWS:
+        if parent.attr in VIEWS:
             return _consumed_at_once(call, parents, builtin)
         return parent.attr in KEEPING_METHODS or parent.attr in READING_METHODS
     if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is name:

@@ -28,7 +28,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from racecheck.control.private_locals import KEEPING_METHODS, READING_BUILTINS
+from racecheck.control.private_locals import KEEPING_METHODS, READING_BUILTINS, VIEWS
 from racecheck.control.rewrite_nodes import (
     CALLEE,
     CELL_MARK,
@@ -207,9 +207,10 @@ class Rewriter(StoreRewriting, ast.NodeTransformer):
         return how in ("local", "cell") and owner is not None and node.id in self.scopes.private(owner)
 
     def _private_view(self, node: ast.AST) -> bool:
-        """``d.items()`` (or a list's method's result) on a private container."""
+        """``d.keys()``, ``d.values()``, ``d.items()`` of a private container: iterating one reads only it. (Not any
+        method's result: ``private.pop()`` may hand back a container other threads share.)"""
         return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and self._private(node.func.value)
-                and node.func.attr in KEEPING_METHODS)
+                and node.func.attr in VIEWS)
 
     # ----- reads ------------------------------------------------------------------------------------------------
 

@@ -225,6 +225,24 @@ def test_private_containers_are_not_hooked_and_shared_ones_are():
     assert "return len(mine)" in text
 
 
+def test_what_a_private_container_hands_out_is_watched_when_iterated():
+    """Iterating ``mine.items()`` reads only ``mine``; iterating what ``mine.pop()`` returns may read a container
+    other threads share, so that iteration keeps its hook."""
+    text = ast.unparse(rewrite_module(textwrap.dedent("""
+        def f(shared):
+            mine = [shared.table]
+            for key, value in {}.items():
+                pass
+            seen = {}
+            for key in seen.items():
+                pass
+            for item in mine.pop():
+                pass
+        """), "<t>", "t").tree)
+    assert "for key in seen.items():" in text
+    assert "for item in __rc_it__(mine.pop()):" in text
+
+
 # ----- whole modules -------------------------------------------------------------------------------------------
 
 
