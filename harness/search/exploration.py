@@ -21,7 +21,7 @@ from racecheck.search.registry import make_strategy
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, failure_of, render_run
 from racecheck.search.schedule_loop import Schedules
-from racecheck.search.session import Session
+from racecheck.search.session import Session, config_key
 from racecheck.search.tokens import decode, shape_of, short_hash
 
 if TYPE_CHECKING:
@@ -102,11 +102,11 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
     if parsed.config != short_hash(session.config_key):
         # The token says whether it watched memory: a token of ``memory=False`` replays without it, and the other
         # way round, with no option to repeat (the schedule comes from the token).
-        flipped = Session(fn, dataclasses.replace(cfg, memory=not cfg.memory))
-        if parsed.config != short_hash(flipped.config_key):
+        flipped = dataclasses.replace(cfg, memory=not cfg.memory)
+        if parsed.config != short_hash(config_key(flipped)):
             raise TokenError(
                 f"token was recorded with another configuration ({session.config_key!r} does not match)")
-        session, cfg = flipped, flipped.config
+        session, cfg = Session(fn, flipped), flipped
     with session.controlled():
         session.warm_up()
         replayer = Replayer(parsed.choices, parsed.picked, parsed.steps)

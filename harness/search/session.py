@@ -77,6 +77,18 @@ def _once(chooser: Chooser) -> Callable[[], Chooser | None]:
     return lambda: pending.pop() if pending else None
 
 
+def config_key(config: Config, extensions: Any = None) -> str:
+    """What of ``config`` changes the schedules a token's choices mean (its extensions', line points, memory
+    points): a token is recorded with it, and replays only under the same."""
+    extensions = runtime.extensions_for(config) if extensions is None else extensions
+    keys = [ext.config_key(config) for ext in extensions]
+    if config.preempt is not None:  # line-level points change the schedule: a token must say it used them
+        keys.append(f"preempt={lines.describe(config.preempt)}")
+    if config.memory:  # so do memory points, and the warm-up run before the first schedule
+        keys.append("memory")
+    return "|".join(keys) if keys else "-"
+
+
 def _target_name(fn: Callable) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
 
@@ -96,12 +108,7 @@ class Session:
         self.carriers = CarrierPool() if not config.fresh_threads and carrier_pool_supported() else None
         self.extensions = runtime.extensions_for(config)
         self.target = _target_name(fn)
-        keys = [ext.config_key(config) for ext in self.extensions]
-        if config.preempt is not None:  # line-level points change the schedule: a token must say it used them
-            keys.append(f"preempt={lines.describe(config.preempt)}")
-        if config.memory:  # so do memory points, and the warm-up run before the first schedule
-            keys.append("memory")
-        self.config_key = "|".join(keys) if keys else "-"
+        self.config_key = config_key(config, self.extensions)
 
     def _modules(self) -> list[types.ModuleType]:
         targets: list[Any] = []
