@@ -46,7 +46,7 @@ _ITERATING_BUILTINS = frozenset({"enumerate", "reversed", "iter", "zip"})  # ite
 _FRESH_CALLS = frozenset({"list", "dict", "set"})
 _FRESH_NODES = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
 _FRAME_READERS = frozenset({"locals", "vars", "eval", "exec", "dir", "breakpoint"})
-_TRUTH_PARENTS = (ast.If, ast.While, ast.IfExp, ast.Assert, ast.BoolOp, ast.UnaryOp)
+_TRUTH_PARENTS = (ast.If, ast.While, ast.IfExp, ast.Assert, ast.BoolOp, ast.UnaryOp, ast.comprehension)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
@@ -108,9 +108,7 @@ def _keeps(name: ast.Name, parents: dict[ast.AST, ast.AST], builtin: Callable[[s
         return True
     if isinstance(parent, ast.Compare):
         return (name is not parent.left and len(parent.ops) == 1 and isinstance(parent.ops[0], (ast.In, ast.NotIn)))
-    if isinstance(parent, _TRUTH_PARENTS):
-        return _tested(name, parent, parents)
-    if isinstance(parent, ast.comprehension):
+    if isinstance(parent, _TRUTH_PARENTS):  # a comprehension's iterable is taken above: here, one of its ifs
         return _tested(name, parent, parents)
     if isinstance(parent, ast.Starred):
         return isinstance(parents.get(parent), (ast.Call, ast.List, ast.Tuple, ast.Set))

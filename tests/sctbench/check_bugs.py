@@ -37,20 +37,10 @@ import racecheck
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sctbench.programs import PROGRAMS, Program  # noqa: E402
+from sctbench.programs import PROGRAMS, Program, failure_kind  # noqa: E402
 
 EXPLORE = dict(strategy="dfs", preemption_bound=None, preempt="lines", schedules=200000, max_steps=20000)
 HANG_SECONDS = 3.0  # a plain run still going after this long is counted as blocked (deadlocked)
-
-
-def failure_kind(result) -> str:
-    """The kind of failure in the registry's words: "assertion", "exception", "deadlock", or racecheck's own."""
-    failure = result.failure
-    if failure is None:
-        return ""
-    if failure.kind == "exception":
-        return "assertion" if isinstance(failure.exception, AssertionError) else "exception"
-    return failure.kind
 
 
 def check_program(program: Program) -> dict:

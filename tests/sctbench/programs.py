@@ -8,7 +8,7 @@ import functools
 import threading
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 def _run(*targets: Callable[[], object]) -> None:
@@ -969,6 +969,17 @@ class Program(NamedTuple):
     buggy: bool
     bug: str  # "assertion", "exception" or "deadlock"; "" for a correct twin
     description: str
+
+
+def failure_kind(result: Any) -> str:
+    """The kind of a ``racecheck.explore`` result's failure in the registry's words: "assertion", "exception",
+    "deadlock", or racecheck's own; "" when it passed."""
+    failure = result.failure
+    if failure is None:
+        return ""
+    if failure.kind == "exception":
+        return "assertion" if isinstance(failure.exception, AssertionError) else "exception"
+    return failure.kind
 
 
 def _p(fn: Callable[[], None], bug: str) -> Program:

@@ -16,19 +16,10 @@ import racecheck
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sctbench.programs import PROGRAMS, Program  # noqa: E402
+from sctbench.programs import PROGRAMS, Program, failure_kind  # noqa: E402
 
 BUGGY = [p for p in PROGRAMS if p.buggy]
 CORRECT = [p for p in PROGRAMS if not p.buggy]
-
-
-def _kind(result: racecheck.Result) -> str:
-    failure = result.failure
-    if failure is None:
-        return ""
-    if failure.kind == "exception":
-        return "assertion" if isinstance(failure.exception, AssertionError) else "exception"
-    return failure.kind
 
 
 def _explore(program: Program, strategy: str, schedules: int) -> racecheck.Result:
@@ -43,7 +34,7 @@ def test_the_port_has_thirty_buggy_programs_and_no_marks():
 
 
 def test_pct_finds_at_least_27_of_the_30_bugs_with_no_marks():
-    found = [p.name for p in BUGGY if _kind(_explore(p, "pct", 1000)) == p.bug]
+    found = [p.name for p in BUGGY if failure_kind(_explore(p, "pct", 1000)) == p.bug]
     missed = sorted({p.name for p in BUGGY} - set(found))
     print(f"pct, 1000 schedules, no marks: {len(found)}/30 found; missed: {missed}")
     assert len(found) >= 27, missed
@@ -52,7 +43,7 @@ def test_pct_finds_at_least_27_of_the_30_bugs_with_no_marks():
 @pytest.mark.parametrize("program", BUGGY, ids=lambda p: p.name)
 def test_dpor_finds_every_bug(program):
     result = _explore(program, "dpor", 20_000)
-    assert _kind(result) == program.bug, result.summary()
+    assert failure_kind(result) == program.bug, result.summary()
 
 
 @pytest.mark.parametrize("program", CORRECT, ids=lambda p: p.name)
