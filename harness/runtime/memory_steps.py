@@ -74,6 +74,20 @@ class MemorySteps:
                 kinds[obj] = kind
                 merged.append((one, point))
 
+    def merge_at_last_point(self, access: tuple[Access, ...]) -> None:
+        """``access`` belongs to the code since the calling thread's last point, a memory access that joined the
+        running step (a bare ``racecheck.point()`` says that code touches anything): it joins at that access's
+        point, as it would be on the step of its own that access makes where another thread could run. Then an
+        interleaving's key is the same however the steps were cut."""
+        me = _state.thread
+        point = me.points
+        kinds = me.merged_kinds
+        for one in access:
+            obj, kind = one[0], one[1]
+            if kinds.get(obj) != kind:
+                kinds[obj] = kind
+                me.merged.append((one, point))
+
     def flush_memory(self, me: ThreadRecord) -> None:
         """The memory accesses ``me``'s running step made where it ran alone, onto that step's trace event."""
         merged, me.merged = me.merged, []

@@ -207,7 +207,10 @@ class Run(MemorySteps):
         """The caller's running step also touches ``access`` (see ``runtime.RunContract.touch``)."""
         me = _state.thread
         if me is not None and me.run is self and not self.aborting:
-            add_access(self.trace, me.tid, access)
+            if me.merged:
+                self.merge_at_last_point(access)
+            else:
+                add_access(self.trace, me.tid, access)
 
     def narrow(self, access: tuple[Access, ...]) -> None:
         """The caller's running step touched only ``access`` (see ``runtime.RunContract.narrow``)."""
