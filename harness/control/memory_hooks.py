@@ -384,7 +384,7 @@ def _builtin_call(fn: Any, effect: str) -> Callable[..., Any]:
 _BUILTINS: dict[Any, str] = {
     len: "first", sorted: "first", list: "first", tuple: "first", set: "first", frozenset: "first", dict: "first",
     sum: "first", any: "first", all: "first", bytes: "first", bytearray: "first", deque: "first",
-    min: "reads", max: "reads", next: "first",
+    min: "reads", max: "reads", next: "first", bool: "first",
     iter: "lazy", enumerate: "lazy", zip: "lazy", map: "lazy", filter: "lazy", reversed: "lazy",
     getattr: "attribute", setattr: "attribute", delattr: "attribute", hasattr: "attribute",
 }

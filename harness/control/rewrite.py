@@ -38,8 +38,10 @@ from racecheck.control.rewrite_nodes import (
     GETATTR,
     GETITEM,
     GLOBAL_READ,
+    INERT_BUILTINS,
     ITERATE,
     METHOD,
+    PLAIN_RESULT_BUILTINS,
     SLICE,
     TRUTH,
     UNPACK,
@@ -100,6 +102,7 @@ class Rewriter(StoreRewriting, ast.NodeTransformer):
         self.scope: Scope = scopes.module
         self.klass: str | None = None  # the class whose private names the current code mangles
         self.temps = 0
+        self.plain_results: set[int] = set()  # calls (by id) whose result is never a container (no truth hook)
 
     # ----- scopes -----------------------------------------------------------------------------------------------
 
@@ -257,8 +260,15 @@ class Rewriter(StoreRewriting, ast.NodeTransformer):
             return self.visit(node.value)  # type: ignore[attr-defined]
         return self.visit(node)
 
+    def _builtin_named(self, func: ast.AST, names: frozenset[str]) -> bool:
+        """``func`` is a bare name in ``names`` that can only be the builtin of that name here."""
+        return (isinstance(func, ast.Name) and func.id in names and self.scope.resolve(func.id)[0] == "global"
+                and self.scopes.builtin(func.id))
+
     def visit_Call(self, node: ast.Call) -> ast.AST:
         func = node.func
+        if self._builtin_named(func, PLAIN_RESULT_BUILTINS):
+            self.plain_results.add(id(node))
         sensitive = isinstance(func, ast.Name) and func.id in FRAME_SENSITIVE
         method = isinstance(func, ast.Attribute) and self._in_code()
         if method:
@@ -278,7 +288,7 @@ class Rewriter(StoreRewriting, ast.NodeTransformer):
         elif (isinstance(func, ast.Name) and func.id in READING_BUILTINS and node.args and not node.keywords
               and all(self._private(a) for a in node.args)):
             pass  # ``len(private)``: reads only what no other thread can reach
-        elif self._in_code() and not sensitive:
+        elif self._in_code() and not sensitive and not self._builtin_named(func, INERT_BUILTINS):
             node.func = ast.copy_location(hook(CALLEE, node.func), func)
         return node
 
@@ -328,7 +338,7 @@ class Rewriter(StoreRewriting, ast.NodeTransformer):
         """A value whose truth is tested: a container's truth is its length, a read of it."""
         if not self._in_code() or not isinstance(node, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
             return node
-        if self._private(node):
+        if self._private(node) or id(node) in self.plain_results:
             return node
         return ast.copy_location(hook(TRUTH, node), node)
 

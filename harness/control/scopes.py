@@ -113,10 +113,10 @@ class ModuleScopes:
                 candidates = {name for name in scope.bound if scope.local(name) and name not in scope.captured
                               and name not in scope.written_from_inside and name not in parameters}
                 scope.private = private_containers(
-                    scope.node, candidates, lambda name: scope.resolve(name)[0] == "global" and self._builtin(name))
+                    scope.node, candidates, lambda name: scope.resolve(name)[0] == "global" and self.builtin(name))
         return scope.private
 
-    def _builtin(self, name: str) -> bool:
+    def builtin(self, name: str) -> bool:
         """Whether a function's unbound name is the builtin of that name: the module neither binds it nor may."""
         return not self.star_import and name not in self.module.bound and name not in self.rebound
 

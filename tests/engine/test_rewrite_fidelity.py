@@ -243,6 +243,54 @@ def test_what_a_private_container_hands_out_is_watched_when_iterated():
     assert "for item in __rc_it__(mine.pop()):" in text
 
 
+def test_calls_of_inert_builtins_and_truth_of_their_results_get_no_hook_unless_the_name_is_not_the_builtin():
+    """``isinstance(x, T)`` reads no container, and its result is no container: no callee hook, no truth hook.
+    ``len(x)`` keeps its callee hook (it reads x) but not the truth hook on its int. A module that binds the name
+    itself (or may, through a star import) keeps both."""
+    text = ast.unparse(rewrite_module(textwrap.dedent("""
+        def f(x, box):
+            if isinstance(x, int) and len(box):
+                return str(x)
+            return box
+        """), "<t>", "t").tree)
+    assert "if isinstance(x, int) and __rc_fn__(len)(box):" in text
+    assert "return str(x)" in text
+    for shadowing in ("isinstance = lambda a, b: []", "from elsewhere import *"):
+        shadowed = ast.unparse(rewrite_module(textwrap.dedent(f"""
+            {shadowing}
+            def f(x):
+                if isinstance(x, int):
+                    return 1
+            """), "<t>", "t").tree)
+        assert "if __rc_tr__(__rc_fn__(isinstance)(x, int)):" in shadowed, shadowing
+
+
+def test_bool_of_a_shared_container_reads_it():
+    import racecheck
+
+    class Box:
+        def __init__(self):
+            self.items = []
+
+    namespace: dict = {}
+    exec(compile(rewrite_module(textwrap.dedent("""
+        def check(box):
+            return bool(box.items)
+        """), "<t>", "t").tree, "<t>", "exec"), namespace)
+    memory_hooks.install()
+    seen = []
+
+    def test():
+        from racecheck import runtime
+
+        namespace["check"](Box())
+        racecheck.point("after")  # the accesses of a thread running alone join its step at its next point
+        seen.extend(str(a.obj) for e in runtime.current_run().trace for a in e.access)
+
+    racecheck.explore(test, strategy="dfs", schedules=1, shrink_budget=0)
+    assert "list#1" in seen, seen
+
+
 # ----- whole modules -------------------------------------------------------------------------------------------
 
 
