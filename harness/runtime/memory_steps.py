@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from racecheck import runtime
 from racecheck.runtime.access import Access
+from racecheck.runtime.locations import caller_location
 from racecheck.runtime.records import unwind
 from racecheck.runtime.trace import TraceEvent, set_access
 
@@ -73,6 +74,8 @@ class MemorySteps:
             if kinds.get(obj) != kind:  # a repeat of the last access to it adds nothing
                 kinds[obj] = kind
                 merged.append((one, point))
+        if self.locate:  # its own line, for a data race report (a step's accesses share the step's)
+            self.where[(me.tid, point)] = caller_location(2)
 
     def flush_memory(self, me: ThreadRecord) -> None:
         """The memory accesses ``me``'s running step made where it ran alone, onto that step's trace event."""
