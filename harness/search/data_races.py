@@ -310,6 +310,18 @@ def _join(into: list[int], other: list[int]) -> None:
             into[k] = value
 
 
+def race_lines(races: Iterable[DataRace]) -> list[str]:
+    """How every frontend prints an exploration's data races: a count, then one line per race not marked benign
+    (no lines when there is none)."""
+    races = list(races)
+    if not races:
+        return []
+    harmful = [race for race in races if not race.benign]
+    benign = len(races) - len(harmful)
+    also = f" (and {benign} marked benign)" if benign else ""
+    return [f"data races: {len(harmful)}{also}", *(f"  {race.describe()}" for race in harmful)]
+
+
 def is_benign(patterns: Iterable[str], obj: str, locations: Iterable[str]) -> bool:
     """Whether a race on ``obj`` between accesses at ``locations`` is marked intended by one of ``patterns``
     (``Config.benign``): an object's kind or name (``Stats.hits``, ``*.hits``, ``global app.config.flag``,

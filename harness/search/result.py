@@ -14,7 +14,7 @@ from racecheck.runtime.scheduler import Run
 from racecheck.runtime.trace import TraceEvent, render
 from racecheck.search.coverage import exhausted_note
 from racecheck.search.not_a_race import NOT_A_RACE
-from racecheck.search.data_races import DataRace
+from racecheck.search.data_races import DataRace, race_lines
 from racecheck.search.race import Race
 from racecheck.search.scope import Scope
 
@@ -133,13 +133,7 @@ class Result:
 
     def races_text(self) -> str:
         """The data races in lines: a count, then one line per race not marked benign ("" when there is none)."""
-        if not self.data_races:
-            return ""
-        harmful = self.harmful_races
-        benign = len(self.data_races) - len(harmful)
-        also = f" (and {benign} marked benign)" if benign else ""
-        head = f"data races: {len(harmful)}{also}"
-        return "\n".join([head, *(f"  {race.describe()}" for race in harmful)])
+        return "\n".join(race_lines(self.data_races))
 
     def summary(self) -> str:
         """The verdict, what it covered (``coverage``), and the data races found, one thing per line."""

@@ -56,7 +56,7 @@ class Scope:
 
     def watched_text(self) -> str:
         memory = "plain memory" if self.memory else "no plain memory (memory=False)"
-        files = f"files on the {self.files}" if self.files != "not watched" else "no files (no fs=)"
+        files = f"files on the {self.files}" if self.files != "not watched" else "files not watched"
         return f"{SYNC_WATCHED}, {memory}, {files}"
 
     def escaped_text(self) -> str:

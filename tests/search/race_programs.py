@@ -73,6 +73,18 @@ def two_races() -> None:
     _both(work)
 
 
+def lost_update() -> None:
+    """The counter race with its assertion: it fails in some schedules."""
+    box = Box()
+
+    def inc() -> None:
+        value = box.value
+        box.value = value + 1
+
+    _both(inc)
+    assert box.value == 2
+
+
 def stats_only() -> None:
     stats = Stats()
 
