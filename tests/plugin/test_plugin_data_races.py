@@ -47,7 +47,7 @@ def test_reported_under_the_summary_line_and_failing_when_asked(pytester):
     out = result.stdout.str()
     assert "test_counter.py::test_counter: 20 schedules" in out
     assert "covered: a sample of the schedule space (pct: 20 schedules" in out
-    line = next(n for n, text in enumerate(COUNTER.splitlines(), 1) if "box.value += 1" in text)
+    line = next(n for n, text in enumerate(COUNTER.lstrip("\n").splitlines(), 1) if "box.value += 1" in text)
     assert "data races: 2" in out and f"data race on Box#1.value: T1 write @test_counter.py:{line}" in out
     report = section(out)
     assert "DataRaceError: data race on Box#1.value" in report
