@@ -186,12 +186,14 @@ class _Finder:
         taken = dict.fromkeys(self.real, 0)
         slice_ops: list[tuple] = []
         running = -1
+        mixed = False  # the slice holds operations made at points of their own (merged accesses, real locks)
         for index, event in enumerate(trace):
             tid, switch, access, at, marks = event[1], event[4], event[5], event[6], event[7]
             if switch != "info":
-                self._play(slice_ops)
+                self._play(slice_ops, mixed)
                 slice_ops = []
                 running = tid
+                mixed = bool(marks)
                 own = len(access) - len(marks)
                 loc = event[3]
                 for position, one in enumerate(access):
@@ -207,16 +209,18 @@ class _Finder:
                     while k < len(ops) and ops[k][0] < limit:
                         point, change, lock = ops[k]
                         slice_ops.append((point, 3, k, (_REAL, change, lock), "", index, point, tid))
+                        mixed = True
                         k += 1
                     taken[tid] = k
             elif access:
                 if tid != running:
-                    self._play(slice_ops)
+                    self._play(slice_ops, mixed)
                     slice_ops = []
                     running = tid
+                    mixed = False
                 for position, one in enumerate(access):
                     slice_ops.append((at, 2, index * 64 + position, one, event[3], index, at, tid))
-        self._play(slice_ops)
+        self._play(slice_ops, mixed)
         return self.found
 
     @staticmethod
@@ -232,24 +236,43 @@ class _Finder:
                 following[event[1]] = event[6]
         return out
 
-    def _play(self, ops: list[tuple]) -> None:
+    def _play(self, ops: list[tuple], mixed: bool) -> None:
+        """One slice's operations in the order its thread made them: a step's own accesses, then notes, merged
+        accesses and real-lock operations by the point they were made at (only those need sorting)."""
         if not ops:
             return
-        ops.sort(key=_order)
-        categories = self.categories
+        if mixed:
+            ops.sort(key=_order)
+        categories, clocks, shadow, conflict = self.categories, self.clocks, self.shadow, KINDS_CONFLICT
         for op in ops:
             one = op[3]
-            if one[0] is _REAL:
+            obj = one[0]
+            if obj is _REAL:
                 self._real(op)
                 continue
-            obj = one[0]
             category = categories.get(obj)
             if category is None:
                 category = categories[obj] = _category(obj)
-            if category == _CHECKED:
-                self._check(op, obj, one[1])
+            if category == _CHECKED:  # inline: the most frequent case by far
+                kind, tid = one[1], op[7]
+                clock = clocks[tid]
+                entry = (clock[tid], op[5], op[6], op[4])
+                last = shadow.get(obj)
+                if last is None:
+                    shadow[obj] = {(tid, kind): entry}
+                    continue
+                for (other, other_kind), (epoch, index, point, loc) in last.items():
+                    if other != tid and epoch > clock[other] and conflict[(other_kind, kind)]:
+                        self._found(obj, (other, other_kind, loc, index, point), (tid, kind, op[4], op[5], op[6]))
+                last[(tid, kind)] = entry
             elif category == _SYNC:
                 self._sync(op, obj, one[1])
+
+    def _found(self, obj: str, first: Side, second: Side) -> None:
+        pair = (obj, first[0], first[1], first[4], second[0], second[1], second[4])
+        if pair not in self.pairs:
+            self.pairs.add(pair)
+            self.found.append((obj, first, second))
 
     def _sync(self, op: tuple, obj: str, kind: str) -> None:
         tid = self._owner(op)
@@ -278,22 +301,6 @@ class _Finder:
         if change < 0:
             self.sync[lock] = clock.copy()
             clock[tid] += 1
-
-    def _check(self, op: tuple, obj: str, kind: str) -> None:
-        tid = self._owner(op)
-        clock = self.clocks[tid]
-        entry = (clock[tid], op[5], op[6], op[4])
-        last = self.shadow.get(obj)
-        if last is None:
-            self.shadow[obj] = {(tid, kind): entry}
-            return
-        for (other, other_kind), (epoch, index, point, loc) in last.items():
-            if other != tid and epoch > clock[other] and KINDS_CONFLICT[(other_kind, kind)]:
-                pair = (obj, other, other_kind, point, tid, kind, op[6])
-                if pair not in self.pairs:
-                    self.pairs.add(pair)
-                    self.found.append((obj, (other, other_kind, loc, index, point), (tid, kind, op[4], op[5], op[6])))
-        last[(tid, kind)] = entry
 
     @staticmethod
     def _owner(op: tuple) -> int:
