@@ -30,7 +30,7 @@ def _count(change: int, lock: Any) -> None:
     me = _state.thread
     if me is not None:
         me.real_held = max(0, me.real_held + change)
-        me.run.real_sync.append((me.tid, me.points, change, id(lock)))
+        me.run.real_lock(me, change, lock)
 
 
 def lock_method(name: str, bound: Any) -> Any:

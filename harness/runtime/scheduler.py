@@ -97,11 +97,6 @@ class Run(MemorySteps):
         # The thread last seen to be the only one that can run: until the run changes (a step, a note, any other
         # engine operation), a memory access of that thread is no decision and joins its running step.
         self._alone: ThreadRecord | None = None
-        # For the data-race report (racecheck.search.data_races): where each memory access that joined a running
-        # step was made ((thread, point) -> location, located runs only), real locks' takes and gives, the races.
-        self.where: dict[tuple[int, int], str] = {}
-        self.real_sync: list[tuple[int, int, int, int]] = []  # (thread, point, +1 take / -1 give, id of the lock)
-        self.races: Any = None
 
     @property
     def root(self) -> ThreadRecord | None:

@@ -165,8 +165,9 @@ class _Finder:
 
     def __init__(self, run: Any) -> None:
         trace = run.trace
-        self.where: dict[tuple[int, int], str] = run.where
-        self.n = 1 + max(max(e[1] for e in trace), max((op[0] for op in run.real_sync), default=0))
+        self.where: dict[tuple[int, int], str] = run.where or {}
+        real_sync = run.real_sync or ()
+        self.n = 1 + max(max(e[1] for e in trace), max((op[0] for op in real_sync), default=0))
         self.clocks: list[list[int]] = [[0] * self.n for _ in range(self.n)]
         for tid in range(self.n):
             self.clocks[tid][tid] = 1
@@ -178,7 +179,7 @@ class _Finder:
         self.pairs: set[tuple] = set()
         self.categories: dict[Any, int] = {}
         self.real: dict[int, list[tuple[int, int, int]]] = {}  # thread -> its real-lock operations, in order
-        for tid, point, change, lock in run.real_sync:
+        for tid, point, change, lock in real_sync:
             self.real.setdefault(tid, []).append((point, change, lock))
 
     def scan(self, trace: list[Any]) -> list[Found]:
