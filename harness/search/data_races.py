@@ -12,8 +12,9 @@ every synchronisation object one too. What each access of a step does to them is
   start/end) orders: a look (``READ``: ``is_set``, ``qsize``; ``WAIT``, ``JOIN``, a thread's ``BEGIN``) acquires
   its clock, every other operation (release, put, get, set, notify, start, end, ...) acquires and releases it. That
   orders more than a real lock/queue does, never less: a race reported is one that nothing orders;
-* the engine's own objects (the virtual clock, fairness, fault counters, a bare point's wildcard, memory it cannot
-  name) neither order nor race: sleep is no synchronisation, and the engine's bookkeeping is no program's memory.
+* the engine's own objects (the virtual clock, fairness, fault counters, a point's wildcard or named state, memory
+  it cannot name) neither order nor race: sleep is no synchronisation, and the engine's bookkeeping is no
+  program's memory.
 
 A step runs alone from its point to its thread's next one, so its accesses, the notes it made (a release) and the
 memory accesses that joined it (``TraceEvent.marks``) are placed in order by the thread's point they were made at;
@@ -142,7 +143,9 @@ def _category(obj: Any) -> int:
         return _IGNORE if obj == MEMORY_OBJ else _CHECKED
     if obj.startswith(("file ", "dir ")):
         return _CHECKED
-    return _IGNORE if obj in _ENGINE_OBJECTS else _SYNC
+    if obj.startswith("on ") or obj in _ENGINE_OBJECTS:  # ``racecheck.point(on=...)`` names state, orders nothing
+        return _IGNORE
+    return _SYNC
 
 
 def op_word(obj: str, kind: str) -> str:
