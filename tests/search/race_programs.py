@@ -214,3 +214,30 @@ ORDERED = {
     "lock": by_lock, "queue": by_queue, "event": by_event, "condition": by_condition,
     "start-join": by_start_join, "future": by_future, "real-lock": by_real_lock,
 }
+
+
+def file_writers() -> None:
+    """Two threads write one file of the fake filesystem, with nothing ordering them."""
+    import racecheck.fakefs
+
+    path = racecheck.fakefs.root() + "/state.json"
+
+    def write(text: str) -> None:
+        with open(path, "w") as handle:  # the racing open
+            handle.write(text)
+
+    _pair(lambda: write("a"), lambda: write("b"))
+
+
+def locked_file_writers() -> None:
+    import racecheck.fakefs
+
+    path = racecheck.fakefs.root() + "/state.json"
+    lock = threading.Lock()
+
+    def write(text: str) -> None:
+        with lock:
+            with open(path, "w") as handle:
+                handle.write(text)
+
+    _pair(lambda: write("a"), lambda: write("b"))

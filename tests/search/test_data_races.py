@@ -220,3 +220,14 @@ def test_a_replay_covers_one_schedule():
     result = racecheck.explore(race_programs.counter, strategy="pct", schedules=5, data_races="fail")
     again = racecheck.replay(race_programs.counter, result.failure.token)
     assert again.coverage.space == "replayed" and "covered: one replayed schedule" in again.summary()
+
+
+def test_a_file_written_by_two_threads_is_a_data_race_and_its_locked_twin_is_not():
+    result = racecheck.explore(race_programs.file_writers, strategy="dpor", fs="posix", schedules=200)
+    files = [race for race in result.data_races if race.obj.startswith("file ")]
+    assert files, result.summary()
+    line = _line(race_programs.file_writers, "the racing open")
+    assert all(race.obj.endswith("/state.json") for race in files)
+    assert any(_ends(race.first.location, line) and _ends(race.second.location, line) for race in files)
+    locked = racecheck.explore(race_programs.locked_file_writers, strategy="dpor", fs="posix", schedules=200)
+    assert locked.ok and locked.exhausted and locked.data_races == [], locked.summary()
