@@ -365,6 +365,7 @@ def describe_found(found: Found) -> str:
 
 def _as_race(found: Found, schedule: int, token: str, benign: bool) -> DataRace:
     obj, (t1, k1, l1, i1, _p1), (t2, k2, l2, i2, _p2) = found
+    obj = str.__str__(obj)  # a plain str: a ``MemObj`` name does not cross to another process (execnet)
     return DataRace(obj, RaceAccess(f"T{t1}", op_word(obj, k1), l1, i1), RaceAccess(f"T{t2}", op_word(obj, k2), l2, i2),
                     schedule, token, benign)
 
