@@ -89,7 +89,7 @@ def replay_database(
             database.delete(key, text)
             coverage.count(run, -1, result)
             continue
-        races.add(run, parsed.index, lambda: text)
+        races.add(run, parsed.index, lambda text=text: text)
         stop = collect(session, run, parsed.index, result, (parsed.strategy, parsed.seed))
         coverage.count(run, -1, result)
         if stop:

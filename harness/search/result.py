@@ -13,8 +13,8 @@ from racecheck.runtime.records import FailureInfo
 from racecheck.runtime.scheduler import Run
 from racecheck.runtime.trace import TraceEvent, render
 from racecheck.search.coverage import exhausted_note
-from racecheck.search.not_a_race import NOT_A_RACE
 from racecheck.search.data_races import DataRace, race_lines
+from racecheck.search.not_a_race import NOT_A_RACE
 from racecheck.search.race import Race
 from racecheck.search.scope import Scope
 

@@ -110,7 +110,7 @@ def by_lock() -> None:
             if box.ready:
                 assert box.value == 1
 
-    _pair(writer, reader)
+    pair(writer, reader)
 
 
 def by_queue() -> None:
@@ -124,7 +124,7 @@ def by_queue() -> None:
         channel.get()
         box.value += 1
 
-    _pair(writer, reader)
+    pair(writer, reader)
 
 
 def by_event() -> None:
@@ -138,7 +138,7 @@ def by_event() -> None:
         done.wait()
         box.value += 1
 
-    _pair(writer, reader)
+    pair(writer, reader)
 
 
 def by_condition() -> None:
@@ -156,7 +156,7 @@ def by_condition() -> None:
                 cond.wait()
             box.value += 1
 
-    _pair(writer, reader)
+    pair(writer, reader)
 
 
 def by_start_join() -> None:
@@ -199,10 +199,10 @@ def by_real_lock() -> None:
             if box.ready:
                 box.value += 1
 
-    _pair(writer, reader)
+    pair(writer, reader)
 
 
-def _pair(writer, reader) -> None:
+def pair(writer, reader) -> None:
     threads = [threading.Thread(target=writer), threading.Thread(target=reader)]
     for t in threads:
         t.start()
@@ -226,7 +226,7 @@ def file_writers() -> None:
         with open(path, "w") as handle:  # the racing open
             handle.write(text)
 
-    _pair(lambda: write("a"), lambda: write("b"))
+    pair(lambda: write("a"), lambda: write("b"))
 
 
 def locked_file_writers() -> None:
@@ -240,4 +240,4 @@ def locked_file_writers() -> None:
             with open(path, "w") as handle:
                 handle.write(text)
 
-    _pair(lambda: write("a"), lambda: write("b"))
+    pair(lambda: write("a"), lambda: write("b"))

@@ -75,7 +75,7 @@ def test_unordered_twin_of_a_hand_off_is_reported():
 
     def unordered() -> None:
         box = race_programs.Box()
-        race_programs._pair(lambda: setattr(box, "value", 1), lambda: getattr(box, "value"))
+        race_programs.pair(lambda: setattr(box, "value", 1), lambda: box.value)
 
     result = racecheck.explore(unordered, strategy="dpor", schedules=50)
     assert [(r.obj, r.first.op, r.second.op) for r in result.data_races] in (
