@@ -186,6 +186,22 @@ def by_future() -> None:
         box.value += 1  # after the result
 
 
+def pool_counter() -> None:
+    """Two work items on a pool add to one counter with no lock, around a sleep and a poll of an event."""
+    import time
+
+    box, never = Box(), threading.Event()
+
+    def work() -> None:
+        time.sleep(0.01)
+        never.wait(0)
+        box.value += 1
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for future in [pool.submit(work), pool.submit(work)]:
+            future.result()
+
+
 def by_real_lock() -> None:
     box = Box()
 
