@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from racecheck.search.data_races import MODES as DATA_RACE_MODES
 from racecheck.search.registry import DEFAULT_BOUND, STRATEGY_NAMES, default_of
 
 __racecheck_engine__ = True
@@ -61,6 +62,10 @@ class Config:
     one_cpu: bool = True  # Linux: a schedule's controlled threads share one CPU (faster handoffs; no other effect)
     fresh_threads: bool = False  # a new OS thread for every controlled thread, not a reused carrier (carrier_pool)
     locations: str = "failures"  # source lines in traces: of reported schedules only ("failures"), or "always"
+    # unordered conflicting accesses (racecheck.search.data_races): "report" them in the result, "fail" the schedule
+    # where one shows (as ThreadSanitizer in CI), or "ignore" them
+    data_races: str = "report"
+    benign: tuple[str, ...] = ()  # intended races, reported but never failing: "Type.attr", "global m.x", "f.py:12"
 
     def __post_init__(self) -> None:
         instrument = self.instrument
@@ -72,6 +77,10 @@ class Config:
             instrument = tuple(instrument)
         object.__setattr__(self, "instrument", instrument)
         object.__setattr__(self, "exclude", _module_list("exclude", self.exclude))
+        benign = (self.benign,) if isinstance(self.benign, str) else tuple(self.benign or ())
+        if not all(isinstance(item, str) and item for item in benign):
+            raise TypeError(f"benign must be patterns (non-empty strings), not {self.benign!r}")
+        object.__setattr__(self, "benign", benign)
         self._validate()
 
     def _validate(self) -> None:
@@ -104,6 +113,9 @@ class Config:
             raise TypeError("fresh_threads must be True or False")
         if self.locations not in LOCATION_MODES:
             raise ValueError(f"locations must be one of {', '.join(map(repr, LOCATION_MODES))}, not {self.locations!r}")
+        if self.data_races not in DATA_RACE_MODES:
+            raise ValueError(
+                f"data_races must be one of {', '.join(map(repr, DATA_RACE_MODES))}, not {self.data_races!r}")
         preempt = self.preempt
         if isinstance(preempt, list):
             object.__setattr__(self, "preempt", tuple(preempt))

@@ -22,6 +22,11 @@ class ReplayDivergence(RacecheckError):
     instead, and the likely cause."""
 
 
+class DataRaceError(RacecheckError):
+    """Two threads made conflicting accesses to one attribute, item, global or file that no synchronisation ordered
+    (with ``data_races="fail"``, this fails the schedule where it showed); the message names both accesses."""
+
+
 class Deadlock(RacecheckError):
     """No controlled thread can run while some are unfinished; the message says who waits on what."""
 

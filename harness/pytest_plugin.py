@@ -68,6 +68,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--racecheck-no-memory", dest="racecheck_no_memory", action="store_true", default=False,
                     help="plain memory accesses are no scheduling points (memory=False) in every explored test "
                          "whose marker does not say memory=")
+    group.addoption("--racecheck-data-races", dest="racecheck_data_races", default="report",
+                    metavar="report|fail|ignore",
+                    help="unordered conflicting accesses: report them (default), fail the test where one shows, or "
+                         "ignore them, in every explored test whose marker does not say data_races=")
     parser.addini("racecheck_schedules", "default schedules per marked test", default=None)
     parser.addini("racecheck_strategy", f"default strategy for marked tests ({' | '.join(STRATEGIES)})", default=None)
     parser.addini("racecheck_seed", "default base seed for marked tests", default=None)
@@ -87,6 +91,7 @@ class _SessionState:
     fs: str | None = None  # --racecheck-fs
     instrument: tuple[str, ...] = ()  # --racecheck-instrument
     memory: bool = True  # not --racecheck-no-memory
+    data_races: str = "report"  # --racecheck-data-races
     tests: int = 0
     total_schedules: int = 0
     failures: int = 0
@@ -165,6 +170,10 @@ def pytest_configure(config: pytest.Config) -> None:
     instrument = tuple(_checked_module(name) for name in config.getoption("racecheck_instrument") or ())
     state = _SessionState(schedules, strategy, seed, token, max_failures, bool(config.getoption("racecheck_all")),
                           fs, instrument, not config.getoption("racecheck_no_memory"))
+    state.data_races = str(config.getoption("racecheck_data_races"))
+    if state.data_races not in ("report", "fail", "ignore"):
+        raise pytest.UsageError(f"racecheck: --racecheck-data-races must be report, fail or ignore, got "
+                                f"{state.data_races!r}")
     config.stash[_STATE] = state
     config.pluginmanager.register(_Summary(state), "racecheck-summary")
 

@@ -24,10 +24,13 @@ LOCK_METHODS = _TAKE | _GIVE
 _state = runtime.thread_state
 
 
-def _count(change: int) -> None:
+def _count(change: int, lock: Any) -> None:
+    """The calling thread took (+1) or gave back (-1) ``lock``; its run records it, with the thread's point, for the
+    data-race report: a critical section of a real lock orders the memory accesses inside it as any lock does."""
     me = _state.thread
     if me is not None:
         me.real_held = max(0, me.real_held + change)
+        me.run.real_lock(me, change, lock)
 
 
 def lock_method(name: str, bound: Any) -> Any:
@@ -36,14 +39,14 @@ def lock_method(name: str, bound: Any) -> Any:
         def take(*args: Any, **kwargs: Any) -> Any:
             got = bound(*args, **kwargs)
             if got:
-                _count(1)
+                _count(1, bound.__self__)
             return got
 
         return take
 
     def give(*args: Any, **kwargs: Any) -> Any:
         result = bound(*args, **kwargs)
-        _count(-1)
+        _count(-1, bound.__self__)
         return result
 
     return give
@@ -59,14 +62,14 @@ class _Held:
 
     def __enter__(self) -> Any:
         got = self.lock.__enter__()
-        _count(1)
+        _count(1, self.lock)
         return got
 
     def __exit__(self, *exc: Any) -> Any:
         try:
             return self.lock.__exit__(*exc)
         finally:
-            _count(-1)
+            _count(-1, self.lock)
 
 
 def context(value: Any) -> Any:

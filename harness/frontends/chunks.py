@@ -19,11 +19,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from racecheck.frontends.clitoken import CliToken
 from racecheck.report.model import CellResult, FailureRecord
+from racecheck.search.data_races import DataRace
 from racecheck.search.registry import is_systematic
+from racecheck.search.scope import Scope
 
 if TYPE_CHECKING:
     from racecheck.frontends.parallel import Cell
@@ -135,6 +138,30 @@ class Dispatcher:
         self.stop_at[cell] = min(self.stop_at.get(cell, chunk), chunk)
 
 
+def merge_races(known: list[dict], part: dict) -> list[dict]:
+    """The cell's data races with a chunk's added: one per object kind, operations and lines, first found first."""
+    out = list(known)
+    keys = {DataRace.from_dict(race).key() for race in out}
+    for race in part.get("data_races") or ():
+        key = DataRace.from_dict(race).key()
+        if key not in keys:
+            keys.add(key)
+            out.append(race)
+    return out
+
+
+def merge_coverage(cell: CellResult, part: dict) -> dict | None:
+    """The cell's coverage statement with a chunk's read in: the cell's own counts, every chunk's escapes."""
+    said = part.get("coverage")
+    if not said:
+        return cell.coverage
+    scope = Scope.from_dict(said)
+    escaped = tuple(dict.fromkeys((*(cell.coverage or {}).get("escaped", ()), *scope.escaped)))
+    space = "exhausted" if cell.exhausted else "sampled"
+    return replace(scope, space=space, schedules=cell.schedules, interleavings=cell.interleavings,
+                   escaped=escaped).to_dict()
+
+
 def assemble(index: int, cell: Cell, results: dict[tuple[int, int], dict]) -> CellResult:
     """The cell's answer from its chunks' results, read in chunk order (see the module docstring)."""
     limit = wanted(cell)
@@ -163,6 +190,7 @@ def assemble(index: int, cell: Cell, results: dict[tuple[int, int], dict]) -> Ce
         if part["exhausted"]:  # the whole space, in this one unit: later chunks (run or not) add nothing
             out.exhausted, out.exhausted_note = True, part.get("exhausted_note", "")
         merge(failures, _records(part))
+        out.data_races, out.coverage = merge_races(out.data_races, part), merge_coverage(out, part)
         if len(failures) >= limit or out.exhausted:
             break
         chunk += 1

@@ -174,6 +174,8 @@ def execute_unit(unit: dict, on_schedule: Callable[[dict, Any], None] | None = N
         "interleaving_keys": sorted(set(keys)),
         "schedule_digests": sorted(set(schedules)),
         "failures": [_record(failure, unit["base"]).to_dict() for failure in result.failures],
+        "data_races": [{**race.to_dict(), "schedule": unit["base"] + race.schedule} for race in result.data_races],
+        "coverage": result.coverage.to_dict() if result.coverage is not None else None,
     }
     return out
 

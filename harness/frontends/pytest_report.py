@@ -108,8 +108,11 @@ def summary_line(nodeid: str, props: Mapping[str, Any], failed: bool, outcome: s
         shown += f" ({NOT_A_RACE})"
     tokens = str(props.get("racecheck_tokens", "")).split()
     if len(tokens) > 1:
-        return f"{nodeid}: {detail} {shown}, {len(tokens)} distinct failures, tokens {' '.join(tokens)}"
-    return f"{nodeid}: {detail} {shown}" + (f" token {token}" if token else "")
+        line = f"{nodeid}: {detail} {shown}, {len(tokens)} distinct failures, tokens {' '.join(tokens)}"
+    else:
+        line = f"{nodeid}: {detail} {shown}" + (f" token {token}" if token else "")
+    below = [props.get("racecheck_coverage", ""), props.get("racecheck_data_races", "")]
+    return "\n".join([line, *(f"  {text}".replace("\n", "\n  ") for text in below if text)])
 
 
 def totals_line(tests: int, schedules: int, failures: int) -> str:

@@ -23,6 +23,7 @@ from racecheck.api import explore, replay
 from racecheck.config import FIELD_NAMES, Config
 from racecheck.errors import ReplayDivergence, TokenError
 from racecheck.frontends import pytest_report
+from racecheck.search.data_races import race_lines
 from racecheck.search.registry import STRATEGY_NAMES
 
 __racecheck_engine__ = True  # never instrumented; trace locations skip these frames and point at the test
@@ -101,6 +102,8 @@ def settings(item: pytest.Function, marker: pytest.Mark, session: Any) -> Settin
     shared.setdefault("max_failures", session.max_failures)
     if not session.memory:
         shared.setdefault("memory", False)  # --racecheck-no-memory; a marker's memory= wins
+    if session.data_races != "report":
+        shared.setdefault("data_races", session.data_races)  # --racecheck-data-races; a marker's wins
     instrument = kw.get("instrument", ())
     if isinstance(instrument, (str, types.ModuleType)):
         instrument = [instrument]
@@ -251,6 +254,7 @@ def run_marked(item: pytest.Function, marker: pytest.Mark, session: Any, section
     props.append(("racecheck_interleavings", result.interleavings))
     if result.exhausted:
         props.append(("racecheck_exhausted", result.exhausted_note))  # "exhausted: all N distinct schedules ..."
+    props.extend(scope_props(result))
     if result.failure is None:
         return
     failure = result.failure
@@ -281,6 +285,16 @@ def run_marked(item: pytest.Function, marker: pytest.Mark, session: Any, section
         parts.append(pytest_report.section(more, other.trace))
     item.stash[section_key] = "\n\n".join(parts)
     _raise(shown.exception, "\n".join(lines[:3]))
+
+
+def scope_props(result: Any) -> list[tuple[str, str]]:
+    """What a marked test's exploration covered and the data races it showed, as report properties (plain text,
+    so they cross to the xdist controller) that ``pytest_report.summary_line`` prints under the test's line."""
+    props = [("racecheck_coverage", result.coverage.text())] if result.coverage is not None else []
+    races = race_lines(result.data_races)
+    if races:
+        props.append(("racecheck_data_races", "\n".join(races)))
+    return props
 
 
 def _replay_marked(item: pytest.Function, body: ScheduleBody, found: Settings, token: str, section_key: Any) -> None:

@@ -77,6 +77,10 @@ class CellResult:
     oracle: str = ""
     failures: list[FailureRecord] = field(default_factory=list)  # every distinct failure, first found first
     max_failures: int = 1  # distinct failures asked for (--max-failures)
+    # unordered conflicting accesses, each once over every chunk (``DataRace.to_dict()`` each), and what the
+    # verdict covered (``Scope.to_dict()``; None from a worker that does not say)
+    data_races: list[dict] = field(default_factory=list)
+    coverage: dict | None = None
 
     def __post_init__(self) -> None:
         if self.failure is not None and not self.failures:

@@ -77,6 +77,8 @@ def cell_dict(cell: CellResult) -> dict:
         "verdict": cell.verdict,
         "max_failures": cell.max_failures,
         "failures": failures,
+        "data_races": list(cell.data_races),
+        "coverage": cell.coverage,
     }
 
 
@@ -95,6 +97,7 @@ def render(cells: Sequence[CellResult], command: str, run: dict | None = None) -
             "schedules": sum(c.schedules for c in cells),
             "interleavings": sum(c.interleavings for c in cells),
             "exhausted": sum(1 for c in cells if c.exhausted),
+            "data_races": sum(sum(1 for r in c.data_races if not r.get("benign")) for c in cells),
         },
         "cells": [cell_dict(c) for c in cells],
     }

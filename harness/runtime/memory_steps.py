@@ -12,10 +12,11 @@ answer is kept until then (``Run._alone``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from racecheck import runtime
 from racecheck.runtime.access import Access
+from racecheck.runtime.locations import caller_location
 from racecheck.runtime.records import unwind
 from racecheck.runtime.trace import TraceEvent, set_access
 
@@ -28,7 +29,22 @@ _state = runtime.thread_state
 
 
 class MemorySteps:
-    """The memory-access half of ``racecheck.runtime.scheduler.Run`` (its own attributes are the run's)."""
+    """The memory-access half of ``racecheck.runtime.scheduler.Run`` (its own attributes are the run's).
+
+    For the data-race report (``racecheck.search.data_races``) it also keeps, made when first needed: ``where``,
+    the source line of each memory access that joined a running step ((thread, point) -> location, in runs with
+    locations), ``real_sync``, the takes and gives of real locks made before the run, and ``races``, what the
+    search found in the run."""
+
+    where: dict[tuple[int, int], str] | None = None
+    real_sync: list[tuple[int, int, int, int]] | None = None  # (thread, point, +1 take / -1 give, id of the lock)
+    races: Any = None
+
+    def real_lock(self, me: ThreadRecord, change: int, lock: Any) -> None:
+        """Thread ``me`` took (+1) or gave back (-1) a real lock made before the run, at its current point."""
+        if self.real_sync is None:
+            self.real_sync = []
+        self.real_sync.append((me.tid, me.points, change, id(lock)))
 
     def memory(self, op: str, access: tuple[Access, ...], skip: int = 0, shown: str | None = None) -> None:
         """The calling thread is about to access plain memory (``access``): a scheduling point where another thread
@@ -73,6 +89,10 @@ class MemorySteps:
             if kinds.get(obj) != kind:  # a repeat of the last access to it adds nothing
                 kinds[obj] = kind
                 merged.append((one, point))
+        if self.locate:  # its own line, for a data race report (a step's accesses share the step's)
+            if self.where is None:
+                self.where = {}
+            self.where[(me.tid, point)] = caller_location(2)
 
     def merge_at_last_point(self, access: tuple[Access, ...]) -> None:
         """``access`` belongs to the code since the calling thread's last point, a memory access that joined the

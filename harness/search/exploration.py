@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from racecheck.errors import ReplayDivergence, TokenError
 from racecheck.search.coverage import Coverage
+from racecheck.search.data_races import RaceLog
 from racecheck.search.database import FailureDatabase
 from racecheck.search.divergence import LIKELY_CAUSE
 from racecheck.search.findings import collect, judgeable, schedule_dependence
@@ -21,6 +22,7 @@ from racecheck.search.registry import make_strategy
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, failure_of, render_run
 from racecheck.search.schedule_loop import Schedules
+from racecheck.search.scope import scope_of
 from racecheck.search.session import Session, config_key
 from racecheck.search.tokens import decode, shape_of, short_hash
 
@@ -42,13 +44,16 @@ def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
     # Source locations cost a stack walk at every point: computed for every schedule only when asked, or when
     # schedules are compared event by event (check_determinism); otherwise a failing one is run again with them.
     locate_all = cfg.locations == "always" or cfg.check_determinism
+    races = RaceLog(cfg)
     with session.controlled():
         session.warm_up()
-        stop = database is not None and replay_database(session, database, db_key, result, coverage)
+        stop = database is not None and replay_database(session, database, db_key, result, coverage, races)
         if not stop:
-            Schedules(session, strat, coverage, result).run(locate_all)
+            Schedules(session, strat, coverage, result, races).run(locate_all)
         result.exhausted = strat.exhausted or coverage.exhausted
         coverage.settle(result)
+    result.data_races = races.listed()
+    result.coverage = scope_of(cfg, result, races.real_locks, session.unwatched())
     for failure in result.failures:  # a schedule explored after the check ran, that did not fail this way
         if failure.depends_on_schedule is False and (
             result.passed or any(f.signature != failure.signature for f in result.failures)
@@ -64,7 +69,7 @@ def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
 
 
 def replay_database(
-    session: Session, database: FailureDatabase, key: str, result: Result, coverage: Coverage
+    session: Session, database: FailureDatabase, key: str, result: Result, coverage: Coverage, races: RaceLog
 ) -> bool:
     """Run the schedules that failed before, first; a kept token that no longer fails (or no longer fits the
     test) is dropped. True when they alone found ``max_failures`` distinct failures."""
@@ -84,6 +89,7 @@ def replay_database(
             database.delete(key, text)
             coverage.count(run, -1, result)
             continue
+        races.add(run, parsed.index, lambda text=text: text)
         stop = collect(session, run, parsed.index, result, (parsed.strategy, parsed.seed))
         coverage.count(run, -1, result)
         if stop:
@@ -100,13 +106,16 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
     if parsed.target != short_hash(session.target):
         raise TokenError(f"token was recorded for another test function, not {session.target}")
     if parsed.config != short_hash(session.config_key):
-        # The token says whether it watched memory: a token of ``memory=False`` replays without it, and the other
-        # way round, with no option to repeat (the schedule comes from the token).
-        flipped = dataclasses.replace(cfg, memory=not cfg.memory)
-        if parsed.config != short_hash(config_key(flipped)):
+        # The token says whether it watched memory and whether a data race failed it: a token of ``memory=False``
+        # replays without memory, one of ``data_races="fail"`` fails on its data race again, with no option to
+        # repeat (the schedule comes from the token).
+        for flipped in _flipped(cfg):
+            if parsed.config == short_hash(config_key(flipped)):
+                session, cfg = Session(fn, flipped), flipped
+                break
+        else:
             raise TokenError(
                 f"token was recorded with another configuration ({session.config_key!r} does not match)")
-        session, cfg = Session(fn, flipped), flipped
     with session.controlled():
         session.warm_up()
         replayer = Replayer(parsed.choices, parsed.picked, parsed.steps)
@@ -135,4 +144,16 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
         result.failure.depends_on_schedule = depends
         result.failures.append(result.failure)
     result.trace = render_run(run)
+    races = RaceLog(cfg)
+    races.add(run, parsed.index, lambda: token, located=True)
+    result.data_races = races.listed()
+    result.coverage = scope_of(cfg, result, races.real_locks, session.unwatched(), replayed=True)
     return result
+
+
+def _flipped(cfg: Config) -> list[Config]:
+    """The configurations a token may have been recorded under that its own key names: memory watched or not,
+    data races failing or not."""
+    races = "report" if cfg.data_races == "fail" else "fail"
+    return [dataclasses.replace(cfg, memory=not cfg.memory), dataclasses.replace(cfg, data_races=races),
+            dataclasses.replace(cfg, memory=not cfg.memory, data_races=races)]

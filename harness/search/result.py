@@ -13,8 +13,10 @@ from racecheck.runtime.records import FailureInfo
 from racecheck.runtime.scheduler import Run
 from racecheck.runtime.trace import TraceEvent, render
 from racecheck.search.coverage import exhausted_note
+from racecheck.search.data_races import DataRace, race_lines
 from racecheck.search.not_a_race import NOT_A_RACE
 from racecheck.search.race import Race
+from racecheck.search.scope import Scope
 
 if TYPE_CHECKING:
     from racecheck.config import Config
@@ -93,6 +95,9 @@ class Result:
     distinct: int = 0  # distinct schedules (exact choice sequences) explored; with ``exhausted``: the whole space
     replayed: int = 0  # schedules replayed first from the failure database (counted in ``schedules`` too)
     passed: int = 0  # explored schedules that passed (a failure they did not have depends on the schedule)
+    # conflicting accesses no synchronisation ordered, in any schedule explored (``search.data_races``), each once
+    data_races: list[DataRace] = field(default_factory=list)
+    coverage: Scope | None = None  # what the verdict covered: the schedule space, what was watched, what escaped
 
     def raise_on_failure(self) -> None:
         if self.failure is not None:
@@ -106,7 +111,13 @@ class Result:
         bound = self.config.bound if self.config is not None else None
         return exhausted_note(self.distinct, self.strategy, bound, self.interleavings)
 
-    def summary(self) -> str:
+    @property
+    def harmful_races(self) -> list[DataRace]:
+        """The data races not marked benign."""
+        return [race for race in self.data_races if not race.benign]
+
+    def verdict(self) -> str:
+        """The first line of ``summary()``: ok (with the exhaustion note) or FAILED (message, token)."""
         if self.failure is None:
             done = f"; {self.exhausted_note}" if self.exhausted else ""
             return (
@@ -119,6 +130,20 @@ class Result:
             f"FAILED after {self.schedules} schedules: {self.failure.message}{verdict}; token {self.failure.token}"
             f"{more}"
         )
+
+    def races_text(self) -> str:
+        """The data races in lines: a count, then one line per race not marked benign ("" when there is none)."""
+        return "\n".join(race_lines(self.data_races))
+
+    def summary(self) -> str:
+        """The verdict, what it covered (``coverage``), and the data races found, one thing per line."""
+        lines = [self.verdict()]
+        if self.coverage is not None:
+            lines.append(self.coverage.text())
+        races = self.races_text()
+        if races:
+            lines.append(races)
+        return "\n".join(lines)
 
 
 def outcome(run: Run) -> tuple:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from racecheck.errors import ReplayDivergence
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.scheduler import FailureInfo, Run
+from racecheck.search.data_races import RaceLog
 from racecheck.search.findings import collect
 from racecheck.search.result import Result, failure_of
 from racecheck.search.session import STALE_RETRIES
@@ -27,7 +28,8 @@ class Schedules:
     ``check_determinism``, needs more runs (shrinking, a second execution), which only this thread may start: it
     ends the batch and is handled by ``_settle`` here, as is a run the supervisor took over."""
 
-    def __init__(self, session: Session, strat: Strategy, coverage: Coverage, result: Result) -> None:
+    def __init__(self, session: Session, strat: Strategy, coverage: Coverage, result: Result,
+                 races: RaceLog | None = None) -> None:
         self.session = session
         self.config = session.config
         self.strat = strat
@@ -37,6 +39,7 @@ class Schedules:
         self.chooser: Chooser | None = None
         self.counted: Run | None = None  # the last run ``after`` accounted for
         self.stale = 0  # runs of the current schedule that were thrown away (``Run.stale``)
+        self.races = races if races is not None else RaceLog(self.config)  # every schedule's data races
 
     def run(self, locate: bool) -> None:
         """Explore until the budget, the space or a stop: batches on the carrier, and here each run that ended one
@@ -78,8 +81,9 @@ class Schedules:
         """On the carrier: account for a run that needs nothing more; False hands it to ``_settle``."""
         if self._again(run):
             return True
-        if run.failure is not None or self.config.check_determinism:
+        if run.failure is not None or self.config.check_determinism or self.races.wants_locations(run):
             return False
+        self._races(run, self.index)
         self.strat.end_execution(self.chooser, run.steps)
         self.result.leaked_threads.extend(run.leaked)
         self.coverage.count(run, self.index, self.result, self.strat.exhausted)
@@ -87,6 +91,11 @@ class Schedules:
         self.index += 1
         self.counted = run
         return True
+
+    def _races(self, run: Run, index: int, located: bool | None = None) -> None:
+        """The data races of ``run`` (schedule ``index``) into the exploration's log."""
+        cfg = self.config
+        self.races.add(run, index, lambda: self.session.token(run, cfg.strategy, cfg.seed, index), located)
 
     def _settle(self, run: Run) -> bool:
         """A run that needs this thread: check determinism, collect a failure, count it. True: stop exploring."""
@@ -106,9 +115,16 @@ class Schedules:
                 stop = True
         if not stop and run.failure is not None:
             run = session.located(run, result)
+            self._races(run, index)
             stop = collect(session, run, index, result)
         elif not stop:
             result.passed += 1
+            if self.races.wants_locations(run):
+                self.races.reruns += 1
+                again = session.with_locations(run, result)
+                self._races(run if again is None else again, index, located=True)
+            else:
+                self._races(run, index)
         self.coverage.count(run, index, result, self.strat.exhausted)
         self.index += 1
         return stop

@@ -22,13 +22,16 @@ from racecheck import runtime
 from racecheck.control import autocontrol, external, instrument, lines, memory_install, tempdirs
 from racecheck.control.memory_names import Watch, forget_local_classes
 from racecheck.control.threads import controlled_thread_class
+from racecheck.errors import DataRaceError
 from racecheck.runtime.affinity import OneCpu
 from racecheck.runtime.batch import Batch
 from racecheck.runtime.carrier import Carrier, trace_like_a_new_thread
 from racecheck.runtime.carrier_pool import CarrierPool
 from racecheck.runtime.carrier_pool import supported as carrier_pool_supported
 from racecheck.runtime.chooser import Chooser
+from racecheck.runtime.records import FailureInfo
 from racecheck.runtime.scheduler import Run, RunConfig
+from racecheck.search import data_races
 from racecheck.search.divergence import compare_runs
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, outcome
@@ -86,6 +89,8 @@ def config_key(config: Config, extensions: Any = None) -> str:
         keys.append(f"preempt={lines.describe(config.preempt)}")
     if config.memory:  # so do memory points, and the warm-up run before the first schedule
         keys.append("memory")
+    if config.data_races == "fail":  # a data race fails the schedule: its token replays that failure
+        keys.append("data-races=fail")
     return "|".join(keys) if keys else "-"
 
 
@@ -109,6 +114,7 @@ class Session:
         self.extensions = runtime.extensions_for(config)
         self.target = _target_name(fn)
         self.config_key = config_key(config, self.extensions)
+        self.watching: Any = None  # the exploration's memory watch (its modules), once ``controlled`` began
 
     def _modules(self) -> list[types.ModuleType]:
         targets: list[Any] = []
@@ -151,7 +157,7 @@ class Session:
                     stack.enter_context(lines.tracing(lines.files_of(self._line_modules(modules))))
                 if self.config.memory:
                     roots = (self.fn, self.config.on_crash)
-                    stack.enter_context(memory_install.watching(self.config.exclude, roots))
+                    self.watching = stack.enter_context(memory_install.watching(self.config.exclude, roots))
                 stack.enter_context(controlled_thread_class())
                 stack.enter_context(external.waiting_outside())
                 stack.enter_context(tempdirs.tracked())
@@ -262,8 +268,40 @@ class Session:
         run.detach()
         if run.leaked and run.locate:
             run.drop_locations()
+        self._judge_races(run)
         if isinstance(chooser, Replayer):
             chooser.finish()
+
+    def _judge_races(self, run: Run) -> None:
+        """The data races of ``run`` (``run.races``); under ``data_races="fail"`` one not marked benign fails a run
+        that did not fail otherwise, in every run of the session (a shrinking candidate, a replay) alike."""
+        mode = self.config.data_races
+        if mode == "ignore":
+            return
+        run.races = data_races.find(run)
+        if mode == "fail" and run.failure is None and run.races:
+            found = data_races.failing(run, self.config.benign)
+            if found is not None:
+                run.failure = FailureInfo("data-race", DataRaceError(data_races.describe_found(found)), found[2][0])
+
+    def unwatched(self) -> list[str]:
+        """The modules whose memory could not be watched (no Python source, or it did not compile)."""
+        if self.watching is None:
+            return []
+        return [name for name, compiled in self.watching.modules.items() if compiled is None]
+
+    def with_locations(self, run: Run, result: Result) -> Run | None:
+        """``run`` (executed without source locations) executed again with them, for a report that names lines;
+        None when it cannot be (a thread was left stuck) or did not replay."""
+        if run.locate:
+            return run
+        if run.leaked:
+            return None
+        again, replayer = self._again(run)
+        result.leaked_threads.extend(again.leaked)
+        if replayer.divergence is not None or again.leaked or outcome(again) != outcome(run):
+            return None
+        return again
 
     def _close_carrier(self) -> None:
         carrier, self.carrier = self.carrier, None

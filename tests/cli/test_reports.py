@@ -34,7 +34,9 @@ def test_report_directory_holds_three_consistent_files(stub, tmp_path):
     assert doc["summary"] == {"cells": 2, "races": 1, "not_a_race": 0, "failures": 1,
                               "schedules": sum(c["schedules"] for c in doc["cells"]),
                               "interleavings": sum(c["interleavings"] for c in doc["cells"]),
-                              "exhausted": sum(c["exhausted"] for c in doc["cells"])}
+                              "exhausted": sum(c["exhausted"] for c in doc["cells"]),
+                              "data_races": sum(1 for c in doc["cells"] for r in c["data_races"] if not r["benign"])}
+    assert all(c["coverage"]["text"].startswith("covered: ") for c in doc["cells"])
     assert all(1 <= c["interleavings"] <= c["distinct_schedules"] <= c["schedules"] for c in doc["cells"])
 
     suite = ET.parse(tmp_path / "rep" / "junit.xml").getroot().find("testsuite")

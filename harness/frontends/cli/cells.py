@@ -17,6 +17,8 @@ from typing import Any
 import click
 from racecheck.frontends import parallel
 from racecheck.report.model import CellResult, FailureRecord
+from racecheck.search.data_races import DataRace, race_lines
+from racecheck.search.scope import Scope
 
 __racecheck_engine__ = True
 
@@ -160,6 +162,12 @@ def cell_line(cell: CellResult) -> str:
         note = f" (time budget: {cell.schedules} of {cell.requested})"
     rate = cell.schedules_per_second
     return f"{cell.label}: clean, {_coverage(cell)} {how}{note}, {rate:.{1 if rate < 10 else 0}f} schedules/s"
+
+
+def scope_lines(cell: CellResult) -> list[str]:
+    """What a cell's verdict covered and the data races it showed, as ``Result.summary()`` prints them."""
+    lines = [f"  {Scope.from_dict(cell.coverage).text()}"] if cell.coverage else []
+    return lines + [f"  {line}" for line in race_lines(DataRace.from_dict(race) for race in cell.data_races)]
 
 
 def write_reports(directory: str | None, cells: list[CellResult], run: dict,

@@ -22,8 +22,10 @@ from racecheck.frontends.cli.cells import (
     prebuild,
     prepare_report_dir,
     scenario_semantics,
+    scope_lines,
     write_reports,
 )
+from racecheck.search.data_races import MODES as DATA_RACE_MODES
 from racecheck.search.registry import STRATEGY_NAMES as STRATEGIES
 
 __racecheck_engine__ = True
@@ -72,10 +74,12 @@ def _positive_budget(ctx: Any, param: Any, value: float | None) -> float | None:
               help="keep exploring a cell until N distinct failures are found, and report each")
 @click.option("--no-memory", "no_memory", is_flag=True,
               help="plain memory accesses are no scheduling points (memory=False): synchronisation and files only")
+@click.option("--data-races", "data_races", type=click.Choice(DATA_RACE_MODES), default="report", show_default=True,
+              help="unordered conflicting accesses: report them, fail the schedule where one shows, or ignore them")
 @click.option("--quiet", "-q", is_flag=True, help="one line per cell, no trace, no progress bar")
 def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules: int, seed: int, fs: str,
         jobs: int, tx: tuple[str, ...], report_dir: str | None, time_budget: float | None,
-        instrument: tuple[str, ...], max_failures: int, no_memory: bool, quiet: bool) -> None:
+        instrument: tuple[str, ...], max_failures: int, no_memory: bool, data_races: str, quiet: bool) -> None:
     """Explore SCENARIOS (all when none is named); exit 1 with a replay token when a race is found."""
     catalogue_name = parallel.catalogue_name()
     found = load_catalogue(catalogue_name)
@@ -90,6 +94,8 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
     options = (("max_failures", max_failures),) if max_failures > 1 else ()
     if no_memory:
         options += (("memory", False),)
+    if data_races != "report":
+        options += (("data_races", data_races),)
     for each in chosen:
         supported = scenario_semantics(each, fs)
         if not supported:
@@ -115,6 +121,9 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
         click.echo(cell_line(cell))
         for block in failure_blocks(cell, quiet):
             click.echo(block)
+        if not quiet:
+            for line in scope_lines(cell):
+                click.echo(line)
     explored, requested = sum(c.schedules for c in results), sum(c.requested for c in results)
     if budget_hit:
         click.echo(f"time budget of {time_budget:g}s reached: explored {explored} of {requested} schedules "

@@ -1,0 +1,428 @@
+"""Data races: conflicting accesses of two threads to one attribute, item, global, cell or file that no
+synchronisation orders, found in every schedule explored, passing or failing, as ThreadSanitizer reports them.
+
+Happens-before is built over one run's trace with vector clocks (FastTrack's epochs): every thread has a clock,
+every synchronisation object one too. What each access of a step does to them is read from its kind
+(``racecheck.runtime.access``), never from display text:
+
+* an object of the program's memory (a ``MemObj``) or a file or directory is *checked*: each access is compared
+  with the last access of every other thread of every kind that conflicts with it (``dependency.KINDS_CONFLICT``);
+  an earlier one whose epoch the accessing thread's clock does not cover is a race;
+* a synchronisation object (a lock, queue, event, condition, future, semaphore, barrier, executor, a thread's
+  start/end) orders: a look (``READ``: ``is_set``, ``qsize``; ``WAIT``, ``JOIN``, a thread's ``BEGIN``) acquires
+  its clock, every other operation (release, put, get, set, notify, start, end, ...) acquires and releases it. That
+  orders more than a real lock/queue does, never less: a race reported is one that nothing orders;
+* the engine's own objects (the virtual clock, fairness, fault counters, a point's wildcard or named state, memory
+  it cannot name) neither order nor race: sleep is no synchronisation, and the engine's bookkeeping is no
+  program's memory.
+
+A step runs alone from its point to its thread's next one, so its accesses, the notes it made (a release) and the
+memory accesses that joined it (``TraceEvent.marks``) are placed in order by the thread's point they were made at;
+a real lock made before the run (``racecheck.control.real_locks``) orders its critical sections through
+``Run.real_sync``. A thread that begins without having been started (the test function; a crash's recovery
+check) comes after everything before it.
+
+Per access this is a category test, a dict lookup and a comparison per other thread and kind that touched the
+object, as every schedule of every exploration pays it. Source lines cost a stack walk, so a schedule run without
+them is run again with them (``RaceLog.wants_locations``) only when it shows a race not seen before; a race is
+reported once per object kind (``Counter.value``, not ``Counter#2.value``), pair of operations and source lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
+from typing import Any
+
+from racecheck.runtime.access import (
+    ANYTHING_OBJ,
+    BEGIN,
+    CLOCK_OBJ,
+    CREATE,
+    ENTRY,
+    FAIRNESS_OBJ,
+    JOIN,
+    LIST,
+    MEMORY_OBJ,
+    OPEN,
+    READ,
+    REMOVE,
+    RENAME,
+    WAIT,
+    WRITE,
+    MemObj,
+)
+from racecheck.search.dependency import KINDS_CONFLICT
+
+__racecheck_engine__ = True
+
+MODES = ("report", "fail", "ignore")
+_ACQUIRE_ONLY = frozenset({READ, WAIT, JOIN, BEGIN})
+_ENGINE_OBJECTS = frozenset({CLOCK_OBJ, FAIRNESS_OBJ, ANYTHING_OBJ, MEMORY_OBJ, "external", "fs faults",
+                             "fs temp names", "the rest of a thread"})
+_IGNORE, _SYNC, _CHECKED = 0, 1, 2
+_WORDS = {READ: "read", WRITE: "write", LIST: "read all of", ENTRY: "add/remove an entry of", CREATE: "create",
+          REMOVE: "remove", RENAME: "rename", OPEN: "open"}
+_FILE_WORDS = {READ: "read", WRITE: "write", LIST: "list", ENTRY: "change an entry of"}
+_REAL = object()  # marks a real lock's take or give among a step's operations
+RERUNS = 16  # runs again with source lines, beyond one per new kind of race, that an exploration may spend
+
+
+@dataclass(frozen=True)
+class RaceAccess:
+    """One side of a data race: the thread (as the trace names it), the operation, its source line
+    ("path/file.py:LINE", "" when not known) and the index of its event in that schedule's trace."""
+
+    thread: str
+    op: str
+    location: str
+    step: int
+
+    def to_dict(self) -> dict:
+        return {"thread": self.thread, "op": self.op, "location": self.location, "step": self.step}
+
+    def describe(self) -> str:
+        where = f" @{self.location}" if self.location else ""
+        return f"{self.thread} {self.op}{where}"
+
+
+@dataclass(frozen=True)
+class DataRace:
+    """Two conflicting accesses to ``obj`` that nothing orders; ``first`` came first in trace order. ``schedule``
+    is the index of the first schedule where it showed and ``token`` replays it; ``benign``: marked intended
+    (``Config.benign``), reported but never failing."""
+
+    obj: str
+    first: RaceAccess
+    second: RaceAccess
+    schedule: int
+    token: str
+    benign: bool = False
+
+    def describe(self) -> str:
+        """The one line every frontend prints."""
+        mark = " [benign]" if self.benign else ""
+        return (f"data race on {self.obj}: {self.first.describe()} and {self.second.describe()}, ordered by no "
+                f"synchronisation (schedule #{self.schedule}){mark}")
+
+    def key(self) -> tuple:
+        """What makes two reports the same race: the object's kind, and both operations with their lines."""
+        return (object_kind(self.obj), frozenset({(self.first.op, self.first.location),
+                                                  (self.second.op, self.second.location)}))
+
+    def to_dict(self) -> dict:
+        return {"obj": self.obj, "first": self.first.to_dict(), "second": self.second.to_dict(),
+                "schedule": self.schedule, "token": self.token, "benign": self.benign}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> DataRace:
+        return cls(data["obj"], RaceAccess(**data["first"]), RaceAccess(**data["second"]), int(data["schedule"]),
+                   str(data["token"]), bool(data.get("benign", False)))
+
+
+# One race as found in one run: (object, (thread, kind, location, event index, point) for each side).
+Side = tuple[int, str, str, int, int]
+Found = tuple[str, Side, Side]
+
+_NUMBER = re.compile(r"(@T\d+)?#\d+")
+
+
+def object_kind(obj: str) -> str:
+    """``obj`` without what differs from run to run: object numbers (``Counter#2.value`` -> ``Counter.value``), an
+    item's key (``dict#2['k']`` -> ``dict[...]``), a file's path (``file``)."""
+    if obj.startswith(("file ", "dir ")):
+        return obj.split(" ", 1)[0]
+    base, bracket, _rest = obj.partition("[")
+    return _NUMBER.sub("", base) + ("[...]" if bracket else "")
+
+
+def _category(obj: Any) -> int:
+    if type(obj) is MemObj:
+        return _IGNORE if obj == MEMORY_OBJ else _CHECKED
+    if obj.startswith(("file ", "dir ")):
+        return _CHECKED
+    if obj.startswith("on ") or obj in _ENGINE_OBJECTS:  # ``racecheck.point(on=...)`` names state, orders nothing
+        return _IGNORE
+    return _SYNC
+
+
+def op_word(obj: str, kind: str) -> str:
+    """How a report names an access of ``kind`` to ``obj``."""
+    words = _FILE_WORDS if obj.startswith(("file ", "dir ")) else _WORDS
+    return words.get(kind, kind)
+
+
+def find(run: Any) -> list[Found]:
+    """Every data race of ``run`` (its trace, ``where`` and ``real_sync``): each pair once, in trace order of the
+    later access."""
+    trace = run.trace
+    if not trace:
+        return []
+    return _Finder(run).scan(trace)
+
+
+class _Finder:
+    """The vector-clock pass over one trace."""
+
+    def __init__(self, run: Any) -> None:
+        trace = run.trace
+        self.where: dict[tuple[int, int], str] = run.where or {}
+        real_sync = run.real_sync or ()
+        self.n = 1 + max(max(e[1] for e in trace), max((op[0] for op in real_sync), default=0))
+        self.clocks: list[list[int]] = [[0] * self.n for _ in range(self.n)]
+        for tid in range(self.n):
+            self.clocks[tid][tid] = 1
+        self.sync: dict[Any, list[int]] = {}
+        self.active: set[int] = set()  # threads that have begun
+        self.started: set[str] = set()
+        self.shadow: dict[str, dict[tuple[int, str], tuple[int, int, int, str]]] = {}
+        self.found: list[Found] = []
+        self.pairs: set[tuple] = set()
+        self.categories: dict[Any, int] = {}
+        self.real: dict[int, list[tuple[int, int, int]]] = {}  # thread -> its real-lock operations, in order
+        for tid, point, change, lock in real_sync:
+            self.real.setdefault(tid, []).append((point, change, lock))
+
+    def scan(self, trace: list[Any]) -> list[Found]:
+        next_at = self._next_points(trace) if self.real else {}
+        taken = dict.fromkeys(self.real, 0)
+        slice_ops: list[tuple] = []
+        running = -1
+        mixed = False  # the slice holds operations made at points of their own (merged accesses, real locks)
+        for index, event in enumerate(trace):
+            tid, switch, access, at, marks = event[1], event[4], event[5], event[6], event[7]
+            if switch != "info":
+                self._play(slice_ops, mixed)
+                slice_ops = []
+                running = tid
+                mixed = bool(marks)
+                own = len(access) - len(marks)
+                loc = event[3]
+                for position, one in enumerate(access):
+                    if position < own:
+                        slice_ops.append((at, 0, position, one, loc, index, at, tid))
+                    else:
+                        mark = marks[position - own]
+                        slice_ops.append((mark, 1, position, one, self.where.get((tid, mark), ""), index, mark, tid))
+                ops = self.real.get(tid)
+                if ops:
+                    limit = next_at[index]
+                    k = taken[tid]
+                    while k < len(ops) and ops[k][0] < limit:
+                        point, change, lock = ops[k]
+                        slice_ops.append((point, 3, k, (_REAL, change, lock), "", index, point, tid))
+                        mixed = True
+                        k += 1
+                    taken[tid] = k
+            elif access:
+                if tid != running:
+                    self._play(slice_ops, mixed)
+                    slice_ops = []
+                    running = tid
+                    mixed = False
+                for position, one in enumerate(access):
+                    slice_ops.append((at, 2, index * 64 + position, one, event[3], index, at, tid))
+        self._play(slice_ops, mixed)
+        return self.found
+
+    @staticmethod
+    def _next_points(trace: list[Any]) -> dict[int, float]:
+        """For each step event, the point of its thread's next step (infinity: none): the real-lock operations made
+        before it belong to this step."""
+        out: dict[int, float] = {}
+        following: dict[int, float] = {}
+        for index in range(len(trace) - 1, -1, -1):
+            event = trace[index]
+            if event[4] != "info":
+                out[index] = following.get(event[1], float("inf"))
+                following[event[1]] = event[6]
+        return out
+
+    def _play(self, ops: list[tuple], mixed: bool) -> None:
+        """One slice's operations in the order its thread made them: a step's own accesses, then notes, merged
+        accesses and real-lock operations by the point they were made at (only those need sorting)."""
+        if not ops:
+            return
+        if mixed:
+            ops.sort(key=_order)
+        categories, clocks, shadow, conflict = self.categories, self.clocks, self.shadow, KINDS_CONFLICT
+        for op in ops:
+            one = op[3]
+            obj = one[0]
+            if obj is _REAL:
+                self._real(op)
+                continue
+            category = categories.get(obj)
+            if category is None:
+                category = categories[obj] = _category(obj)
+            if category == _CHECKED:  # inline: the most frequent case by far
+                kind, tid = one[1], op[7]
+                clock = clocks[tid]
+                entry = (clock[tid], op[5], op[6], op[4])
+                last = shadow.get(obj)
+                if last is None:
+                    shadow[obj] = {(tid, kind): entry}
+                    continue
+                for (other, other_kind), (epoch, index, point, loc) in last.items():
+                    if other != tid and epoch > clock[other] and conflict[(other_kind, kind)]:
+                        self._found(obj, (other, other_kind, loc, index, point), (tid, kind, op[4], op[5], op[6]))
+                last[(tid, kind)] = entry
+            elif category == _SYNC:
+                self._sync(op, obj, one[1])
+
+    def _found(self, obj: str, first: Side, second: Side) -> None:
+        pair = (obj, first[0], first[1], first[4], second[0], second[1], second[4])
+        if pair not in self.pairs:
+            self.pairs.add(pair)
+            self.found.append((obj, first, second))
+
+    def _sync(self, op: tuple, obj: str, kind: str) -> None:
+        tid = self._owner(op)
+        self.active.add(tid)
+        clock = self.clocks[tid]
+        held = self.sync.get(obj)
+        if kind == BEGIN and held is None and obj == f"thread T{tid}":
+            # a thread nobody started: the test function, or a crash's recovery check, after everything so far
+            for other in self.active:
+                _join(clock, self.clocks[other])
+            self.active.add(tid)
+            return
+        if held is not None:
+            _join(clock, held)
+        if kind not in _ACQUIRE_ONLY:
+            self.sync[obj] = clock.copy()
+            clock[tid] += 1
+
+    def _real(self, op: tuple) -> None:
+        _, change, lock = op[3]
+        tid = self._owner(op)
+        clock = self.clocks[tid]
+        held = self.sync.get(lock)
+        if held is not None:
+            _join(clock, held)
+        if change < 0:
+            self.sync[lock] = clock.copy()
+            clock[tid] += 1
+
+    @staticmethod
+    def _owner(op: tuple) -> int:
+        return op[7]
+
+
+def _order(op: tuple) -> tuple:
+    return (op[0], op[1], op[2])
+
+
+def _join(into: list[int], other: list[int]) -> None:
+    for k, value in enumerate(other):
+        if value > into[k]:
+            into[k] = value
+
+
+def race_lines(races: Iterable[DataRace]) -> list[str]:
+    """How every frontend prints an exploration's data races: a count, then one line per race not marked benign
+    (no lines when there is none)."""
+    races = list(races)
+    if not races:
+        return []
+    harmful = [race for race in races if not race.benign]
+    benign = len(races) - len(harmful)
+    also = f" (and {benign} marked benign)" if benign else ""
+    return [f"data races: {len(harmful)}{also}", *(f"  {race.describe()}" for race in harmful)]
+
+
+def is_benign(patterns: Iterable[str], obj: str, locations: Iterable[str]) -> bool:
+    """Whether a race on ``obj`` between accesses at ``locations`` is marked intended by one of ``patterns``
+    (``Config.benign``): an object's kind or name (``Stats.hits``, ``*.hits``, ``global app.config.flag``,
+    ``file /tmp/*``), or a source line of either access (``stats.py:14``, a path's tail); ``*`` and ``?`` match
+    as in file names."""
+    kind = object_kind(obj)
+    for pattern in patterns:
+        if fnmatchcase(kind, pattern) or fnmatchcase(obj, pattern):
+            return True
+        if ":" in pattern:
+            for loc in locations:
+                if loc and (loc == pattern or loc.endswith("/" + pattern) or fnmatchcase(loc, pattern)):
+                    return True
+    return False
+
+
+def failing(run: Any, patterns: Iterable[str]) -> Found | None:
+    """The first race of ``run`` that is not marked benign (what fails it under ``data_races="fail"``)."""
+    patterns = tuple(patterns)
+    for found in run.races or ():
+        if not is_benign(patterns, found[0], (found[1][2], found[2][2])):
+            return found
+    return None
+
+
+def describe_found(found: Found) -> str:
+    """A race of one run in one line (the message of a ``data_races="fail"`` failure)."""
+    return _as_race(found, -1, "", False).describe().rsplit(" (schedule", 1)[0]
+
+
+def _as_race(found: Found, schedule: int, token: str, benign: bool) -> DataRace:
+    obj, (t1, k1, l1, i1, _p1), (t2, k2, l2, i2, _p2) = found
+    obj = str.__str__(obj)  # a plain str: a ``MemObj`` name does not cross to another process (execnet)
+    return DataRace(obj, RaceAccess(f"T{t1}", op_word(obj, k1), l1, i1), RaceAccess(f"T{t2}", op_word(obj, k2), l2, i2),
+                    schedule, token, benign)
+
+
+def _coarse(found: Found) -> tuple:
+    return (object_kind(found[0]), frozenset({found[1][1], found[2][1]}))
+
+
+def _fine(found: Found) -> tuple:
+    return (found[0], found[1][1], found[1][0], found[1][4], found[2][1], found[2][0], found[2][4])
+
+
+class RaceLog:
+    """An exploration's data races, each once, first found first: what ``Result.data_races`` lists.
+
+    Races come from runs with source lines only (a report names lines). A run without them that shows a kind of
+    race not seen before (object kind and operations), or a pair of accesses not seen before while the budget of
+    ``RERUNS`` lasts, is worth running again with them (``wants_locations``); the others add nothing new."""
+
+    def __init__(self, config: Any) -> None:
+        self.patterns = tuple(getattr(config, "benign", ()) or ())
+        self.races: dict[tuple, DataRace] = {}
+        self.kinds: set[tuple] = set()
+        self.pairs: set[tuple] = set()
+        self.reruns = 0
+        self.real_locks = False  # a real lock made before the run was taken in some schedule
+
+    def wants_locations(self, run: Any) -> bool:
+        if run.locate or not run.races:
+            return False
+        fresh_pair = False
+        for found in run.races:
+            if _coarse(found) not in self.kinds:
+                return True
+            fresh_pair = fresh_pair or _fine(found) not in self.pairs
+        return fresh_pair and self.reruns < RERUNS
+
+    def add(self, run: Any, schedule: int, token: Callable[[], str], located: bool | None = None) -> None:
+        """Take the races of ``run`` (schedule index ``schedule``; ``token()`` replays it). A run without source
+        lines only marks its races as seen, unless ``located`` says no run with them can be had."""
+        if run.real_sync:
+            self.real_locks = True
+        if not run.races:
+            return
+        keep = run.locate if located is None else located
+        made = ""
+        for found in run.races:
+            self.kinds.add(_coarse(found))
+            self.pairs.add(_fine(found))
+            if not keep:
+                continue
+            benign = is_benign(self.patterns, found[0], (found[1][2], found[2][2]))
+            race = _as_race(found, schedule, "", benign)
+            key = race.key()
+            if key not in self.races:
+                made = made or token()
+                self.races[key] = replace(race, token=made)
+
+    def listed(self) -> list[DataRace]:
+        return list(self.races.values())

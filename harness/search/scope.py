@@ -1,0 +1,120 @@
+"""What a verdict covered: the schedule space run, what was watched, and what was seen escaping.
+
+A clean verdict is only as good as what it looked at. ``Scope`` says it in three parts that ``Result.summary()``,
+the CLI, the pytest plugin and ``results.json`` all print from here:
+
+* the schedule space: exhausted (every interleaving of what was watched: dpor; every schedule within a preemption
+  bound: dfs; every distinct schedule of a small space: random, pct, pos) or sampled (so many schedules of an
+  unbounded space), or one replayed schedule;
+* what was watched: threads and synchronisation always, plain memory unless ``memory=False``, files on the fake
+  filesystem (``fs=``), on the real disk as scheduling points (a ``files=`` option, where the engine has it), or
+  not at all;
+* what escaped, as far as the exploration saw it: threads stuck in code racecheck does not control (uncontrolled
+  blocking), real locks made before the run (their critical sections run whole), modules left real by
+  ``exclude=``, modules that could not be watched (no Python source, or it did not compile). State inside C code
+  and the standard library's own code is never watched, which the README says once rather than every verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from racecheck.search.registry import is_systematic
+
+__racecheck_engine__ = True
+
+_SHOWN_NAMES = 5
+SYNC_WATCHED = "threads, locks, queues, events, futures, sleep"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One verdict's coverage statement (``Result.coverage``)."""
+
+    space: str  # "exhausted", "sampled" or "replayed"
+    strategy: str
+    schedules: int
+    interleavings: int
+    bound: int | None  # dfs/dpor's preemption bound (None: none); None for the sampling strategies too
+    memory: bool
+    files: str  # "fake fs (posix)", "real disk" or "not watched"
+    escaped: tuple[str, ...] = ()
+
+    def space_text(self) -> str:
+        if self.space == "replayed":
+            return "one replayed schedule"
+        counted = f"{self.schedules} schedules, {self.interleavings} interleavings"
+        if self.space == "sampled":
+            return f"a sample of the schedule space ({self.strategy}: {counted}; not exhausted)"
+        if is_systematic(self.strategy) and self.bound is not None:
+            return (f"every schedule with at most {self.bound} preemption(s) ({self.strategy}, exhausted within the "
+                    f"bound: {counted})")
+        if self.strategy == "dpor":
+            return f"every interleaving of what was watched ({self.strategy}, no bound, exhausted: {counted})"
+        return f"every distinct schedule ({self.strategy}, exhausted: {counted})"
+
+    def watched_text(self) -> str:
+        memory = "plain memory" if self.memory else "no plain memory (memory=False)"
+        files = f"files on the {self.files}" if self.files != "not watched" else "files not watched"
+        return f"{SYNC_WATCHED}, {memory}, {files}"
+
+    def escaped_text(self) -> str:
+        return "; ".join(self.escaped) if self.escaped else "nothing seen"
+
+    def text(self) -> str:
+        """The statement in one line."""
+        return f"covered: {self.space_text()}; watched: {self.watched_text()}; escaped: {self.escaped_text()}"
+
+    def to_dict(self) -> dict:
+        return {"space": self.space, "strategy": self.strategy, "schedules": self.schedules,
+                "interleavings": self.interleavings, "bound": self.bound, "memory": self.memory,
+                "files": self.files, "escaped": list(self.escaped), "text": self.text()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Scope:
+        return cls(data["space"], data["strategy"], int(data["schedules"]), int(data["interleavings"]),
+                   data.get("bound"), bool(data["memory"]), data["files"], tuple(data.get("escaped", ())))
+
+
+def files_watched(config: Any) -> str:
+    """How ``config`` watches files: the fake filesystem, the real disk as scheduling points, or not at all."""
+    fs = getattr(config, "fs", None)
+    if fs is not None:
+        name = fs if isinstance(fs, str) else getattr(fs, "semantics", None) or type(fs).__name__
+        return f"fake fs ({name})"
+    files = getattr(config, "files", None)  # real-disk points, where the engine has the option
+    if files not in (None, False, "off", "none", "") and str(files) != "ignore":
+        return "real disk"
+    return "not watched"
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:_SHOWN_NAMES])
+    more = len(names) - _SHOWN_NAMES
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def escaped(config: Any, leaked: list[str], real_locks: bool, unwatched: list[str]) -> tuple[str, ...]:
+    """What the exploration saw escape its control."""
+    out = []
+    if leaked:
+        threads = sorted(set(leaked))
+        out.append(f"uncontrolled blocking ({_names(threads)} stuck in code racecheck does not control)")
+    if real_locks:
+        out.append("real locks made before the run (each critical section ran whole, never interleaved)")
+    excluded = [getattr(m, "__name__", str(m)) for m in getattr(config, "exclude", ())]
+    if excluded:
+        out.append(f"modules left real by exclude= ({_names(excluded)})")
+    if unwatched and getattr(config, "memory", True):
+        out.append(f"modules whose memory was not watched (no Python source, or it did not compile: "
+                   f"{_names(sorted(unwatched))})")
+    return tuple(out)
+
+
+def scope_of(config: Any, result: Any, real_locks: bool, unwatched: list[str], replayed: bool = False) -> Scope:
+    """The coverage statement of ``result``, an exploration (or a replay) under ``config``."""
+    space = "replayed" if replayed else "exhausted" if result.exhausted else "sampled"
+    bound = config.bound if is_systematic(config.strategy) else None
+    return Scope(space, result.strategy, result.schedules, result.interleavings, bound, bool(config.memory),
+                 files_watched(config), escaped(config, list(result.leaked_threads), real_locks, unwatched))
