@@ -172,6 +172,15 @@ def pytest_configure(config: pytest.Config) -> None:
 # ----- running a marked test ---------------------------------------------------------------------------------------
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A ``--racecheck-replay`` token recorded for none of the selected tests is a usage error naming its test."""
+    state = session.config.stash[_STATE]
+    if state.replay is not None and session.items:
+        from racecheck.frontends import pytest_runner
+
+        pytest_runner.check_replay_owner(session.items, state.replay)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     marker = pyfuncitem.get_closest_marker("racecheck")
