@@ -15,6 +15,7 @@ from racecheck.frontends.cli.explore import explore_cmd
 from racecheck.frontends.cli.gate import gate
 from racecheck.frontends.cli.replay import replay_cmd
 from racecheck.frontends.cli.run import list_scenarios, run
+from racecheck.report.results import racecheck_version
 
 __racecheck_engine__ = True
 
@@ -56,7 +57,7 @@ class _Cli(click.Group):
 
 
 @click.group(cls=_Cli)
-@click.version_option(package_name="racecheck", message="racecheck %(version)s")
+@click.version_option(version=racecheck_version() or "unknown (not installed)", message="racecheck %(version)s")
 def main() -> None:
     """racecheck: deterministic, replayable thread-race testing for checkpointing code, and for any function."""
     functions.cwd_on_path()  # targets, catalogues and functions import from here, as with python -m
