@@ -72,10 +72,10 @@ def _import(module_name: str) -> Any:
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
+        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
             raise ScenarioError(f"no module named {exc.name!r} (from {os.getcwd()})") from None
         raise ScenarioError(f"cannot import {module_name!r}: {_one_line(exc)}") from None
-    except BaseException as exc:  # noqa: BLE001 - whatever importing user code raised, SystemExit included
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever importing user code raised
         raise ScenarioError(f"cannot import {module_name!r}: {_one_line(exc)}") from None
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import invoke, one_error_line
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from racecheck.config import Config
 from racecheck.frontends import clitoken
 from racecheck.frontends.cli.options import NO_FLAG
@@ -202,3 +204,24 @@ def test_a_token_whose_schedule_was_recorded_for_another_function_is_a_usage_err
     assert result.exit_code == 2
     assert (f"token was recorded for another test function ({user_code}.check_lazy), not {user_code}.check_locked"
             in one_error_line(result.stderr))
+
+
+_VALUES = st.sampled_from(["0", "-1", "1", "2.5", "none", "default", "lines", "posix", "real", "x", "", "1e9"])
+_FLAGS = st.sampled_from(["--strategy", "--schedules", "--seed", "--depth", "--preemption-bound", "--fs", "--max-steps",
+                          "--watchdog", "--shrink-budget", "--max-failures", "--race-budget", "--locations",
+                          "--preempt", "--exclude", "--instrument", "--no-memory", "--check-determinism", "--bogus"])
+
+
+@given(st.sampled_from(["{mod}:check_locked", "{mod}:nothing", "{mod}", ":", "::", "{mod}.py::check_locked", "",
+                        "no_such_module_xyz:f", "{mod}:needs_arguments"]),
+       st.lists(st.tuples(_FLAGS, _VALUES), max_size=4))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+def test_fuzzed_arguments_are_a_verdict_or_one_line(user_code, function, options):
+    args = [function.format(mod=user_code)]
+    for flag, value in options:
+        args += [flag] if flag in ("--no-memory", "--check-determinism") else [flag, value]
+    result = invoke("explore", *args, "--schedules", "3")
+    assert result.exit_code in (0, 2), result.output  # check_locked never fails; anything else is refused
+    assert "Traceback" not in result.output
+    if result.exit_code == 2:
+        one_error_line(result.stderr)
