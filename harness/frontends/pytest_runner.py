@@ -243,6 +243,8 @@ def run_marked(item: pytest.Function, marker: pytest.Mark, session: Any, section
     body = ScheduleBody(item, found)
     props = item.user_properties
     if session.replay is not None:
+        if session.replay_problem is not None:  # a pytest-xdist worker's usage error (see pytest_collection_finish)
+            pytest.fail(session.replay_problem, pytrace=False)
         _replay_marked(item, body, found, session.replay, section_key)
         return
     props.extend([("racecheck_strategy", found.strategy), ("racecheck_seed", found.seed)])
@@ -285,20 +287,18 @@ def run_marked(item: pytest.Function, marker: pytest.Mark, session: Any, section
     _raise(shown.exception, "\n".join(lines[:3]))
 
 
-def check_replay_owner(items: list[pytest.Item], token: str) -> None:
-    """``pytest.UsageError`` (one line, naming the token's test where its module is among the selected tests')
-    unless ``token`` was recorded for one of the selected test functions."""
+def replay_owner_problem(items: list[pytest.Item], token: str) -> str | None:
+    """None when ``token`` was recorded for one of the selected test functions, else the one line that says so,
+    naming the token's test where its module is among the selected tests'."""
     functions = [getattr(item, "obj", None) for item in items]
     functions = [f for f in functions if callable(f) and hasattr(f, "__qualname__")]
     target = decode(token).target
     if any(target_of(f.__module__, f.__qualname__) == target for f in functions):
-        return
+        return None
     owner = owner_in(target, dict.fromkeys(sys.modules.get(f.__module__) for f in functions))
     whose = f"for {owner}" if owner else "for another test"
-    raise pytest.UsageError(
-        f"racecheck: --racecheck-replay: the token was recorded {whose}, not for any selected test "
-        f"({_selected(items)})"
-    )
+    return (f"racecheck: --racecheck-replay: the token was recorded {whose}, not for any selected test "
+            f"({_selected(items)})")
 
 
 def _selected(items: list[pytest.Item]) -> str:
