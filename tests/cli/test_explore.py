@@ -177,6 +177,7 @@ def test_every_config_option_is_a_flag():
         (["{mod}:check_lazy", "--preemption-bound", "-1"], "preemption_bound must be >= 0"),
         (["{mod}:check_lazy", "--strategy", "best"], "Invalid value for '--strategy'"),
         (["{mod}:check_lazy", "--schedules", "many"], "Invalid value for '--schedules'"),
+        (["{mod}:check_lazy", "--schedules", "100000000000"], "Invalid value for '--schedules'"),
         (["{mod}:check_lazy", "--instrument", "no_such_module_xyz"], "--instrument 'no_such_module_xyz'"),
         (["{mod}:check_lazy", "--locations", "sometimes"], "Invalid value for '--locations'"),
         ([], "Missing argument 'MODULE:FUNCTION'"),

@@ -3,9 +3,10 @@ added to Config is on the command line without a change here.
 
 A field's flag is ``--`` plus its name with dashes; what it parses follows its default value: a bool becomes
 ``--name/--no-name``, an int, float or str takes one value, a tuple takes the flag repeatedly. The few fields whose
-values are richer than their default's type (``strategy``, ``fs``, ``preemption_bound``, ``watchdog``, ``preempt``,
-``locations``) have a parser below. ``progress`` and ``on_crash`` take Python callables and have no flag (the CLI
-shows its own progress). A flag left out leaves Config's default, and a value Config refuses is one line, exit 2.
+values are richer or narrower than their default's type (``strategy``, ``schedules``, ``seed``, ``fs``,
+``preemption_bound``, ``watchdog``, ``preempt``, ``locations``) have a parser below. ``progress`` and ``on_crash``
+take Python callables and have no flag (the CLI shows its own progress). A flag left out leaves Config's default,
+and a value Config refuses is one line, exit 2.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ def _preempt(values: tuple[str, ...]) -> Any:
 # name -> (click keywords, how the raw value becomes the Config value)
 _SPECIAL: dict[str, tuple[dict[str, Any], Callable[[Any], Any]]] = {
     "strategy": ({"type": click.Choice(STRATEGY_NAMES)}, str),
+    # the same ranges as ``racecheck run``: schedules are cut into chunks up front, seeds must fit a token
+    "schedules": ({"type": click.IntRange(1, 10_000_000)}, int),
+    "seed": ({"type": click.IntRange(-(2**62), 2**62)}, int),
     "fs": ({"type": click.Choice(("real", "posix", "windows")),
             "help": "a fresh fake filesystem per schedule (posix or windows semantics); real: none [real]"},
            lambda v: None if v == "real" else v),
