@@ -13,6 +13,17 @@ class TokenError(RacecheckError, ValueError):
     """A schedule token is malformed, from another tool or version, or recorded for another test."""
 
 
+class ForeignTokenError(TokenError):
+    """A sound token recorded for another test function than the one replayed: ``test`` is the function replayed
+    (``module.qualname``), ``owner`` the function the token was recorded for where it could be found (a function of
+    the replayed test's module whose name matches the token's hash), else None."""
+
+    def __init__(self, message: str, test: str, owner: str | None = None) -> None:
+        super().__init__(message)
+        self.test = test
+        self.owner = owner
+
+
 class ReplayDivergence(RacecheckError):
     """The code under test did not follow a recorded schedule: it is nondeterministic outside racecheck's control
     (an uninstrumented thread, real time, unseeded randomness, or the code changed since the token was recorded).

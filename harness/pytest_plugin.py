@@ -92,6 +92,7 @@ class _SessionState:
     instrument: tuple[str, ...] = ()  # --racecheck-instrument
     memory: bool = True  # not --racecheck-no-memory
     data_races: str = "report"  # --racecheck-data-races
+    replay_problem: str | None = None  # the token was recorded for none of the selected tests (an xdist worker's)
     tests: int = 0
     total_schedules: int = 0
     failures: int = 0
@@ -179,6 +180,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # ----- running a marked test ---------------------------------------------------------------------------------------
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A ``--racecheck-replay`` token recorded for none of the selected tests is a usage error naming its test; in a
+    pytest-xdist worker, where a usage error would crash the run, every explored test fails with that line instead."""
+    state = session.config.stash[_STATE]
+    if state.replay is not None and session.items:
+        from racecheck.frontends import pytest_runner
+
+        problem = pytest_runner.replay_owner_problem(session.items, state.replay)
+        if problem is not None and not hasattr(session.config, "workerinput"):
+            raise pytest.UsageError(problem)
+        state.replay_problem = problem
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from racecheck.frontends.clitoken import CliToken
+from racecheck.frontends.clitoken import CliToken, replay_options
 from racecheck.report.model import CellResult, FailureRecord
 from racecheck.search.data_races import DataRace
 from racecheck.search.registry import is_systematic
@@ -197,7 +197,7 @@ def assemble(index: int, cell: Cell, results: dict[tuple[int, int], dict]) -> Ce
     for failure in failures[:limit]:
         failure.token = CliToken(
             cell.scenario, cell.fs, cell.target, failure.engine_token, failure.schedule_index,
-            cell.instrument, cell.catalogue,
+            cell.instrument, cell.catalogue, replay_options(cell.options),
         ).encode()
     out.set_failures(failures[:limit])
     out.budget_stopped = len(out.failures) < limit and not out.exhausted and out.schedules < out.requested

@@ -10,7 +10,9 @@ and which extra instrumented modules built it. Layout::
 * scenario and semantics are repeated in clear so a person can read what the token is about.
 * payload        base64url(zlib(JSON)) of ``{"v", "scenario", "fs", "target", "instrument", "catalogue",
                  "index", "token"}``: ``token`` is the engine token, ``index`` the schedule's global index in the
-                 CLI exploration (see racecheck.frontends.parallel).
+                 CLI exploration (see racecheck.frontends.parallel); and ``"options"`` when the exploration set
+                 Config options a replay needs too (``racecheck explore --max-steps 500``, ``--no-memory``): a
+                 JSON object of Config field names and plain values, absent when there are none.
 * check          8 hex of sha256 over everything before it: a truncated or edited token is caught before anything
                  is imported or run.
 
@@ -28,6 +30,7 @@ import re
 import zlib
 from dataclasses import dataclass
 
+from racecheck.config import FIELD_NAMES
 from racecheck.errors import TokenError
 from racecheck.search.tokens import decode as decode_engine_token
 
@@ -41,6 +44,23 @@ _B64 = re.compile(r"^[A-Za-z0-9_-]+$")
 _HEX8 = re.compile(r"^[0-9a-f]{8}$")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _FIELDS = {"v", "scenario", "fs", "target", "instrument", "catalogue", "index", "token"}
+# Config options that only steer the search: a replay takes its one schedule from the token and needs none of them.
+SEARCH_ONLY = frozenset({"strategy", "schedules", "seed", "depth", "preemption_bound", "shrink_budget",
+                         "max_failures", "race_budget", "skip_duplicates", "database", "progress"})
+
+
+def replay_options(options: object) -> tuple[tuple[str, object], ...]:
+    """The options of an exploration a replay of its tokens needs: plain values, search-only ones left out."""
+    items = options.items() if isinstance(options, dict) else options
+    kept = [(name, tuple(value) if isinstance(value, list) else value) for name, value in items
+            if name not in SEARCH_ONLY and _plain(value)]
+    return tuple(sorted(kept, key=lambda item: item[0]))
+
+
+def _plain(value: object) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(isinstance(v, str) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,7 @@ class CliToken:
     index: int
     instrument: tuple[str, ...] = ()
     catalogue: str | None = None  # None: racecheck.scenarios
+    options: tuple[tuple[str, object], ...] = ()  # Config options the replay needs (see replay_options)
 
     def encode(self) -> str:
         for label, value in (("scenario", self.scenario), ("semantics", self.fs)):
@@ -67,6 +88,8 @@ class CliToken:
             "index": self.index,
             "token": self.engine_token,
         }
+        if self.options:
+            data["options"] = {name: list(v) if isinstance(v, tuple) else v for name, v in self.options}
         raw = json.dumps(data, sort_keys=True, separators=(",", ":")).encode("utf-8")
         payload = base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode("ascii").rstrip("=")
         body = f"{VERSION}.{self.scenario}.{self.fs}.{payload}"
@@ -125,7 +148,7 @@ def decode(text: object) -> CliToken:
 
 
 def _validate(data: object, scenario: str, fs: str) -> CliToken:
-    if not isinstance(data, dict) or set(data) != _FIELDS or data["v"] != 1:
+    if not isinstance(data, dict) or set(data) - {"options"} != _FIELDS or data["v"] != 1:
         raise TokenError("malformed token: unexpected payload fields")
     if data["scenario"] != scenario or data["fs"] != fs:
         raise TokenError("malformed token: the payload does not match the scenario/semantics it names")
@@ -143,4 +166,9 @@ def _validate(data: object, scenario: str, fs: str) -> CliToken:
     if not isinstance(engine, str):
         raise TokenError("malformed token: bad engine token")
     decode_engine_token(engine)  # its own one-line TokenError when the inner token is damaged
-    return CliToken(scenario, fs, target, engine, index, tuple(instrument), catalogue)
+    options = data.get("options", {})
+    if not isinstance(options, dict) or not all(
+        name in FIELD_NAMES and name not in SEARCH_ONLY and _plain(value) for name, value in options.items()
+    ):
+        raise TokenError("malformed token: bad options")
+    return CliToken(scenario, fs, target, engine, index, tuple(instrument), catalogue, replay_options(options))

@@ -13,6 +13,7 @@ import inspect
 import posixpath
 import re
 import shutil
+import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +22,11 @@ from typing import Any
 import pytest
 from racecheck.api import explore, replay
 from racecheck.config import FIELD_NAMES, Config
-from racecheck.errors import ReplayDivergence, TokenError
+from racecheck.errors import ForeignTokenError, ReplayDivergence, TokenError
 from racecheck.frontends import pytest_report
 from racecheck.search.data_races import race_lines
 from racecheck.search.registry import STRATEGY_NAMES
+from racecheck.search.tokens import decode, owner_in, target_of
 
 __racecheck_engine__ = True  # never instrumented; trace locations skip these frames and point at the test
 
@@ -244,6 +246,8 @@ def run_marked(item: pytest.Function, marker: pytest.Mark, session: Any, section
     body = ScheduleBody(item, found)
     props = item.user_properties
     if session.replay is not None:
+        if session.replay_problem is not None:  # a pytest-xdist worker's usage error (see pytest_collection_finish)
+            pytest.fail(session.replay_problem, pytrace=False)
         _replay_marked(item, body, found, session.replay, section_key)
         return
     props.extend([("racecheck_strategy", found.strategy), ("racecheck_seed", found.seed)])
@@ -297,16 +301,33 @@ def scope_props(result: Any) -> list[tuple[str, str]]:
     return props
 
 
+def replay_owner_problem(items: list[pytest.Item], token: str) -> str | None:
+    """None when ``token`` was recorded for one of the selected test functions, else the one line that says so,
+    naming the token's test where its module is among the selected tests'."""
+    functions = [getattr(item, "obj", None) for item in items]
+    functions = [f for f in functions if callable(f) and hasattr(f, "__qualname__")]
+    target = decode(token).target
+    if any(target_of(f.__module__, f.__qualname__) == target for f in functions):
+        return None
+    owner = owner_in(target, dict.fromkeys(sys.modules.get(f.__module__) for f in functions))
+    whose = f"for {owner}" if owner else "for another test"
+    return (f"racecheck: --racecheck-replay: the token was recorded {whose}, not for any selected test "
+            f"({_selected(items)})")
+
+
+def _selected(items: list[pytest.Item]) -> str:
+    shown = ", ".join(item.nodeid for item in items[:3])
+    return shown + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+
+
 def _replay_marked(item: pytest.Function, body: ScheduleBody, found: Settings, token: str, section_key: Any) -> None:
     __tracebackhide__ = True
-    from racecheck.search.tokens import decode, short_hash
-
     item.user_properties.append(("racecheck_replay", token))
     try:
         result = replay(body, token, **found.shared)
+    except ForeignTokenError as exc:  # recorded for another of the selected tests (check_replay_owner)
+        pytest.skip(f"--racecheck-replay: the token belongs to another test ({exc})")
     except TokenError as exc:
-        if decode(token).target != short_hash(f"{body.__module__}.{body.__qualname__}"):
-            pytest.skip(f"--racecheck-replay: the token belongs to another test ({exc})")
         pytest.fail(f"--racecheck-replay: {exc}", pytrace=False)
     except ReplayDivergence as exc:
         pytest.fail(f"racecheck: {exc}", pytrace=False)

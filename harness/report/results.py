@@ -16,6 +16,7 @@ from racecheck.report.model import CellResult, FailureRecord
 __racecheck_engine__ = True
 
 SCHEMA = "racecheck-results/2"
+DISTRIBUTION = "pytest-racecheck"  # what pip installs; the import name and the command are racecheck
 
 
 def _version(package: str) -> str | None:
@@ -25,9 +26,14 @@ def _version(package: str) -> str | None:
         return None
 
 
+def racecheck_version() -> str | None:
+    """The installed racecheck's version, from its distribution's metadata (None when it is not installed)."""
+    return _version(DISTRIBUTION)
+
+
 def versions() -> dict[str, str | None]:
     return {
-        "racecheck": _version("racecheck"),
+        "racecheck": racecheck_version(),
         "python": platform.python_version(),
         "lightning": _version("lightning"),
         "torch": _version("torch"),

@@ -9,10 +9,11 @@ and calls these.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from racecheck.errors import ReplayDivergence, TokenError
+from racecheck.errors import ForeignTokenError, ReplayDivergence, TokenError
 from racecheck.search.coverage import Coverage
 from racecheck.search.data_races import RaceLog
 from racecheck.search.database import FailureDatabase
@@ -24,7 +25,7 @@ from racecheck.search.result import Result, failure_of, render_run
 from racecheck.search.schedule_loop import Schedules
 from racecheck.search.scope import scope_of
 from racecheck.search.session import Session, config_key
-from racecheck.search.tokens import decode, shape_of, short_hash
+from racecheck.search.tokens import decode, owner_in, shape_of, short_hash
 
 if TYPE_CHECKING:
     from racecheck.config import Config
@@ -104,7 +105,10 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
     parsed = decode(token)
     session = Session(fn, cfg)
     if parsed.target != short_hash(session.target):
-        raise TokenError(f"token was recorded for another test function, not {session.target}")
+        owner = owner_in(parsed.target, [sys.modules.get(getattr(fn, "__module__", None) or "")])
+        named = f" ({owner})" if owner else ""
+        raise ForeignTokenError(f"token was recorded for another test function{named}, not {session.target}",
+                                session.target, owner)
     if parsed.config != short_hash(session.config_key):
         # The token says whether it watched memory and whether a data race failed it: a token of ``memory=False``
         # replays without memory, one of ``data_races="fail"`` fails on its data race again, with no option to

@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import inspect
 import re
+import types
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from racecheck.errors import TokenError
@@ -151,3 +154,29 @@ def decode(text: object) -> Token:
 
 def shape_of(arities: list[int]) -> str:
     return f"{len(arities)}x{short_hash(','.join(map(str, arities)), 4)}"
+
+
+def target_of(module: str, qualname: str) -> str:
+    """The token's target field for the test function ``module.qualname``."""
+    return short_hash(f"{module}.{qualname}")
+
+
+def owner_in(target: str, modules: Iterable[types.ModuleType | None]) -> str | None:
+    """The ``module.qualname`` of the one function defined in ``modules`` (at top level, or a method of a top-level
+    class) whose token target is ``target``, so an error can say whose token it is; None when none or several
+    match (the target is a 4-hex hash: searching only where the test was expected keeps a false match unlikely)."""
+    found: set[str] = set()
+    for module in modules:
+        if module is None:
+            continue
+        for value in list(vars(module).values()):
+            candidates = [value]
+            if inspect.isclass(value) and value.__module__ == module.__name__:
+                candidates.extend(vars(value).values())
+            for candidate in candidates:
+                candidate = getattr(candidate, "__func__", candidate)
+                if not inspect.isfunction(candidate) or candidate.__module__ != module.__name__:
+                    continue
+                if target_of(candidate.__module__, candidate.__qualname__) == target:
+                    found.add(f"{candidate.__module__}.{candidate.__qualname__}")
+    return found.pop() if len(found) == 1 else None

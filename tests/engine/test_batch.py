@@ -6,7 +6,9 @@ exploration, and an error raised on the carrier (a progress callback's) reaches 
 from __future__ import annotations
 
 import _thread
+import contextlib
 import functools
+import signal
 import threading
 
 import pytest
@@ -170,9 +172,28 @@ def test_an_error_raised_on_the_carrier_reaches_the_caller():
     assert _racecheck_threads() == []
 
 
-def test_an_interrupt_of_the_explorer_stops_the_run_and_leaves_no_thread_running_the_schedule():
+@contextlib.contextmanager
+def sigint_raises():
+    """SIGINT raises KeyboardInterrupt in the main thread for the duration, whatever the suite was started with.
+
+    ``_thread.interrupt_main()`` simulates a SIGINT, and does nothing while SIGINT is ignored (a suite started in the
+    background with ``cmd &`` or under nohup): so Python's own handler is installed here, and the previous one put
+    back after. Where none can be installed (not the main thread), the test is skipped, saying why."""
     if threading.current_thread() is not threading.main_thread():
-        pytest.skip("interrupt_main reaches the main thread only")
+        pytest.skip("interrupt_main reaches the main thread only, and only the main thread may set a SIGINT handler")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
+def test_an_interrupt_of_the_explorer_stops_the_run_and_leaves_no_thread_running_the_schedule():
+    with sigint_raises():
+        _interrupt_the_explorer()
+
+
+def _interrupt_the_explorer() -> None:
     gate = threading.Lock()  # real, made outside any run
     gate.acquire()
     running = threading.Event()

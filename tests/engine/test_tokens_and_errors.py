@@ -39,10 +39,27 @@ def test_edited_token_is_refused():
         racecheck.replay(classic_bugs.lost_update, edited)
 
 
-def test_foreign_token_is_refused():
+def test_foreign_token_is_refused_naming_the_function_it_was_recorded_for():
+    from racecheck.errors import ForeignTokenError
+
     token = _failing_token()
-    with pytest.raises(racecheck.TokenError, match="another test function"):
+    with pytest.raises(ForeignTokenError) as info:
         racecheck.replay(classic_bugs.check_then_act, token)
+    owner, test = f"{classic_bugs.__name__}.lost_update", f"{classic_bugs.__name__}.check_then_act"
+    assert str(info.value) == f"token was recorded for another test function ({owner}), not {test}"
+    assert (info.value.owner, info.value.test) == (owner, test)
+    assert isinstance(info.value, racecheck.TokenError)
+
+
+def test_foreign_token_of_a_function_elsewhere_is_refused_without_a_name():
+    from racecheck.errors import ForeignTokenError
+
+    def elsewhere():
+        pass
+
+    with pytest.raises(ForeignTokenError, match="^token was recorded for another test function, not ") as info:
+        racecheck.replay(elsewhere, _failing_token())
+    assert info.value.owner is None
 
 
 def test_token_errors_are_one_line():

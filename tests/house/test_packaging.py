@@ -32,3 +32,18 @@ def test_every_package_folder_is_listed_in_pyproject():
     folders = _package_folders()
     assert folders - listed == set(), f"add to [tool.setuptools] packages: {sorted(folders - listed)}"
     assert listed - folders == set(), f"listed but not in the tree: {sorted(listed - folders)}"
+
+
+def test_the_distribution_is_pytest_racecheck_and_metadata_is_read_by_that_name():
+    """``racecheck`` on the package index is another project: ours is pytest-racecheck, imported and run as
+    racecheck. Every metadata lookup uses the distribution's name, so an installed wheel reports its version."""
+    from racecheck.report.results import DISTRIBUTION, racecheck_version
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION == "pytest-racecheck"
+    assert project["scripts"] == {"racecheck": "racecheck.frontends.cli:main"}
+    assert "racecheck" in project["entry-points"]["pytest11"]
+    assert racecheck_version() == project["version"]  # the installed distribution is this one
+    for path in (ROOT / "harness").rglob("*.py"):
+        text = path.read_text()
+        assert 'version("racecheck")' not in text and 'package_name="racecheck"' not in text, path

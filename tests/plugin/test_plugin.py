@@ -85,7 +85,7 @@ def test_the_printed_command_replays_the_same_trace(pytester):
     assert token_of(section(third.stdout.str())) == token
 
 
-def test_replay_token_of_another_test_is_skipped_and_a_malformed_one_is_a_usage_error(pytester):
+def test_replay_token_of_no_selected_test_is_a_usage_error_and_other_selected_tests_are_skipped(pytester):
     pytester.makepyfile(test_racy=RACY)
     token = token_of(section(pytester.runpytest("-p", "no:randomly").stdout.str()))
     pytester.makepyfile(
@@ -97,13 +97,34 @@ def test_replay_token_of_another_test_is_skipped_and_a_malformed_one_is_a_usage_
             pass
         """
     )
-    result = pytester.runpytest("-p", "no:randomly", "test_other.py", "--racecheck-replay", token, "-rs")
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*the token belongs to another test*"])
+    alone = pytester.runpytest("-p", "no:randomly", "test_other.py", "--racecheck-replay", token)
+    assert alone.ret == pytest.ExitCode.USAGE_ERROR
+    alone.stderr.fnmatch_lines(["ERROR: racecheck: --racecheck-replay: the token was recorded for another test, "
+                                "not for any selected test (test_other.py::test_other)"])
+    assert "Traceback" not in alone.stderr.str()
+    both = pytester.runpytest("-p", "no:randomly", "test_other.py", "test_racy.py::test_lost_update",
+                              "--racecheck-replay", token, "-rs")
+    both.assert_outcomes(skipped=1, failed=1)
+    both.stdout.fnmatch_lines(["*the token belongs to another test*"])
     bad = pytester.runpytest("test_other.py", "--racecheck-replay", token[:-3])
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["ERROR: racecheck: --racecheck-replay: corrupted token*"])
     assert "Traceback" not in bad.stderr.str()
+
+
+def test_replay_token_of_a_test_in_the_same_file_names_that_test(pytester):
+    pytester.makepyfile(test_racy=RACY + """
+
+@pytest.mark.racecheck(schedules=3)
+def test_first():
+    pass
+""")
+    token = token_of(section(pytester.runpytest("-p", "no:randomly", "test_racy.py::test_lost_update").stdout.str()))
+    result = pytester.runpytest("-p", "no:randomly", "test_racy.py::test_first", "--racecheck-replay", token)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    lines = [line for line in result.stderr.str().splitlines() if line.strip()]
+    assert lines == ["ERROR: racecheck: --racecheck-replay: the token was recorded for test_racy.test_lost_update, "
+                     "not for any selected test (test_racy.py::test_first)"]
 
 
 def test_unmarked_tests_are_untouched_and_p_no_racecheck_disables_the_plugin(pytester):

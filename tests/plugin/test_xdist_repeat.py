@@ -112,3 +112,18 @@ def test_repeat_gives_each_repetition_its_own_seed_recorded_in_the_report(pytest
     # each repetition's failure replays from its own printed command
     line = next(line for line in section(out).splitlines() if line.startswith("replay: "))
     assert line.startswith("replay: pytest 'test_suite.py::test_lost_update[")
+
+
+def test_under_xdist_a_token_of_no_selected_test_fails_the_run_naming_its_test(pytester):
+    pytester.makepyfile(test_suite=SUITE)
+    found = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "-k", "lost_update")
+    token = re.search(r"--racecheck-replay (rc1\.\S+)", found.stdout.str()).group(1)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-n", "2",
+                                           "test_suite.py::test_unmarked", "--racecheck", "--racecheck-replay", token,
+                                           timeout=300)
+    assert result.ret == 1  # tests failed: a usage error in a worker would crash the xdist controller
+    result.assert_outcomes(failed=2)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*racecheck: --racecheck-replay: the token was recorded for "
+                                 "test_suite.test_lost_update, not for any selected test "
+                                 "(test_suite.py::test_unmarked[[]1[]], *"])

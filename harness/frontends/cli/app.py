@@ -8,12 +8,14 @@ import sys
 from typing import Any, NoReturn
 
 import click
-from racecheck.frontends import parallel
+from racecheck.frontends import functions, parallel
 from racecheck.frontends.cli.cells import InputError, one_line
 from racecheck.frontends.cli.demo import demo
+from racecheck.frontends.cli.explore import explore_cmd
 from racecheck.frontends.cli.gate import gate
 from racecheck.frontends.cli.replay import replay_cmd
 from racecheck.frontends.cli.run import list_scenarios, run
+from racecheck.report.results import racecheck_version
 
 __racecheck_engine__ = True
 
@@ -55,10 +57,11 @@ class _Cli(click.Group):
 
 
 @click.group(cls=_Cli)
-@click.version_option(package_name="racecheck", message="racecheck %(version)s")
+@click.version_option(version=racecheck_version() or "unknown (not installed)", message="racecheck %(version)s")
 def main() -> None:
-    """racecheck: deterministic, replayable thread-race testing for checkpointing code."""
+    """racecheck: deterministic, replayable thread-race testing for checkpointing code, and for any function."""
+    functions.cwd_on_path()  # targets, catalogues and functions import from here, as with python -m
 
 
-for _command in (list_scenarios, run, replay_cmd, gate, demo):
+for _command in (list_scenarios, run, explore_cmd, replay_cmd, gate, demo):
     main.add_command(_command)

@@ -58,7 +58,9 @@ def load_target(catalogue: Any, spec: str) -> Any:
     try:
         return catalogue.load_target(spec)
     except catalogue.ScenarioError as exc:
-        raise InputError(str(exc))
+        hint = "; racecheck explore MODULE:FUNCTION explores any zero-argument function" if (
+            "not a CheckpointIO" in str(exc) or "neither a CheckpointIO" in str(exc)) else ""
+        raise InputError(f"{exc}{hint}")
     except Exception as exc:  # noqa: BLE001 - whatever importing user code raised
         raise InputError(f"cannot load target {spec!r}: {type(exc).__name__}: {exc}")
 

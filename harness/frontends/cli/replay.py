@@ -46,7 +46,7 @@ def replay_cli_token(token: str) -> tuple[str, CellResult | None, str]:
     except catalogue.ScenarioError as exc:
         raise InputError(str(exc))
     try:
-        result = replay(prepared.fn, parsed.engine_token, judge=True, **kwargs)
+        result = replay(prepared.fn, parsed.engine_token, judge=True, **{**kwargs, **dict(parsed.options)})
     except ReplayDivergence:
         raise
     except TokenError as exc:

@@ -56,6 +56,23 @@ def _positive_budget(ctx: Any, param: Any, value: float | None) -> float | None:
     return value
 
 
+def exploration_options(command: Any) -> Any:
+    """Where and how long to explore, and what to write: the options ``run`` and ``explore`` share."""
+    for decls, attrs in reversed((
+        (("--jobs", "-j"), {"type": click.IntRange(1, 256), "default": 1, "show_default": True,
+                            "help": "local processes"}),
+        (("--tx",), {"multiple": True, "metavar": "SPEC",
+                     "help": "execnet gateway: popen, 2*popen, ssh=host//python=python3"}),
+        (("--report", "report_dir"), {"default": None, "metavar": "DIR",
+                                      "help": "write results.json, junit.xml, index.html"}),
+        (("--time-budget",), {"type": float, "default": None, "callback": _positive_budget, "metavar": "SECONDS",
+                              "help": "stop starting new work after this long (checked between chunks of schedules)"}),
+        (("--quiet", "-q"), {"is_flag": True, "help": "one line per cell, no trace, no progress bar"}),
+    )):
+        command = click.option(*decls, **attrs)(command)
+    return command
+
+
 @click.command()
 @click.argument("scenarios", nargs=-1)
 @click.option("--target", default=None, metavar="MOD:ATTR", help="checkpoint IO to test (default: stock Lightning)")
@@ -64,11 +81,7 @@ def _positive_budget(ctx: Any, param: Any, value: float | None) -> float | None:
 @click.option("--seed", type=click.IntRange(-(2**62), 2**62), default=0, show_default=True)
 @click.option("--fs", "fs", type=click.Choice(FS_CHOICES), default="both", show_default=True,
               help="file-system semantics; both = each scenario's default set")
-@click.option("--jobs", "-j", type=click.IntRange(1, 256), default=1, show_default=True, help="local processes")
-@click.option("--tx", multiple=True, metavar="SPEC", help="execnet gateway: popen, 2*popen, ssh=host//python=python3")
-@click.option("--report", "report_dir", default=None, metavar="DIR", help="write results.json, junit.xml, index.html")
-@click.option("--time-budget", type=float, default=None, callback=_positive_budget, metavar="SECONDS",
-              help="stop starting new work after this long (checked between chunks of schedules)")
+@exploration_options
 @click.option("--instrument", multiple=True, metavar="MOD", help="also control this module's threads/locks")
 @click.option("--max-failures", type=click.IntRange(1, 1000), default=1, show_default=True, metavar="N",
               help="keep exploring a cell until N distinct failures are found, and report each")
@@ -76,7 +89,6 @@ def _positive_budget(ctx: Any, param: Any, value: float | None) -> float | None:
               help="plain memory accesses are no scheduling points (memory=False): synchronisation and files only")
 @click.option("--data-races", "data_races", type=click.Choice(DATA_RACE_MODES), default="report", show_default=True,
               help="unordered conflicting accesses: report them, fail the schedule where one shows, or ignore them")
-@click.option("--quiet", "-q", is_flag=True, help="one line per cell, no trace, no progress bar")
 def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules: int, seed: int, fs: str,
         jobs: int, tx: tuple[str, ...], report_dir: str | None, time_budget: float | None,
         instrument: tuple[str, ...], max_failures: int, no_memory: bool, data_races: str, quiet: bool) -> None:
@@ -112,6 +124,14 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
                 each.name, target, semantic, strategy, seed, schedules, tuple(instrument), catalogue_name,
                 options, oracle=one_line(each.oracle),
             ))
+    explore_and_report(cells, catalogue_name, jobs=jobs, tx=tx, time_budget=time_budget, quiet=quiet,
+                       report_dir=report_dir, max_failures=max_failures)
+
+
+def explore_and_report(cells: list[parallel.Cell], catalogue_name: str | None, *, jobs: int, tx: tuple[str, ...],
+                       time_budget: float | None, quiet: bool, report_dir: str | None, max_failures: int) -> None:
+    """Explore the cells with the live progress, print each cell's verdict and failures, the totals and the
+    reports, and exit 1 when a cell failed (0 otherwise): the whole of ``run`` and ``explore`` after their input."""
     for cell in cells:
         prebuild(catalogue_name, cell)
     started = time.perf_counter()
