@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from racecheck.errors import ReplayDivergence, TokenError
+from racecheck.errors import ReplayDivergence, TokenError, UserCallbackError
 from racecheck.search.coverage import Coverage
 from racecheck.search.database import FailureDatabase
 from racecheck.search.divergence import LIKELY_CAUSE
@@ -44,9 +44,12 @@ def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
     locate_all = cfg.locations == "always" or cfg.check_determinism
     with session.controlled():
         session.warm_up()
-        stop = database is not None and replay_database(session, database, db_key, result, coverage)
-        if not stop:
-            Schedules(session, strat, coverage, result).run(locate_all)
+        try:
+            stop = database is not None and replay_database(session, database, db_key, result, coverage)
+            if not stop:
+                Schedules(session, strat, coverage, result).run(locate_all)
+        except UserCallbackError as exc:  # the user's own callback raised: their exception, as it was
+            raise exc.original from None
         result.exhausted = strat.exhausted or coverage.exhausted
         coverage.settle(result)
     for failure in result.failures:  # a schedule explored after the check ran, that did not fail this way

@@ -22,6 +22,7 @@ from racecheck import runtime
 from racecheck.control import autocontrol, external, instrument, lines, memory_install, tempdirs
 from racecheck.control.memory_names import Watch, forget_local_classes
 from racecheck.control.threads import controlled_thread_class
+from racecheck.errors import InternalError, RacecheckError, ReplayDivergence, UserCallbackError
 from racecheck.runtime.affinity import OneCpu
 from racecheck.runtime.batch import Batch
 from racecheck.runtime.carrier import Carrier, trace_like_a_new_thread
@@ -209,6 +210,17 @@ class Session:
         try:
             carrier.submit(batch.drive)
             return batch.supervise()
+        except UserCallbackError:  # the user's progress callback: theirs (``run_exploration`` unwraps it)
+            batch.interrupt()
+            raise
+        except Exception as exc:
+            batch.interrupt()
+            if isinstance(exc, RacecheckError) and not isinstance(exc, ReplayDivergence):
+                raise
+            # Nothing of the program escapes a batch (a controlled thread's exception is its run's failure): what
+            # does is a bug of racecheck's own code between schedules (a strategy, a hook, the bookkeeping), or the
+            # partial-order search's replay of its own prefix going astray.
+            raise InternalError.of(exc) from exc
         except BaseException:
             batch.interrupt()
             raise
@@ -264,6 +276,8 @@ class Session:
             run.drop_locations()
         if isinstance(chooser, Replayer):
             chooser.finish()
+        if run.failure is not None and run.failure.kind == "internal":
+            raise run.failure.exception  # racecheck's own failure ends the exploration (the batch hands it over)
 
     def _close_carrier(self) -> None:
         carrier, self.carrier = self.carrier, None
