@@ -304,7 +304,12 @@ class Session:
     def check_determinism(self, first: Run) -> str | None:
         """Run the decisions of ``first`` again; None if it did exactly the same, else where it went elsewhere."""
         second, replayer = self._again(first)
-        return compare_runs(first, second, outcome) or replayer.divergence
+        found = compare_runs(first, second, outcome) or replayer.divergence
+        for ext in self.extensions:  # what an extension saw of the world outside the run (real files) differ?
+            check = getattr(ext, "compare_runs", None)
+            if found is None and check is not None:
+                found = check(first, second)
+        return found
 
     def _again(self, run: Run) -> tuple[Run, Replayer]:
         """``run``'s decisions run once more (with source locations), checked step by step against its record."""
