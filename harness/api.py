@@ -22,7 +22,7 @@ __all__ = ["Failure", "Result", "explore", "replay"]
 # a Config sets fs= (racecheck.runtime.declare_provider), so an exploration without fs= never loads fsspec; the real
 # disk's points (files=, on by default) share its stand-ins, from racecheck.fakefs.realdisk.
 runtime.declare_provider("fs", "racecheck.fakefs")
-runtime.declare_provider("files", "racecheck.fakefs.realdisk")
+runtime.declare_provider("files", "racecheck.fakefs.realdisk_extension")
 
 
 def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: Any) -> Result:

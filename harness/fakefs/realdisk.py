@@ -29,7 +29,8 @@ import posixpath
 import shutil
 import stat as stat_mod
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from racecheck import runtime
@@ -47,9 +48,10 @@ class DiskRun:
     """One run's view of the real disk: which descriptor is which file, the temporary names it made, what it
     found at each path first (with ``check_determinism``)."""
 
-    __slots__ = ("fds", "aliases", "found")
+    __slots__ = ("fds", "aliases", "found", "paused")
 
     def __init__(self, fingerprints: bool) -> None:
+        self.paused = False  # the engine's own file work on a controlled thread (``unwatched``)
         self.fds: dict[int, str] = {}  # descriptor -> the name of the file it was opened on
         self.aliases: list[tuple[str, str]] = []  # (real temporary path, "$TMPn")
         self.found: dict[str, Any] | None = {} if fingerprints else None  # name -> fingerprint at first touch
@@ -61,9 +63,25 @@ def current() -> DiskRun | None:
     if run is None:
         return None
     disk = run.resources.get(RESOURCE)
-    if disk is None or run.aborting:
+    if disk is None or run.aborting or disk.paused:
         return None
     return disk
+
+
+@contextmanager
+def unwatched() -> Iterator[None]:
+    """The calling controlled thread's file operations in the block are the engine's, not the program's: no points,
+    no fingerprints (the pytest plugin emptying ``tmp_path`` before each schedule)."""
+    run = _state.run
+    disk = run.resources.get(RESOURCE) if run is not None else None
+    if disk is None:
+        yield
+        return
+    disk.paused = True
+    try:
+        yield
+    finally:
+        disk.paused = False
 
 
 def name_of(disk: DiskRun, path: Any, dir_fd: Any = None) -> tuple[str, str] | None:
@@ -310,7 +328,7 @@ os_calls.sync = os.sync
 
 path_calls = Calls()
 for _name in ("exists", "lexists", "isfile", "isdir", "islink", "getsize", "getmtime", "getatime", "getctime"):
-    setattr(path_calls, _name, _passing(os.path, _name, _name, READ, 1, False, _name in ("exists", "isdir")))
+    setattr(path_calls, _name, _passing(os.path, _name, _name, READ))
 path_calls.samefile = _passing(os.path, "samefile", "samefile", READ, 2)
 
 shutil_calls = Calls()
@@ -347,33 +365,3 @@ def stale_files(first: Any, second: Any) -> str | None:
                 f"give every schedule its own temporary directory (pytest's tmp_path, or tempfile inside the test)"
             )
     return None
-
-
-class _Extension:
-    """Real-disk files as points, an engine extension: active with ``files=True`` (the default) and no ``fs=``."""
-
-    name = "files"
-
-    def active(self, config: Any) -> bool:
-        return bool(getattr(config, "files", False)) and config.fs is None
-
-    def modules(self, config: Any) -> list[str]:
-        from racecheck.fakefs import activation, pycompat
-
-        activation.activate_stand_ins()  # their swaps include the "files" group
-        return list(pycompat.pathlib_modules())
-
-    def config_key(self, config: Any) -> str:
-        return "files"
-
-    def begin_run(self, run: Any, config: Any) -> None:
-        run.resources[RESOURCE] = DiskRun(bool(config.check_determinism))
-
-    def end_run(self, run: Any, crashed: bool) -> None:
-        pass
-
-    def compare_runs(self, first: Any, second: Any) -> str | None:
-        return stale_files(first, second)
-
-
-extension = _Extension()  # registered by the engine when a Config has files= (racecheck.runtime.declare_provider)
