@@ -49,8 +49,9 @@ class Facade(ModuleFacade):
         return store is not None and store.spec.semantics == "windows"
 
 
-def _shown(path: Any) -> str:
-    return os.fspath(path)
+def _shown(path: Any) -> Any:
+    """The path as the caller spelled it (a descriptor stays a descriptor: ``os.stat(fd)``)."""
+    return path if isinstance(path, int) else os.fspath(path)
 
 
 # -------------------------------------------------------------------------------------------- builtins.open

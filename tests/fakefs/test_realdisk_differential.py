@@ -56,7 +56,7 @@ def apply(root: str, op: tuple) -> object:
             written = os.write(fd, op[2])
             os.fsync(fd)
             os.lseek(fd, 0, os.SEEK_SET)
-            return written, os.read(fd, 1000), os.fstat(fd).st_size
+            return written, os.read(fd, 1000), os.fstat(fd).st_size, os.stat(fd).st_size
         finally:
             os.close(fd)
     simple = {
