@@ -51,15 +51,20 @@ def main() -> None:
     accesses = hashlib.sha256()
     real_detach = scheduler.Run.detach
 
+    directory = tempfile.mkdtemp(prefix="racecheck-fingerprint-")
+
+    def same_in_every_process(text: str) -> bytes:
+        """The micro workload's files are real-disk points naming paths in ``directory``, whose name is random."""
+        return text.replace(directory, "<directory>").encode()
+
     def detach(run: scheduler.Run) -> None:
-        digest.update(repr((
+        digest.update(same_in_every_process(repr((
             run.choices, run.arities, run.picked, run.decision_steps, run.steps, run.preemptions,
             [tuple(event)[:5] for event in run.trace],
-        )).encode())
-        accesses.update(repr([tuple(event) for event in run.trace]).encode())
+        ))))
+        accesses.update(same_in_every_process(repr([tuple(event) for event in run.trace])))
         real_detach(run)
 
-    directory = tempfile.mkdtemp(prefix="racecheck-fingerprint-")
     programs = [(name, getattr(classic_bugs, name)) for name in PROGRAMS]
     programs.append(("noop workload", bench_engine.noop_workload))
     programs.append(("micro workload", lambda: bench_engine.micro_workload(directory)))
@@ -71,8 +76,8 @@ def main() -> None:
                 failure = result.failure
                 line = (name, strategy, result.ok, result.schedules, result.interleavings, result.exhausted,
                         None if failure is None else (failure.token, failure.kind, failure.trace))
-                digest.update(repr(line).encode())
-                accesses.update(repr(line).encode())
+                digest.update(same_in_every_process(repr(line)))
+                accesses.update(same_in_every_process(repr(line)))
                 print(f"{name:28} {strategy:6} schedules={result.schedules:<4} interleavings={result.interleavings:<4} "
                       + ("ok" if failure is None else f"{failure.kind} {failure.token}"))
     finally:

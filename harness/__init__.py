@@ -14,6 +14,7 @@ __all__ = [
     "Crashed",
     "Deadlock",
     "Failure",
+    "InternalError",
     "RacecheckError",
     "ReplayDivergence",
     "Result",
@@ -25,7 +26,7 @@ __all__ = [
     "replay",
 ]
 
-_ERRORS = ("Crashed", "Deadlock", "RacecheckError", "ReplayDivergence", "StepLimitExceeded", "TokenError",
+_ERRORS = ("Crashed", "Deadlock", "InternalError", "RacecheckError", "ReplayDivergence", "StepLimitExceeded", "TokenError",
            "UncontrolledBlocking")
 # Public name -> the module that defines it, imported on first use.
 _LAZY = {

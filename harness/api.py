@@ -19,8 +19,10 @@ __racecheck_engine__ = True
 __all__ = ["Failure", "Result", "explore", "replay"]
 
 # The fake filesystem is an extension like any other: the engine imports it, and registers its extension, only when
-# a Config sets fs= (racecheck.runtime.declare_provider), so an exploration without fs= never loads fsspec.
+# a Config sets fs= (racecheck.runtime.declare_provider), so an exploration without fs= never loads fsspec; the real
+# disk's points (files=, on by default) share its stand-ins, from racecheck.fakefs.realdisk.
 runtime.declare_provider("fs", "racecheck.fakefs")
+runtime.declare_provider("files", "racecheck.fakefs.realdisk_extension")
 
 
 def explore(fn: Callable[[], Any], config: Config | None = None, **shortcuts: Any) -> Result:

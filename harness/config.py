@@ -57,6 +57,7 @@ class Config:
     skip_duplicates: bool = True  # random/pct/pos never run a schedule twice and stop when the space is done
     preempt: Any = None  # "lines": every line of the instrumented modules is a point; or the modules to do it in
     memory: bool = True  # watch plain memory (attributes, items, globals, cells): every shared access a point
+    files: bool = True  # without fs=: every real-disk file operation of a controlled thread is a point (on the disk)
     database: Any = None  # a folder (".racecheck") keeping failing tokens per test, replayed first; None: off
     progress: Callable[[Any], Any] | None = None  # called with a coverage.Progress snapshot after every schedule
     one_cpu: bool = True  # Linux: a schedule's controlled threads share one CPU (faster handoffs; no other effect)
@@ -109,6 +110,8 @@ class Config:
             raise TypeError("one_cpu must be True or False")
         if not isinstance(self.memory, bool):
             raise TypeError("memory must be True or False")
+        if not isinstance(self.files, bool):
+            raise TypeError("files must be True or False")
         if not isinstance(self.fresh_threads, bool):
             raise TypeError("fresh_threads must be True or False")
         if self.locations not in LOCATION_MODES:

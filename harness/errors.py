@@ -50,6 +50,47 @@ class StepLimitExceeded(RacecheckError):
     """A schedule ran more scheduling steps than allowed: a livelock, or a workload larger than ``max_steps``."""
 
 
+class InternalError(RacecheckError):
+    """racecheck itself failed: a strategy's bug, a divergence inside the search's own replay, an exception raised by
+    the engine's code between schedules. Never a verdict on the code under test: ``explore``/``replay`` raise it
+    (the CLI exits 3, the pytest plugin reports an error, not a failure). ``traceback`` is the original one, as text,
+    and the message ends with it, so a report of the bug carries where it happened."""
+
+    def __init__(self, message: str, traceback: str = "") -> None:
+        super().__init__(f"{message}\n{traceback}".rstrip() if traceback else message)
+        self.summary = message
+        self.traceback = traceback
+
+    @classmethod
+    def of(cls, exc: BaseException, where: str = "the search") -> InternalError:
+        """``exc``, raised by racecheck's own code in ``where``, as racecheck's error (itself if it already is)."""
+        if isinstance(exc, InternalError):
+            return exc
+        import traceback
+
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return cls(f"racecheck internal error in {where} (a bug in racecheck, not in the code under test): "
+                   f"{type(exc).__name__}: {exc}", text)
+
+
+class UserCallbackError(Exception):
+    """An exception of the user's own callback (``progress=``) that the engine calls between schedules: wrapped on
+    its way through racecheck's code so it is not taken for racecheck's ``InternalError``; the search raises
+    ``original`` again, unchanged."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
+def user_callback(callback, *args):  # noqa: ANN001, ANN201 - any callable, any result
+    """``callback(*args)``, its exceptions marked as the user's own (``UserCallbackError``)."""
+    try:
+        return callback(*args)
+    except Exception as exc:
+        raise UserCallbackError(exc) from exc
+
+
 class Crashed(BaseException):
     """Raised in the thread that triggered a simulated crash (power loss); unwinds it without running handlers
     meant for ordinary exceptions. Not a failure by itself: the run stops and recovery may run on the survivor."""

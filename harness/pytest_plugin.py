@@ -206,8 +206,25 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     __tracebackhide__ = True
     from racecheck.frontends import pytest_runner  # the engine loads here, at the first marked test
 
-    pytest_runner.run_marked(pyfuncitem, marker, state, _SECTION)
+    from racecheck.errors import InternalError
+
+    try:
+        pytest_runner.run_marked(pyfuncitem, marker, state, _SECTION)
+    except InternalError as exc:  # racecheck's own failure: reported as an error of the run, not the test's
+        pyfuncitem.user_properties.append((INTERNAL_ERROR, exc.summary))
+        raise
     return True
+
+
+INTERNAL_ERROR = "racecheck_internal_error"  # the user property that marks a report racecheck's own error
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """A test whose exploration hit racecheck's internal error is counted and shown as an error (``E``), never as
+    a failure of the code under test."""
+    if report.when == "call" and report.failed and any(key == INTERNAL_ERROR for key, _ in report.user_properties):
+        return "error", "E", ("ERROR", {"red": True})
+    return None
 
 
 def _is_async(function: Any) -> bool:

@@ -48,10 +48,22 @@ def _remove_file(path: str) -> bool:
     return True
 
 
+_created: list[Callable[[str, str], None]] = []
+
+
+def on_created(callback: Callable[[str, str], None]) -> None:
+    """``callback(kind, path)`` is told of every temporary directory or file a controlled thread makes (the real
+    disk's points name paths under it after it: ``racecheck.fakefs.realdisk``)."""
+    if callback not in _created:
+        _created.append(callback)
+
+
 def _track(kind: str, path: Any, remove: Callable[[str], bool]) -> None:
     if runtime.current_thread_record() is not None:
         full = os.path.abspath(os.fsdecode(path))
         runtime.add_cleanup(Leftover(kind, full), functools.partial(remove, full))
+        for callback in _created:
+            callback(kind, full)
 
 
 def _wrap_mkdtemp(real: Callable[..., Any]) -> Callable[..., Any]:

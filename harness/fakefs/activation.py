@@ -2,7 +2,8 @@
 
   * the stand-ins of ``os``, ``os.path``, ``io``, ``shutil`` and ``tempfile`` (whole modules and the functions
     imported from them) and of builtin ``open``, swapped in instrumented modules (``racecheck.control.instrument``)
-    and, as the ``"fakefs"`` group, everywhere control by default reaches when ``fs=`` is given;
+    and, as the ``"fakefs"`` group, everywhere control by default reaches when ``fs=`` is given, or as the
+    ``"files"`` group when files on the real disk are points (``files=True`` and no ``fs=``: ``realdisk``);
   * the ``torch.serialization`` stand-in, when torch is already loaded (later loads: ``prepare`` in the package);
   * the audit hook that keeps mounted paths off the real disk (``pycompat.install_guard``);
   * ``racefs://`` with fsspec: the pyproject entry point registers it when the package is installed, this covers
@@ -27,6 +28,7 @@ from racecheck.fakefs.os_calls import fake_open, io_facade, os_facade, path_faca
 from racecheck.fakefs.shutil_calls import shutil_facade, tempfile_facade
 
 _active = False
+_stand_ins = False
 
 
 def activate() -> None:
@@ -34,27 +36,43 @@ def activate() -> None:
     global _active
     if _active:
         return
-    register_swaps()
-    torch_hooks.register()
+    activate_stand_ins()
     pycompat.install_guard()
     register_fsspec()
     _active = True
 
 
+def activate_stand_ins() -> None:
+    """The stand-ins' swaps and the torch hook alone (what the real disk's points need; no fsspec import, no
+    guard for a mount nobody made); later calls only retry the torch hook, for a torch loaded since."""
+    global _stand_ins
+    if not _stand_ins:
+        register_swaps()
+        _stand_ins = True
+    torch_hooks.register()
+    pycompat.install_captured_io()
+
+
 GROUP = "fakefs"  # the extension's name: control by default applies these swaps only when fs= is given
 
 
+FILES_GROUP = "files"  # the real disk's points (``realdisk``): the same stand-ins, with files= and no fs=
+GROUPS = (GROUP, FILES_GROUP)
+
+
 def register_swaps() -> None:
-    """Swap whole modules (``import os``) and directly imported functions (``from os import remove``)."""
-    for real, fake in ((os, os_facade), (os.path, path_facade), (io, io_facade), (shutil, shutil_facade),
-                       (tempfile, tempfile_facade)):
-        instrument.register_swap(real, fake, GROUP)
-        for name, value in fake.__dict__.items():
-            if callable(value) and not name.startswith("_") and not isinstance(value, type(os)):
-                original = getattr(real, name, None)
-                if original is not None and original is not value:
-                    instrument.register_swap(original, value, GROUP)
-    instrument.register_builtin_swap("open", fake_open, GROUP)
+    """Swap whole modules (``import os``) and directly imported functions (``from os import remove``), for both
+    groups: the stand-ins send mounted paths to the store and every other path to the real disk's points."""
+    for group in GROUPS:
+        for real, fake in ((os, os_facade), (os.path, path_facade), (io, io_facade), (shutil, shutil_facade),
+                           (tempfile, tempfile_facade)):
+            instrument.register_swap(real, fake, group)
+            for name, value in fake.__dict__.items():
+                if callable(value) and not name.startswith("_") and not isinstance(value, type(os)):
+                    original = getattr(real, name, None)
+                    if original is not None and original is not value:
+                        instrument.register_swap(original, value, group)
+        instrument.register_builtin_swap("open", fake_open, group)
 
 
 def register_fsspec() -> None:

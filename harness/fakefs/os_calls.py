@@ -23,6 +23,9 @@ from typing import Any
 from racecheck.control.facade import ModuleFacade
 from racecheck.fakefs import handles
 from racecheck.fakefs.mount import fd_store, run_store, target
+from racecheck.fakefs.realdisk import os_calls as _disk_os
+from racecheck.fakefs.realdisk import path_calls as _disk_path
+from racecheck.fakefs.realdisk_files import disk_open
 from racecheck.fakefs.semantics import posix_error
 
 real_open = builtins.open
@@ -46,8 +49,9 @@ class Facade(ModuleFacade):
         return store is not None and store.spec.semantics == "windows"
 
 
-def _shown(path: Any) -> str:
-    return os.fspath(path)
+def _shown(path: Any) -> Any:
+    """The path as the caller spelled it (a descriptor stays a descriptor: ``os.stat(fd)``)."""
+    return path if isinstance(path, int) else os.fspath(path)
 
 
 # -------------------------------------------------------------------------------------------- builtins.open
@@ -60,7 +64,7 @@ def fake_open(file: Any, mode: str = "r", buffering: int = -1, encoding: str | N
         return handles.fdopen(store, file, mode, buffering, encoding, errors, newline, closefd)
     hit = target(file)
     if hit is None:
-        return real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+        return disk_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
     store, path = hit
     return handles.open_file(store, path, mode, buffering, encoding, errors, newline, shown=file)
 
@@ -84,7 +88,7 @@ def remove(path: Any, *, dir_fd: Any = None) -> None:
     shown, path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
-        return _real_os.remove(path, dir_fd=dir_fd)
+        return _disk_os.remove(path, dir_fd=dir_fd)
     hit[0].remove(hit[1], shown=shown)
 
 
@@ -98,11 +102,11 @@ def _rename(src: Any, dst: Any, replace: bool, real: Any, **kw: Any) -> None:
 
 
 def rename(src: Any, dst: Any, *, src_dir_fd: Any = None, dst_dir_fd: Any = None) -> None:
-    _rename(src, dst, False, _real_os.rename, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+    _rename(src, dst, False, _disk_os.rename, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
 
 def replace(src: Any, dst: Any, *, src_dir_fd: Any = None, dst_dir_fd: Any = None) -> None:
-    _rename(src, dst, True, _real_os.replace, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+    _rename(src, dst, True, _disk_os.replace, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
 
 def stat(path: Any, *, dir_fd: Any = None, follow_symlinks: bool = True) -> os.stat_result:
@@ -112,7 +116,7 @@ def stat(path: Any, *, dir_fd: Any = None, follow_symlinks: bool = True) -> os.s
     shown, path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
-        return _real_os.stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+        return _disk_os.stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
     return hit[0].stat(hit[1], shown=shown)
 
 
@@ -120,7 +124,7 @@ def lstat(path: Any, *, dir_fd: Any = None) -> os.stat_result:
     shown, path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
-        return _real_os.lstat(path, dir_fd=dir_fd)
+        return _disk_os.lstat(path, dir_fd=dir_fd)
     return hit[0].stat(hit[1], shown=shown)
 
 
@@ -128,14 +132,14 @@ def mkdir(path: Any, mode: int = 0o777, *, dir_fd: Any = None) -> None:
     shown, path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
-        return _real_os.mkdir(path, mode, dir_fd=dir_fd)
+        return _disk_os.mkdir(path, mode, dir_fd=dir_fd)
     hit[0].mkdir(hit[1], shown=shown)
 
 
 def makedirs(name: Any, mode: int = 0o777, exist_ok: bool = False) -> None:
     """os.makedirs: the running Python's own code (a clone) over the stand-ins, each mkdir a scheduling point."""
     if target(name) is None:
-        return _real_os.makedirs(name, mode, exist_ok)
+        return _disk_os.makedirs(name, mode, exist_ok)
     return clones()["os"].makedirs(name, mode, exist_ok)
 
 
@@ -143,14 +147,14 @@ def rmdir(path: Any, *, dir_fd: Any = None) -> None:
     shown, path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
-        return _real_os.rmdir(path, dir_fd=dir_fd)
+        return _disk_os.rmdir(path, dir_fd=dir_fd)
     hit[0].rmdir(hit[1], shown=shown)
 
 
 def listdir(path: Any = ".") -> list:
     hit = target(path)
     if hit is None:
-        return _real_os.listdir(path)
+        return _disk_os.listdir(path)
     return [name for name, _ in hit[0].listdir(hit[1], shown=_shown(path))]
 
 
@@ -222,7 +226,7 @@ def scandir(path: Any = ".") -> Any:
         return _ScandirIterator([FakeDirEntry(fd_owner, norm, "", name, node.is_dir) for name, node in listing])
     hit = target(path)
     if hit is None:
-        return _real_os.scandir(path)
+        return _disk_os.scandir(path)
     store, norm = hit
     shown = _shown(path)
     listing = store.listdir(norm, shown=shown)
@@ -232,7 +236,7 @@ def scandir(path: Any = ".") -> Any:
 def walk(top: Any, topdown: bool = True, onerror: Any = None, followlinks: bool = False) -> Any:
     """os.walk: the running Python's own code (a clone) over the stand-ins."""
     if target(top) is None:
-        return _real_os.walk(top, topdown, onerror, followlinks)
+        return _disk_os.walk(top, topdown, onerror, followlinks)
     return clones()["os"].walk(top, topdown, onerror, followlinks)
 
 
@@ -240,7 +244,7 @@ def listxattr(path: Any = None, *, follow_symlinks: bool = True) -> list:
     """The fake stores no extended attributes (shutil.copystat asks for them)."""
     hit = target(path)
     if hit is None:
-        return _real_os.listxattr(path, follow_symlinks=follow_symlinks)
+        return _disk_os.listxattr(path, follow_symlinks=follow_symlinks)
     hit[0].stat(hit[1], shown=_shown(path))
     return []
 
@@ -248,7 +252,7 @@ def listxattr(path: Any = None, *, follow_symlinks: bool = True) -> list:
 def chmod(path: Any, mode: int, *, dir_fd: Any = None, follow_symlinks: bool = True) -> None:
     hit = target(path)
     if hit is None:
-        return _real_os.chmod(path, mode, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+        return _disk_os.chmod(path, mode, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
     hit[0].chmod(hit[1], mode, shown=_shown(path))
 
 
@@ -257,7 +261,7 @@ def utime(path: Any, times: Any = None, *, ns: Any = None, dir_fd: Any = None,
     hit = target(path)
     if hit is None:
         kw = {"ns": ns} if ns is not None else {}
-        return _real_os.utime(path, times, dir_fd=dir_fd, follow_symlinks=follow_symlinks, **kw)
+        return _disk_os.utime(path, times, dir_fd=dir_fd, follow_symlinks=follow_symlinks, **kw)
     when = times[1] if times else (ns[1] / 1e9 if ns else None)
     hit[0].utime(hit[1], when, shown=_shown(path))
 
@@ -269,7 +273,7 @@ def truncate(path: Any, length: int) -> None:
         return
     hit = target(path)
     if hit is None:
-        return _real_os.truncate(path, length)
+        return _disk_os.truncate(path, length)
     hit[0].truncate_path(hit[1], length, shown=_shown(path))
 
 
@@ -277,7 +281,7 @@ def access(path: Any, mode: int, *, dir_fd: Any = None, effective_ids: bool = Fa
            follow_symlinks: bool = True) -> bool:
     hit = target(path)
     if hit is None:
-        return _real_os.access(path, mode, dir_fd=dir_fd, effective_ids=effective_ids,
+        return _disk_os.access(path, mode, dir_fd=dir_fd, effective_ids=effective_ids,
                                follow_symlinks=follow_symlinks)
     return hit[0].stat(hit[1], quiet=True) is not None
 
@@ -295,7 +299,7 @@ def _no_links(real: Any) -> Any:
 def readlink(path: Any, *, dir_fd: Any = None) -> str:
     hit = target(path)
     if hit is None:
-        return _real_os.readlink(path, dir_fd=dir_fd)
+        return _disk_os.readlink(path, dir_fd=dir_fd)
     hit[0].stat(hit[1], shown=_shown(path))
     raise posix_error(errno.EINVAL, _shown(path))
 
@@ -305,35 +309,35 @@ def os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: Any = None) -> 
     shown, path, dir_fd = _at(path, dir_fd)
     hit = target(path)
     if hit is None:
-        return _real_os.open(path, flags, mode, dir_fd=dir_fd)
+        return _disk_os.open(path, flags, mode, dir_fd=dir_fd)
     return hit[0].open(hit[1], flags, shown=shown, api="open", directory_ok=True).fd
 
 
 def close(fd: int) -> None:
     store = fd_store(fd)
     if store is None:
-        return _real_os.close(fd)
+        return _disk_os.close(fd)
     store.h_close(store.fds[fd])
 
 
 def write(fd: int, data: Any) -> int:
     store = fd_store(fd)
     if store is None:
-        return _real_os.write(fd, data)
+        return _disk_os.write(fd, data)
     return store.h_write(store.fds[fd], bytes(data))
 
 
 def read(fd: int, n: int) -> bytes:
     store = fd_store(fd)
     if store is None:
-        return _real_os.read(fd, n)
+        return _disk_os.read(fd, n)
     return store.h_read(store.fds[fd], n)
 
 
 def lseek(fd: int, pos: int, how: int) -> int:
     store = fd_store(fd)
     if store is None:
-        return _real_os.lseek(fd, pos, how)
+        return _disk_os.lseek(fd, pos, how)
     return store.h_seek(store.fds[fd], pos, how)
 
 
@@ -342,21 +346,21 @@ def fsync(fd: Any) -> None:
         fd = fd.fileno()
     store = fd_store(fd)
     if store is None:
-        return _real_os.fsync(fd)
+        return _disk_os.fsync(fd)
     store.h_fsync(store.fds[fd])
 
 
 def fstat(fd: int) -> os.stat_result:
     store = fd_store(fd)
     if store is None:
-        return _real_os.fstat(fd)
+        return _disk_os.fstat(fd)
     return store.h_fstat(store.fds[fd])
 
 
 def ftruncate(fd: int, length: int) -> None:
     store = fd_store(fd)
     if store is None:
-        return _real_os.ftruncate(fd, length)
+        return _disk_os.ftruncate(fd, length)
     store.h_truncate(store.fds[fd], length)
 
 
@@ -364,7 +368,7 @@ def fdopen(fd: int, mode: str = "r", buffering: int = -1, encoding: str | None =
            **kwargs: Any) -> Any:
     store = fd_store(fd)
     if store is None:
-        return _real_os.fdopen(fd, mode, buffering, encoding, *args, **kwargs)
+        return disk_open(fd, mode, buffering, encoding, *args, **kwargs)
     return handles.fdopen(store, fd, mode, buffering, encoding, *args, **kwargs)
 
 
@@ -387,33 +391,33 @@ def exists(path: Any) -> bool:
     if fd_store(path) is not None:
         return True
     if target(path) is None:
-        return _real_path.exists(path)
+        return _disk_path.exists(path)
     return _quiet_stat(path) is not None
 
 
 def lexists(path: Any) -> bool:
     if target(path) is None:
-        return _real_path.lexists(path)
+        return _disk_path.lexists(path)
     return _quiet_stat(path) is not None
 
 
 def isfile(path: Any) -> bool:
     if target(path) is None:
-        return _real_path.isfile(path)
+        return _disk_path.isfile(path)
     st = _quiet_stat(path)
     return st is not None and stat_mod.S_ISREG(st.st_mode)
 
 
 def isdir(path: Any) -> bool:
     if target(path) is None:
-        return _real_path.isdir(path)
+        return _disk_path.isdir(path)
     st = _quiet_stat(path)
     return st is not None and stat_mod.S_ISDIR(st.st_mode)
 
 
 def islink(path: Any) -> bool:
     if target(path) is None:
-        return _real_path.islink(path)
+        return _disk_path.islink(path)
     return False
 
 
@@ -429,16 +433,16 @@ def _stat_field(real: Any, field: str) -> Any:
 
 def samefile(f1: Any, f2: Any) -> bool:
     if target(f1) is None and target(f2) is None:
-        return _real_path.samefile(f1, f2)
+        return _disk_path.samefile(f1, f2)
     return clones()["path"].samefile(f1, f2)
 
 
 _path_overrides = {
     "exists": exists, "lexists": lexists, "isfile": isfile, "isdir": isdir, "islink": islink,
-    "getsize": _stat_field(_real_path.getsize, "st_size"),
-    "getmtime": _stat_field(_real_path.getmtime, "st_mtime"),
-    "getatime": _stat_field(_real_path.getatime, "st_atime"),
-    "getctime": _stat_field(_real_path.getctime, "st_ctime"),
+    "getsize": _stat_field(_disk_path.getsize, "st_size"),
+    "getmtime": _stat_field(_disk_path.getmtime, "st_mtime"),
+    "getatime": _stat_field(_disk_path.getatime, "st_atime"),
+    "getctime": _stat_field(_disk_path.getctime, "st_ctime"),
     "samefile": samefile,
 }
 path_facade = Facade(_real_path, _path_overrides)
@@ -447,7 +451,7 @@ _os_overrides = {
     "remove": remove, "unlink": remove, "rename": rename, "replace": replace,
     "stat": stat, "lstat": lstat, "mkdir": mkdir, "makedirs": makedirs, "rmdir": rmdir, "listdir": listdir,
     "scandir": scandir, "walk": walk, "chmod": chmod, "utime": utime, "truncate": truncate, "access": access,
-    "link": _no_links(_real_os.link), "symlink": _no_links(_real_os.symlink), "readlink": readlink,
+    "link": _no_links(_disk_os.link), "symlink": _no_links(_disk_os.symlink), "readlink": readlink,
     "open": os_open, "close": close, "write": write, "read": read, "lseek": lseek, "fsync": fsync,
     "fdatasync": fsync, "fstat": fstat, "ftruncate": ftruncate, "fdopen": fdopen, "sync": sync,
 }

@@ -19,6 +19,8 @@ from typing import Any
 from racecheck.fakefs import os_calls as fos
 from racecheck.fakefs import pycompat
 from racecheck.fakefs.mount import run_store, target
+from racecheck.fakefs.realdisk import shutil_calls as _disk_shutil
+from racecheck.fakefs.realdisk import tempfile_calls as _disk_tempfile
 
 
 def _fake(*paths: Any) -> bool:
@@ -34,31 +36,31 @@ def _clone(name: str, by_descriptor: bool = False) -> Any:
 
 def copyfile(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
     if not _fake(src, dst):
-        return shutil.copyfile(src, dst, follow_symlinks=follow_symlinks)
+        return _disk_shutil.copyfile(src, dst, follow_symlinks=follow_symlinks)
     return _clone("copyfile")(src, dst, follow_symlinks=follow_symlinks)
 
 
 def copy(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
     if not _fake(src, dst):
-        return shutil.copy(src, dst, follow_symlinks=follow_symlinks)
+        return _disk_shutil.copy(src, dst, follow_symlinks=follow_symlinks)
     return _clone("copy")(src, dst, follow_symlinks=follow_symlinks)
 
 
 def copy2(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
     if not _fake(src, dst):
-        return shutil.copy2(src, dst, follow_symlinks=follow_symlinks)
+        return _disk_shutil.copy2(src, dst, follow_symlinks=follow_symlinks)
     return _clone("copy2")(src, dst, follow_symlinks=follow_symlinks)
 
 
 def copymode(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
     if not _fake(src, dst):
-        return shutil.copymode(src, dst, follow_symlinks=follow_symlinks)
+        return _disk_shutil.copymode(src, dst, follow_symlinks=follow_symlinks)
     return _clone("copymode")(src, dst, follow_symlinks=follow_symlinks)
 
 
 def copystat(src: Any, dst: Any, *, follow_symlinks: bool = True) -> Any:
     if not _fake(src, dst):
-        return shutil.copystat(src, dst, follow_symlinks=follow_symlinks)
+        return _disk_shutil.copystat(src, dst, follow_symlinks=follow_symlinks)
     return _clone("copystat")(src, dst, follow_symlinks=follow_symlinks)
 
 
@@ -73,7 +75,7 @@ def _own(fn: Any) -> Any:
 def copytree(src: Any, dst: Any, symlinks: bool = False, ignore: Any = None, copy_function: Any = shutil.copy2,
              ignore_dangling_symlinks: bool = False, dirs_exist_ok: bool = False) -> Any:
     if not _fake(src, dst):
-        return shutil.copytree(src, dst, symlinks, ignore, copy_function, ignore_dangling_symlinks, dirs_exist_ok)
+        return _disk_shutil.copytree(src, dst, symlinks, ignore, copy_function, ignore_dangling_symlinks, dirs_exist_ok)
     return _clone("copytree")(src, dst, symlinks, ignore, _own(copy_function), ignore_dangling_symlinks,
                               dirs_exist_ok)
 
@@ -88,7 +90,7 @@ def rmtree(path: Any, ignore_errors: bool = False, onerror: Any = None, *, onexc
         kw["dir_fd"] = dir_fd
     hit = target(path)
     if hit is None:
-        return shutil.rmtree(path, ignore_errors, onerror, **kw)
+        return _disk_shutil.rmtree(path, ignore_errors, onerror, **kw)
     kw.pop("dir_fd", None)  # paths under the mount are absolute: dir_fd is ignored for them, as by the OS
     return _clone("rmtree", by_descriptor=hit[0].sem.name != "windows")(path, ignore_errors, onerror, **kw)
 
@@ -96,7 +98,7 @@ def rmtree(path: Any, ignore_errors: bool = False, onerror: Any = None, *, onexc
 def move(src: Any, dst: Any, copy_function: Any = shutil.copy2) -> Any:
     """shutil.move's own algorithm (the running Python's) over the stand-ins."""
     if not _fake(src, dst):
-        return shutil.move(src, dst, copy_function)
+        return _disk_shutil.move(src, dst, copy_function)
     return _clone("move")(src, dst, _own(copy_function))
 
 
@@ -126,7 +128,7 @@ def gettempdir() -> str:
 def mkstemp(suffix: Any = None, prefix: Any = None, dir: Any = None, text: bool = False) -> tuple[int, str]:
     hit = _temp_dir(dir)
     if hit is None:
-        return tempfile.mkstemp(suffix, prefix, dir, text)
+        return _disk_tempfile.mkstemp(suffix, prefix, dir, text)
     store, directory = hit
     directory = posixpath.normpath(directory)  # CPython's _mkstemp_inner takes abspath(dir): ".." is textual here
     for _ in range(100):
@@ -141,7 +143,7 @@ def mkstemp(suffix: Any = None, prefix: Any = None, dir: Any = None, text: bool 
 def mkdtemp(suffix: Any = None, prefix: Any = None, dir: Any = None) -> str:
     hit = _temp_dir(dir)
     if hit is None:
-        return tempfile.mkdtemp(suffix, prefix, dir)
+        return _disk_tempfile.mkdtemp(suffix, prefix, dir)
     store, directory = hit
     name = store.temp_name(directory, prefix if prefix is not None else "tmp", suffix or "")
     fos.mkdir(name, 0o700)
@@ -228,7 +230,7 @@ def NamedTemporaryFile(mode: str = "w+b", buffering: int = -1, encoding: Any = N
                        errors: Any = None, **kwargs: Any) -> Any:
     hit = _temp_dir(dir)
     if hit is None:
-        return tempfile.NamedTemporaryFile(mode, buffering, encoding, newline, suffix, prefix, dir, delete,
+        return _disk_tempfile.NamedTemporaryFile(mode, buffering, encoding, newline, suffix, prefix, dir, delete,
                                            errors=errors, **kwargs)
     from racecheck.fakefs import handles
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from racecheck.errors import InternalError
 from racecheck.frontends.chunks import CHUNK, Dispatcher, assemble, plan, wanted  # noqa: F401 - CHUNK: run reports it
 from racecheck.report.model import CellResult, FailureRecord
 
@@ -162,6 +163,8 @@ def execute_unit(unit: dict, on_schedule: Callable[[dict, Any], None] | None = N
             prepared.fn, strategy=unit["strategy"], schedules=unit["schedules"], seed=unit["seed"], **kwargs
         )
         elapsed = time.perf_counter() - started
+    except InternalError as exc:  # racecheck's own failure: its message and traceback cross to the CLI whole
+        return {"error": exc.summary, "internal": exc.traceback}
     except Exception as exc:  # noqa: BLE001 - reported to the user as one line by the CLI
         text = f"{type(exc).__name__}: {exc}".strip().splitlines()
         return {"error": text[0] if text else type(exc).__name__}
@@ -278,6 +281,8 @@ def explore_cells(
     results: dict[tuple[int, int], dict] = {}
 
     def finish(unit: dict, result: dict) -> None:
+        if "internal" in result:
+            raise InternalError(f"{unit['scenario']} [{unit['fs']}]: {result['error']}", result["internal"])
         if "error" in result:
             raise RunnerError(f"{unit['scenario']} [{unit['fs']}]: {result['error']}")
         results[(unit["cell"], unit["chunk"])] = result

@@ -197,7 +197,10 @@ class ScheduleBody:
             os_facade.makedirs(self._fake_tmp, exist_ok=True)  # a fresh store every schedule: always empty
             self._substitute_tmp(kwargs, Path(self._fake_tmp))
         elif self._real_tmp is not None:
-            _empty_real_dir(self._real_tmp)  # same name every schedule, so a replay sees the same paths
+            from racecheck.fakefs.realdisk import unwatched
+
+            with unwatched():  # the plugin's housekeeping, not the test's file operations
+                _empty_real_dir(self._real_tmp)  # same name every schedule, so a replay sees the same paths
         for name in _CAPTURE_FIXTURES:
             if name in kwargs:
                 kwargs[name].readouterr()  # only this schedule's output is visible to the test

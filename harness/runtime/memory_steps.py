@@ -18,7 +18,7 @@ from racecheck import runtime
 from racecheck.runtime.access import Access
 from racecheck.runtime.locations import caller_location
 from racecheck.runtime.records import unwind
-from racecheck.runtime.trace import TraceEvent, set_access
+from racecheck.runtime.trace import TraceEvent, add_access, set_access
 
 if TYPE_CHECKING:
     from racecheck.runtime.records import ThreadRecord
@@ -94,12 +94,15 @@ class MemorySteps:
                 self.where = {}
             self.where[(me.tid, point)] = caller_location(2)
 
-    def merge_at_last_point(self, access: tuple[Access, ...]) -> None:
-        """``access`` belongs to the code since the calling thread's last point, a memory access that joined the
-        running step (a bare ``racecheck.point()`` says that code touches anything): it joins at that access's
-        point, as it would be on the step of its own that access makes where another thread could run. Then an
-        interleaving's key is the same however the steps were cut."""
-        me = _state.thread
+    def touch_running(self, me: ThreadRecord, access: tuple[Access, ...]) -> None:
+        """``me``'s running step also touches ``access`` (``Run.touch``), which belongs to the code since its last
+        point. Where that point was a memory access that joined the running step (a bare ``racecheck.point()``
+        says the code before it touches anything), ``access`` joins at that access's point, as it would be on the
+        step of its own that access makes where another thread could run: then an interleaving's key is the same
+        however the steps were cut."""
+        if not me.merged:
+            add_access(self.trace, me.tid, access)
+            return
         point = me.points
         kinds = me.merged_kinds
         for one in access:

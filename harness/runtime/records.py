@@ -78,7 +78,7 @@ def unwind(rec: ThreadRecord) -> NoReturn:
 class FailureInfo:
     """What a run failed with: the kind of failure, the exception that says so, and the thread it happened in."""
 
-    kind: str  # "exception", "deadlock", "uncontrolled-blocking", "step-limit", "divergence"
+    kind: str  # "exception", "deadlock", "uncontrolled-blocking", "step-limit", "divergence", "internal"
     exception: BaseException
     tid: int | None
 

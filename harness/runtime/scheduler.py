@@ -20,7 +20,7 @@ from operator import attrgetter
 from typing import Any, NoReturn
 
 from racecheck import runtime
-from racecheck.errors import Abort, Crashed, Deadlock, StepLimitExceeded, UncontrolledBlocking
+from racecheck.errors import Abort, Crashed, Deadlock, InternalError, StepLimitExceeded, UncontrolledBlocking
 from racecheck.runtime import teardown as run_end
 from racecheck.runtime.access import END, NOTHING, ON_CLOCK, START, YIELDED, Access, on_thread
 from racecheck.runtime.chooser import Chooser
@@ -57,9 +57,7 @@ class Run(MemorySteps):
         self.choices: list[int] = []
         self.arities: list[int] = []
         # The token's check data, one entry per decision: what was picked (thread id + 1, or VALUE_PICK for a
-        # value) and at which step. Kept by the run itself rather than by a wrapper around the chooser: a layer
-        # more at every decision costs, as each object a decision touches is cache-cold after the code under test
-        # ran.
+        # value) and at which step; kept by the run itself, as a wrapper around the chooser would cost a layer more.
         self.picked: list[int] = []
         self.decision_steps: list[int] = []
         self.preemptions = 0
@@ -80,13 +78,10 @@ class Run(MemorySteps):
         self.cleanups: list[tuple[str, Callable[[], bool]]] = []  # undone if the run cannot be unwound
         self.cleaned: list[Cleaned] = []  # what was undone after threads that could not be unwound (cleanup.py)
         self.leaks_reported = False  # teardown has reported the threads it could not unwind
-        # Source locations in the trace ("file.py:12" of the user's line at each point). Finding one walks the
-        # stack at every point and note, making and freeing frame objects: a visible share of a short schedule.
-        # Explore turns it off for schedules nobody will read, and runs a failing one again with it on (same
-        # decisions, same trace, now with locations) before reporting it.
+        # Source locations in the trace ("file.py:12" at each point) cost a stack walk at every point: explore turns
+        # them off for schedules nobody reads, and runs a failing one again with them on before reporting it.
         self.locate = True
-        # How a controlled thread's OS side is started: on a reused carrier (``racecheck.runtime.carrier_pool``, set by
-        # explore), or with None by ``Thread.start``'s own machinery (a new OS thread).
+        # How a controlled thread's OS side starts: a reused carrier (``runtime.carrier_pool``), or None: a new one.
         self.launch: Callable[[Any], None] | None = None
         # What watches this run's plain memory (``racecheck.control.memory_names.Watch``), None when nothing does;
         # its hooks call ``memory`` before every access they see.
@@ -182,7 +177,10 @@ class Run(MemorySteps):
         self.caller_record()
         if n <= 1:
             return 0
-        value = self.chooser.pick_value(n, label)
+        try:
+            value = self.chooser.pick_value(n, label)
+        except Exception as exc:  # noqa: BLE001 - a strategy's bug is racecheck's own failure
+            self._internal(exc, self.caller_record())
         self._record(n, value)
         self.note(f"choose {label} -> {value}")
         return value
@@ -207,10 +205,7 @@ class Run(MemorySteps):
         """The caller's running step also touches ``access`` (see ``runtime.RunContract.touch``)."""
         me = _state.thread
         if me is not None and me.run is self and not self.aborting:
-            if me.merged:
-                self.merge_at_last_point(access)
-            else:
-                add_access(self.trace, me.tid, access)
+            self.touch_running(me, access)
 
     def narrow(self, access: tuple[Access, ...]) -> None:
         """The caller's running step touched only ``access`` (see ``runtime.RunContract.narrow``)."""
@@ -391,9 +386,11 @@ class Run(MemorySteps):
         chosen = candidates[0]
         current_enabled = alive and chosen is me
         if len(candidates) > 1:
-            index = self.chooser.pick_thread(
-                [*map(_tid_of, candidates)], current_enabled, yielding, me.tid if alive else None
-            )
+            try:
+                index = self.chooser.pick_thread(
+                    [*map(_tid_of, candidates)], current_enabled, yielding, me.tid if alive else None)
+            except Exception as exc:  # noqa: BLE001 - a strategy's bug is racecheck's own failure
+                return self._internal(exc, me, alive)
             self.arities.append(len(candidates))
             self.choices.append(index)
             chosen = candidates[index]
@@ -462,6 +459,12 @@ class Run(MemorySteps):
     def _describe_waiters(self, unfinished: list[ThreadRecord]) -> str:
         waits = "; ".join(f"T{r.tid} waits: {r.op} @{r.loc}" for r in unfinished)
         return f"deadlock: no thread can run ({waits})"
+
+    def _internal(self, exc: Exception, me: ThreadRecord, alive: bool = True) -> None:
+        """The chooser raised at a decision: the run ends with racecheck's own failure (``InternalError``, which the
+        search raises), never one of the program's; ``me`` unwinds (if alive) like any thread of a stopped run."""
+        self.failure = FailureInfo("internal", InternalError.of(exc, "the strategy's chooser"), me.tid)
+        self._stop(me, alive)
 
     def _fail(self, kind: str, exc: BaseException, rec: ThreadRecord | None) -> None:
         if self.failure is None and (not self.crashed or self._recovering):

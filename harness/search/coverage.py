@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
+from racecheck.errors import user_callback
 from racecheck.runtime.access import ANYTHING_OBJ, FAIRNESS_OBJ, MEMORY_OBJ, READ, WRITE, MemObj
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.trace import TraceEvent
@@ -460,7 +461,7 @@ class Coverage:
         result.max_steps_seen = max(result.max_steps_seen, run.steps)
         result.crashes += int(run.crashed)
         if self.config.progress is not None:
-            self.config.progress(Progress(
+            user_callback(self.config.progress, Progress(
                 schedules=result.schedules, requested=self.config.schedules, interleavings=result.interleavings,
                 distinct=result.distinct, failures=len(result.failures), exhausted=done or self.exhausted, index=index,
                 interleaving=key, schedule=schedule_digest(run.choices), failed=run.failure is not None,

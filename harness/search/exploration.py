@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from racecheck.errors import ForeignTokenError, ReplayDivergence, TokenError
+from racecheck.errors import ForeignTokenError, ReplayDivergence, TokenError, UserCallbackError
 from racecheck.search.coverage import Coverage
 from racecheck.search.data_races import RaceLog
 from racecheck.search.database import FailureDatabase
@@ -48,9 +48,12 @@ def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
     races = RaceLog(cfg)
     with session.controlled():
         session.warm_up()
-        stop = database is not None and replay_database(session, database, db_key, result, coverage, races)
-        if not stop:
-            Schedules(session, strat, coverage, result, races).run(locate_all)
+        try:
+            stop = database is not None and replay_database(session, database, db_key, result, coverage, races)
+            if not stop:
+                Schedules(session, strat, coverage, result, races).run(locate_all)
+        except UserCallbackError as exc:  # the user's own callback raised: their exception, as it was
+            raise exc.original from None
         result.exhausted = strat.exhausted or coverage.exhausted
         coverage.settle(result)
     result.data_races = races.listed()

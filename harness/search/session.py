@@ -22,7 +22,7 @@ from racecheck import runtime
 from racecheck.control import autocontrol, external, instrument, lines, memory_install, tempdirs
 from racecheck.control.memory_names import Watch, forget_local_classes
 from racecheck.control.threads import controlled_thread_class
-from racecheck.errors import DataRaceError
+from racecheck.errors import DataRaceError, InternalError, RacecheckError, ReplayDivergence, UserCallbackError
 from racecheck.runtime.affinity import OneCpu
 from racecheck.runtime.batch import Batch
 from racecheck.runtime.carrier import Carrier, trace_like_a_new_thread
@@ -215,6 +215,17 @@ class Session:
         try:
             carrier.submit(batch.drive)
             return batch.supervise()
+        except UserCallbackError:  # the user's progress callback: theirs (``run_exploration`` unwraps it)
+            batch.interrupt()
+            raise
+        except Exception as exc:
+            batch.interrupt()
+            if isinstance(exc, RacecheckError) and not isinstance(exc, ReplayDivergence):
+                raise
+            # Nothing of the program escapes a batch (a controlled thread's exception is its run's failure): what
+            # does is a bug of racecheck's own code between schedules (a strategy, a hook, the bookkeeping), or the
+            # partial-order search's replay of its own prefix going astray.
+            raise InternalError.of(exc) from exc
         except BaseException:
             batch.interrupt()
             raise
@@ -271,6 +282,8 @@ class Session:
         self._judge_races(run)
         if isinstance(chooser, Replayer):
             chooser.finish()
+        if run.failure is not None and run.failure.kind == "internal":
+            raise run.failure.exception  # racecheck's own failure ends the exploration (the batch hands it over)
 
     def _judge_races(self, run: Run) -> None:
         """The data races of ``run`` (``run.races``); under ``data_races="fail"`` one not marked benign fails a run
@@ -328,7 +341,12 @@ class Session:
     def check_determinism(self, first: Run) -> str | None:
         """Run the decisions of ``first`` again; None if it did exactly the same, else where it went elsewhere."""
         second, replayer = self._again(first)
-        return compare_runs(first, second, outcome) or replayer.divergence
+        found = compare_runs(first, second, outcome) or replayer.divergence
+        for ext in self.extensions:  # what an extension saw of the world outside the run (real files) differ?
+            check = getattr(ext, "compare_runs", None)
+            if found is None and check is not None:
+                found = check(first, second)
+        return found
 
     def _again(self, run: Run) -> tuple[Run, Replayer]:
         """``run``'s decisions run once more (with source locations), checked step by step against its record."""

@@ -29,6 +29,7 @@ def test_every_documented_keyword_is_a_field():
         "exclude",  # issue 29: modules control by default leaves real
         "memory",  # issue 36: shared plain memory recorded, each access a scheduling point
         "data_races", "benign",  # issue 37: unordered conflicting accesses reported, failing or ignored
+        "files",  # issue 37: real-disk file operations, each a scheduling point
     }
 
 

@@ -45,7 +45,7 @@ def test_failure_is_saved_and_replayed_first(tmp_path):
 def test_schedule_that_no_longer_fails_is_dropped(tmp_path):
     db = FailureDatabase(tmp_path)
     found = _explore(lost_update, strategy="pct", schedules=500, seed=0)
-    key = f"{lost_update.__module__}.{lost_update.__qualname__}|-"
+    key = f"{lost_update.__module__}.{lost_update.__qualname__}|files"
     db.save(key, found.failure.token)
     assert db.fetch(key) == [found.failure.token]
 
@@ -62,7 +62,7 @@ def test_schedule_that_no_longer_fails_is_dropped(tmp_path):
 
 def test_damaged_and_foreign_entries_never_break_a_run(tmp_path):
     db = FailureDatabase(tmp_path)
-    key = f"{check_then_act.__module__}.{check_then_act.__qualname__}|-"
+    key = f"{check_then_act.__module__}.{check_then_act.__qualname__}|files"
     db.save(key, "rc1.garbage")
     foreign = _explore(lost_update, strategy="pct", schedules=500, seed=0).failure.token
     db.save(key, foreign)  # a token of another test under this key (a digest collision, or a hand-made folder)

@@ -50,8 +50,9 @@ def test_racecheck_exports_its_names_lazily_from_their_modules():
         "except AttributeError as exc:\n"
         "    out['missing'] = str(exc)\n"
     )
-    assert out["all"] == ["Config", "Crashed", "Deadlock", "Failure", "RacecheckError", "ReplayDivergence", "Result",
-                          "StepLimitExceeded", "TokenError", "UncontrolledBlocking", "explore", "point", "replay"]
+    assert out["all"] == ["Config", "Crashed", "Deadlock", "Failure", "InternalError", "RacecheckError",
+                          "ReplayDivergence", "Result", "StepLimitExceeded", "TokenError", "UncontrolledBlocking",
+                          "explore", "point", "replay"]
     assert set(out["all"]) <= set(out["dir"])
     assert "racecheck.api" not in out["before"] and "racecheck.config" not in out["before"]
     assert out["point"]

@@ -4,7 +4,8 @@
 ``torch.serialization`` with the builtin-``open`` stand-in is enough. ``torch.save(path)`` is different: for an
 ASCII path it hands the *name* to C++ (``PyTorchFileWriter(name)``), which writes to the real disk, out of reach of
 any Python patch. So, once ``torch.serialization`` is loaded, we also register a stand-in for its module global
-``_open_zipfile_writer`` that, for mounted paths only, opens the fake file and uses torch's own buffer writer.
+``_open_zipfile_writer`` that, for mounted paths, opens the fake file and uses torch's own buffer writer, and for a
+real path makes the real disk's point of creating and writing it (``racecheck.fakefs.realdisk``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from racecheck.fakefs import realdisk
 from racecheck.fakefs.mount import target
 
 _registered = False
@@ -51,9 +53,11 @@ def register() -> bool:
         if isinstance(name_or_buffer, (str, bytes)) or hasattr(name_or_buffer, "__fspath__"):
             if target(name_or_buffer) is not None:
                 return _FakeFileZipWriter(name_or_buffer)
+            realdisk.writes(name_or_buffer)  # C++ writes the real file: one point, as its creation
         return real_writer(name_or_buffer)
 
-    instrument.register_swap(real_writer, _open_zipfile_writer, "fakefs")
+    for group in ("fakefs", "files"):
+        instrument.register_swap(real_writer, _open_zipfile_writer, group)
     _registered = True
     return True
 

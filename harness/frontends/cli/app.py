@@ -8,6 +8,7 @@ import sys
 from typing import Any, NoReturn
 
 import click
+from racecheck.errors import InternalError
 from racecheck.frontends import functions, parallel
 from racecheck.frontends.cli.cells import InputError, one_line
 from racecheck.frontends.cli.demo import demo
@@ -18,6 +19,8 @@ from racecheck.frontends.cli.run import list_scenarios, run
 from racecheck.report.results import racecheck_version
 
 __racecheck_engine__ = True
+
+INTERNAL_ERROR_STATUS = 3  # racecheck itself failed (0: no race, 1: race found, 2: bad input)
 
 
 def _fail_input(message: str) -> NoReturn:
@@ -47,6 +50,9 @@ class _Cli(click.Group):
             _fail_input(str(exc))
         except parallel.RunnerError as exc:
             _fail_input(str(exc))
+        except InternalError as exc:  # racecheck's own failure: its traceback, and a status of its own
+            click.echo(f"racecheck: {exc}", err=True)
+            sys.exit(INTERNAL_ERROR_STATUS)
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - never a traceback at the user; RACECHECK_DEBUG=1 shows it
