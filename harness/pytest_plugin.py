@@ -204,9 +204,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
             return None  # with --racecheck an async test still runs plainly: racecheck controls threads
         marker = pytest.mark.racecheck.mark  # --racecheck: as if the test carried a bare marker
     __tracebackhide__ = True
-    from racecheck.frontends import pytest_runner  # the engine loads here, at the first marked test
-
     from racecheck.errors import InternalError
+    from racecheck.frontends import pytest_runner  # the engine loads here, at the first marked test
 
     try:
         pytest_runner.run_marked(pyfuncitem, marker, state, _SECTION)

@@ -203,7 +203,7 @@ def _copy(attr: str, src_kind: str, dst_kind: str, namespace: bool) -> Callable[
     return call
 
 
-# ----- descriptors -----------------------------------------------------------------------------------------------------
+# ----- descriptors ----------------------------------------------------------------------------------------------------
 
 
 def os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: Any = None) -> int:
@@ -346,7 +346,7 @@ for _name in ("mkstemp", "mkdtemp", "NamedTemporaryFile"):
 tempfile_calls.gettempdir = tempfile.gettempdir
 
 
-# ----- determinism -----------------------------------------------------------------------------------------------------
+# ----- determinism ----------------------------------------------------------------------------------------------------
 
 
 def stale_files(first: Any, second: Any) -> str | None:

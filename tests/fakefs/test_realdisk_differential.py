@@ -84,7 +84,7 @@ def play(root: str, ops: list) -> list:
 
 def tree(root: str) -> dict:
     found = {}
-    for directory, dirs, files in os.walk(root):
+    for directory, _dirs, files in os.walk(root):
         rel = os.path.relpath(directory, root)
         found[rel] = "dir"
         for name in files:
