@@ -189,7 +189,7 @@ def test_a_sampled_run_says_it_sampled():
     assert scope.space == "sampled" and not result.exhausted
     text = scope.text()
     assert "a sample of the schedule space (pct: 3 schedules" in text and "not exhausted" in text
-    assert "plain memory" in text and "files not watched" in text and "escaped: nothing seen" in text
+    assert "plain memory" in text and "files on the real disk" in text and "escaped: nothing seen" in text
     assert text in result.summary()
 
 
