@@ -89,7 +89,7 @@ def racing_pair(session: Session, run: Run, result: Result) -> Race | None:
     events = list(run.trace)
     if run.failure.kind == "deadlock":
         events += [
-            TraceEvent(run.steps + 1, rec.tid, rec.op, rec.loc, WAITING, rec.access)
+            TraceEvent(run.steps + 1, rec.tid, rec.op, rec.loc, WAITING, rec.access, rec.points)
             for rec in run.threads
             if rec.launched and rec.op != "exit"  # torn down since, but still showing what it waited for
         ]
