@@ -22,7 +22,7 @@ from racecheck import runtime
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.trace import TraceEvent, normalize_addresses
 from racecheck.search.dependency import conflicts, shown, steps
-from racecheck.search.race_order import conflict_objects, identities, isolating_order, matched, named, other_reversed
+from racecheck.search.race_order import identities, isolating_order, matched, named, other_reversed
 
 __racecheck_engine__ = True
 
@@ -91,7 +91,7 @@ def candidates(events: Sequence[TraceEvent]) -> list[tuple[int, int, str]]:
             if earlier.tid == later.tid:
                 continue
             if conflicts(before, touched):
-                rank, obj = named(frozenset(conflict_objects(before, touched)))
+                rank, obj = named(before, touched)
                 pairs.append((rank, i, j, shown(obj)))
                 break
     pairs.sort(key=lambda pair: pair[0])  # stable: latest first within a rank

@@ -14,8 +14,10 @@ pair:
   difference its steps are consequences, not causes), and no other pair of conflicting matched steps may appear in
   the other order.
 
-Conflicts are those of the dependency relation (``racecheck.search.dependency``) without the scheduler's fairness
-(an order of scheduling, no object of the program), with one refinement the accesses allow: a put and a get of a
+Conflicts are those of the dependency relation (``racecheck.search.dependency``) on objects both steps name. Left
+out: the scheduler's fairness (an order of scheduling, no object of the program) and the wildcards (a bare
+``racecheck.point()``, a line point, memory the engine could not name), which conflict with everything so that the
+search misses nothing, but say nothing of which pair a swap reordered. Two refinements the accesses allow: a put and a get of a
 first-in first-out queue (``access.FifoObj``) where the get takes an item queued before that put commute, since the
 get takes the same item and the queue ends the same in either order (an executor's sentinel put by ``shutdown``
 and its worker's get of an earlier work item).
@@ -43,9 +45,8 @@ from racecheck.runtime.access import (
     Access,
     EngineObj,
     FifoObj,
-    is_memory,
 )
-from racecheck.search.dependency import ENABLING, accesses_conflict, most_specific
+from racecheck.search.dependency import ENABLING, accesses_conflict, conflicts, most_specific
 
 __racecheck_engine__ = True
 
@@ -58,26 +59,39 @@ def rank(obj: str) -> int:
     """How a report ranks a pair on ``obj``: the program's objects, unnamed memory, the engine's bookkeeping."""
     if isinstance(obj, EngineObj) or obj == FAIRNESS_OBJ:
         return ENGINE
-    if obj == MEMORY_OBJ:
+    if obj in (MEMORY_OBJ, ANYTHING_OBJ):
         return UNNAMED
     return PROGRAM
 
 
-def named(objs: frozenset[str]) -> tuple[int, str]:
-    """The object a pair conflicting on ``objs`` is named by, and its rank: the best-ranked, most specific one."""
+def named(left: tuple[Access, ...], right: tuple[Access, ...]) -> tuple[int, str]:
+    """The object a pair of conflicting steps is named by, and its rank: of the objects both name, the best-ranked
+    and most specific; when they meet only through a wildcard, the object ``dependency.conflicts`` names (what the
+    wildcard met), ranked as unnamed."""
+    objs = conflict_objects(left, right, wildcards=False)
+    if not objs:
+        return UNNAMED, most_specific(conflicts(left, right))
     best = min(rank(obj) for obj in objs)
     return best, most_specific(obj for obj in objs if rank(obj) == best)
 
 
-def conflict_objects(left: tuple[Access, ...], right: tuple[Access, ...]) -> dict[str, set[tuple[str, str]]]:
+UNKNOWN = frozenset({ANYTHING_OBJ, MEMORY_OBJ, FAIRNESS_OBJ})  # what names no object: wildcards, and fairness
+
+
+def conflict_objects(left: tuple[Access, ...], right: tuple[Access, ...],
+                     wildcards: bool = True) -> dict[str, set[tuple[str, str]]]:
     """The objects two steps of different threads conflict on (fairness left out), each with the pairs of kinds
-    that conflict there (``left``'s kind first). A wildcard is filed under the object it met."""
+    that conflict there (``left``'s kind first). A wildcard is filed under the object it met; ``wildcards=False``
+    leaves wildcards out (a bare point, a line point, memory the engine could not name), keeping only conflicts on
+    objects both steps name."""
     found: dict[str, set[tuple[str, str]]] = {}
     for a in left:
-        if a.obj == FAIRNESS_OBJ:
+        if a.obj == FAIRNESS_OBJ or not wildcards and a.obj in UNKNOWN:
             continue
         for b in right:
-            if b.obj != FAIRNESS_OBJ and accesses_conflict(a, b):
+            if b.obj == FAIRNESS_OBJ or not wildcards and b.obj != a.obj:
+                continue
+            if accesses_conflict(a, b):
                 wildcard = a.obj == ANYTHING_OBJ or (a.obj == MEMORY_OBJ and b.obj != ANYTHING_OBJ)
                 found.setdefault(b.obj if wildcard else a.obj, set()).add((a.kind, b.kind))
     return found
@@ -135,7 +149,7 @@ def ordering(found: Sequence[Step], counts: list[dict[str, tuple[int, int]]], x:
     """Whether step ``x`` and the later step ``y`` of another thread conflict in the trace ``found`` (an ordering
     edge): a put of a FIFO queue and a later get that took an item put before it do not."""
     put, get = found[x][2], found[y][2]
-    objs = conflict_objects(put, get)
+    objs = conflict_objects(put, get, wildcards=False)
     for obj in list(objs):
         if looks_below(put, get, obj) or looks_below(get, put, obj):
             del objs[obj]
@@ -155,31 +169,17 @@ def one_way(found: Sequence[Step], i: int, j: int) -> bool:
 
 
 class _Reach:
-    """The objects a set of steps touched, to rule out cheaply that another step conflicts with any of them."""
+    """The named objects a set of steps touched, to rule out cheaply that another step conflicts with any of them."""
 
     def __init__(self, touched: tuple[Access, ...]) -> None:
         self.objs: set[str] = set()
-        self.anything = self.unnamed = self.memory = False
         self.add(touched)
 
     def add(self, touched: tuple[Access, ...]) -> None:
-        for a in touched:
-            if a.obj != FAIRNESS_OBJ:
-                self.objs.add(a.obj)
-                self.anything |= a.obj == ANYTHING_OBJ
-                self.unnamed |= a.obj == MEMORY_OBJ
-                self.memory |= is_memory(a.obj)
+        self.objs.update(a.obj for a in touched if a.obj not in UNKNOWN)
 
     def may_meet(self, touched: tuple[Access, ...]) -> bool:
-        for a in touched:
-            obj = a.obj
-            if obj == FAIRNESS_OBJ:
-                continue
-            if obj in self.objs or self.anything or obj == ANYTHING_OBJ and self.objs:
-                return True
-            if self.unnamed and is_memory(obj) or obj == MEMORY_OBJ and self.memory:
-                return True
-        return False
+        return any(a.obj in self.objs for a in touched)
 
 
 def isolating_order(found: Sequence[Step], i: int, j: int) -> list[int] | None:
@@ -249,7 +249,7 @@ def other_reversed(original: Sequence[Step], swapped: Sequence[Step], i: int, j:
         for y in range(x + 1, len(original)):
             if at[y] is None or at[y] > at[x] or original[x][0].tid == original[y][0].tid or (x, y) == (i, j):
                 continue
-            objs = conflict_objects(original[x][2], original[y][2])
+            objs = conflict_objects(original[x][2], original[y][2], wildcards=False)
             for obj in list(objs):
                 left, right = original[x][2], original[y][2]
                 if (looks_below(left, right, obj) or looks_below(right, left, obj)
