@@ -22,7 +22,7 @@ from racecheck import runtime
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.trace import TraceEvent, normalize_addresses
 from racecheck.search.dependency import conflicts, shown, steps
-from racecheck.search.race_order import identities, isolating_order, matched, named, other_reversed
+from racecheck.search.race_order import Place, PlaceTracker, identities, isolating_order, matched, named, other_reversed
 
 __racecheck_engine__ = True
 
@@ -99,47 +99,66 @@ def candidates(events: Sequence[TraceEvent]) -> list[tuple[int, int, str]]:
 
 
 class SwapChooser(Chooser):
-    """Follows an order of steps, each named by (thread, point) (``race_order.identities``), as closely as the
-    program allows: at each decision, the first step of ``order`` whose thread is about to make exactly that point
-    and can run; a thread in the middle of a step (at a point the original ran inside it) goes on; past the order,
-    the current thread goes on. ``by_points=False``: steps are named by (thread, step number) instead. Values
+    """Follows an order of steps, each named by its place (``race_order.identities``) and operation, as closely as
+    the program allows: at each decision, the first step of ``order`` whose thread is about to make exactly that
+    step and can run; a thread in the middle of a step (at a memory access the original ran inside it) goes on.
+    A thread about to do something else than the order says at that place has left the original run (the swap
+    changed what it saw): it runs only where no thread can follow the order, so the rest of the run keeps the
+    original order as far as the program allows. Past the order, the current thread goes on. ``by_place=False``:
+    the order names steps by (thread, step number, 0), as ``identities`` does for a trace without points. Values
     (fault and data choices) replay the original ones in sequence."""
 
-    def __init__(self, order: Sequence[tuple[int, int]], values: Sequence[int], by_points: bool = True) -> None:
+    def __init__(self, order: Sequence[tuple[Place, str]], values: Sequence[int], by_place: bool = True) -> None:
         self.order = list(order)
+        self.ops = dict(self.order)
         self.values = list(values)
         self.value_position = 0
-        self.by_points = by_points
-        self.starts: dict[int, list[int]] = {}  # thread -> the points its steps start at, in order
-        for tid, at in self.order:
-            self.starts.setdefault(tid, []).append(at)
-        for points in self.starts.values():
-            points.sort()
+        self.by_place = by_place
+        self.starts: dict[int, list[tuple[int, int]]] = {}  # thread -> where its steps in the order start
+        for (tid, anchor, offset), _op in self.order:
+            self.starts.setdefault(tid, []).append((anchor, offset))
+        for places in self.starts.values():
+            places.sort()
+        self.tracker = PlaceTracker()
+        self.seen = 0  # events of the run's trace counted into the tracker
+        self.steps: dict[int, int] = {}  # thread -> steps made (by_place=False)
+        self.left: set[int] = set()  # threads that left the original run
 
-    def _pending(self) -> dict[int, int]:
-        """Each thread's next point (or step number)."""
+    def _pending(self) -> dict[int, Place]:
+        """The place of the step each thread of the run is about to make; marks the threads that left the run."""
         run = runtime.current_run()
         if run is None:
             return {}
-        if self.by_points:
-            return {rec.tid: rec.points for rec in run.threads}
-        done: dict[int, int] = {}
-        for event in run.trace:
+        trace = run.trace
+        for event in trace[self.seen:]:
             if event.switch != "info":
-                done[event.tid] = done.get(event.tid, 0) + 1
-        return done
+                self.tracker.advance(event.tid, event.at, event.access)
+                self.steps[event.tid] = self.steps.get(event.tid, 0) + 1
+        self.seen = len(trace)
+        pending = {}
+        for rec in run.threads:
+            if self.by_place:
+                place = self.tracker.place(rec.tid, rec.points, rec.access)
+            else:
+                place = (rec.tid, self.steps.get(rec.tid, 0), 0)
+            expected = self.ops.get(place)
+            if expected is not None and expected != rec.op:
+                self.left.add(rec.tid)
+            pending[rec.tid] = place
+        return pending
 
     def pick_thread(self, enabled, current_enabled, yielding, current=None):
         pending = self._pending()
-        positions = {tid: index for index, tid in enumerate(enabled)}
-        if self.by_points and current_enabled and current in positions:
+        positions = {tid: index for index, tid in enumerate(enabled) if tid not in self.left}
+        if current_enabled and current in positions and current in pending:
             starts = self.starts.get(current, ())
-            at = pending.get(current, 0)
-            index = bisect_right(starts, at)
-            if 0 < index and starts[index - 1] < at and index < len(starts):
+            here = pending[current][1:]
+            index = bisect_right(starts, here)
+            if 0 < index and starts[index - 1] < here and starts[index - 1][0] == here[0]:
                 return positions[current]  # inside one of the order's steps: it goes on
-        for tid, at in self.order:
-            if tid in positions and pending.get(tid, 0) == at:
+        for place, _op in self.order:
+            tid = place[0]
+            if tid in positions and pending.get(tid) == place:
                 return positions[tid]
         return 0
 
@@ -167,7 +186,7 @@ def find_race(
     token. Returns (race or None, runs spent)."""
     found = steps(events)
     names = identities(found)
-    by_points = names == [(event.tid, event.at) for event, _, _ in found]
+    by_place = all(event.at >= 0 for event, _, _ in found)
     spent = 0
     for i, j, resource in candidates(events):
         if spent >= budget:
@@ -177,7 +196,7 @@ def find_race(
             continue  # every order that reverses this pair reverses another: its swap would isolate nothing
         (first, first_nth, _), (second, second_nth, _) = found[i], found[j]
         spent += 1
-        run = execute(SwapChooser([names[k] for k in order], values, by_points))
+        run = execute(SwapChooser([(names[k], found[k][0].op) for k in order], values, by_place))
         swapped = steps(run.trace)
         if not _reversed(found, swapped, i, j):
             continue

@@ -45,6 +45,7 @@ from racecheck.runtime.access import (
     Access,
     EngineObj,
     FifoObj,
+    is_memory,
 )
 from racecheck.search.dependency import ENABLING, accesses_conflict, conflicts, most_specific
 
@@ -162,10 +163,10 @@ def ordering(found: Sequence[Step], counts: list[dict[str, tuple[int, int]]], x:
 
 
 def one_way(found: Sequence[Step], i: int, j: int) -> bool:
-    """Whether steps i and j conflict only as a thread's start and its first step, or its end and a join on it:
-    orders that cannot be reversed, so never a race."""
+    """Whether step j needs step i to have run: i starts j's thread, or ends the thread j joins. That order cannot
+    be reversed (whatever else the two steps touch), so the pair is never a race."""
     objs = conflict_objects(found[i][2], found[j][2])
-    return all(pair in ENABLING for kinds in objs.values() for pair in kinds)
+    return any(pair in ENABLING for kinds in objs.values() for pair in kinds)
 
 
 class _Reach:
@@ -211,17 +212,56 @@ def isolating_order(found: Sequence[Step], i: int, j: int) -> list[int] | None:
     return [*range(i), *kept, j, i, *moved, *range(j + 1, len(found))]
 
 
-def identities(found: Sequence[Step]) -> list[tuple[int, int]]:
-    """What names each step in every schedule: its thread and its place among the thread's scheduling points
-    (``TraceEvent.at``, which memory accesses that joined a step count too, so it does not depend on how other
-    threads cut the steps); a trace without points (made by hand) falls back on the thread's step number."""
-    if all(event.at >= 0 for event, _, _ in found):
-        return [(event.tid, event.at) for event, _, _ in found]
-    return [(event.tid, nth) for event, nth, _ in found]
+Place = tuple[int, int, int]  # (thread, its operations of stand-ins so far, memory points since the last one)
 
 
-def matched(original: Sequence[Step], swapped: Sequence[Step]) -> dict[tuple[int, int], int]:
-    """Identity (``identities``) -> position in ``swapped`` for the steps both traces share: a thread's steps while
+def memory_step(access: tuple[Access, ...]) -> bool:
+    """Whether a step is a plain memory access (a point only where another thread could run), by what it touches
+    first (nothing, for an access to memory its thread keeps to itself); every other step (a stand-in's
+    operation, a thread's first step) is one in every schedule."""
+    return not access or is_memory(access[0].obj)
+
+
+def identities(found: Sequence[Step]) -> list[Place]:
+    """What names each step in every schedule (its place): its thread, how many of that thread's steps that are
+    operations of stand-ins (locks, queues, files, threads) came before it, and for a memory access, how many
+    scheduling points (``TraceEvent.at``, which counts memory accesses that joined a step too) after the last of
+    those. A memory access is a step only where another thread could run, and code may make more or fewer of them
+    from one run to the next (a cache filled by an earlier run), so they are counted only from the last operation
+    of a stand-in. A trace without points (made by hand) names each step by its thread's step number."""
+    if not all(event.at >= 0 for event, _, _ in found):
+        return [(event.tid, nth, 0) for event, nth, _ in found]
+    tracker = PlaceTracker()
+    out = []
+    for event, _, touched in found:
+        out.append(tracker.place(event.tid, event.at, touched))
+        tracker.advance(event.tid, event.at, touched)
+    return out
+
+
+class PlaceTracker:
+    """Counts, thread by thread, the operations of stand-ins a run made so far (``identities``)."""
+
+    def __init__(self) -> None:
+        self.anchors: dict[int, int] = {}
+        self.last_at: dict[int, int] = {}
+
+    def place(self, tid: int, at: int, access: tuple[Access, ...]) -> Place:
+        """The place of the step thread ``tid`` makes at point ``at``, touching ``access``."""
+        done = self.anchors.get(tid, 0)
+        if memory_step(access):
+            return tid, done - 1, at - self.last_at.get(tid, 0)
+        return tid, done, 0
+
+    def advance(self, tid: int, at: int, access: tuple[Access, ...]) -> None:
+        """Thread ``tid`` made the step at point ``at``."""
+        if not memory_step(access):
+            self.anchors[tid] = self.anchors.get(tid, 0) + 1
+            self.last_at[tid] = at
+
+
+def matched(original: Sequence[Step], swapped: Sequence[Step]) -> dict[Place, int]:
+    """Place (``identities``) -> position in ``swapped`` for the steps both traces share: a thread's steps while
     they do the same operation at the same place as in the original, up to its first difference (a point the
     original ran inside a step, where no other thread could run, is no difference)."""
     ops = {ident: (event.op, event.loc) for ident, (event, _, _) in zip(identities(original), original, strict=True)}
