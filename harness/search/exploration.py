@@ -123,7 +123,7 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
         depends = race = None
         if divergence is None and judge and judgeable(run):
             depends = schedule_dependence(session, run, Result(ok=False, schedules=0))
-        if divergence is None and run.failure is not None:
+        if divergence is None and run.failure is not None and not run.leaked:
             # the token's schedule is the shrunk one explore named its pair from: the same pair again
             race = racing_pair(session, run, Result(ok=False, schedules=0), (parsed.strategy, parsed.seed))
     if divergence is not None:
