@@ -72,13 +72,8 @@ class Race:
 WAITING = "waiting"  # the switch mark of a pseudo-event: an operation a thread was blocked in at the end
 
 
-def steps_of(events: Sequence[TraceEvent]) -> list[tuple[TraceEvent, int]]:
-    """The scheduling steps of a trace (no notes), each with its per-thread ordinal."""
-    return [(event, nth) for event, nth, _touched in steps(events)]
-
-
 def candidates(events: Sequence[TraceEvent]) -> list[tuple[int, int, str]]:
-    """Pairs (i, j, resource) of positions in ``steps_of(events)``: for every step j, the latest earlier step of
+    """Pairs (i, j, resource) of positions in ``dependency.steps(events)``: for every step j, the latest earlier step of
     another thread that conflicts with it (its own accesses and its notes'), and the object they conflict on as a
     report names it. Pairs on the program's objects come first, then unnamed memory, then the engine's bookkeeping
     (``race_order.rank``); latest j first within each."""

@@ -17,10 +17,17 @@ pair:
 Conflicts are those of the dependency relation (``racecheck.search.dependency``) on objects both steps name. Left
 out: the scheduler's fairness (an order of scheduling, no object of the program) and the wildcards (a bare
 ``racecheck.point()``, a line point, memory the engine could not name), which conflict with everything so that the
-search misses nothing, but say nothing of which pair a swap reordered. Two refinements the accesses allow: a put and a get of a
-first-in first-out queue (``access.FifoObj``) where the get takes an item queued before that put commute, since the
-get takes the same item and the queue ends the same in either order (an executor's sentinel put by ``shutdown``
-and its worker's get of an earlier work item).
+search misses nothing, but say nothing of which pair a swap reordered. Two refinements the accesses allow:
+
+* a put and a get of a first-in first-out queue (``access.FifoObj``) where the get takes an item queued before that
+  put commute: the get takes the same item and the queue ends the same in either order (an executor's sentinel put
+  by ``shutdown`` and its worker's get of an earlier work item);
+* a name made or removed (``mkdir``, ``rmdir``, a file created or deleted) commutes with a step that only looks
+  below it (``mkdir d`` and ``stat d/a``): a new directory is empty and ``rmdir`` only removes an empty one, so the
+  lookup finds nothing below it in either order.
+
+Steps are named across runs by their place (``identities``): the thread, its operations of stand-ins so far, and
+memory points since the last of those.
 
 Which pairs a report prefers (``rank``): the program's own objects (files, locks, queues, attributes, items) first,
 then memory the engine could not name, then what the stand-ins keep for themselves (``access.EngineObj``: an

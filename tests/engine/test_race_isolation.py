@@ -7,7 +7,6 @@ Every pair named here is checked independently of how it was found: its swapped 
 """
 
 import pytest
-
 import racecheck
 from race_isolation_programs import lazy_init, reader_sees_x
 from racecheck.config import resolve
