@@ -47,8 +47,10 @@ def replay(
 ) -> Result:
     """Run exactly the schedule ``token`` describes; the Result carries the same failure and the same trace.
 
-    Options as for ``explore`` (only instrument, exclude, fs, on_crash, max_steps, watchdog and check_determinism
-    matter here: the schedule comes from the token). Raises TokenError for a malformed, edited or foreign token and
-    ReplayDivergence when the code under test does not follow the schedule (saying where). ``judge=True``: a
-    failing replay also gets explore's not-a-race check (``failure.depends_on_schedule``; a few more runs)."""
+    Options as for ``explore`` (only instrument, exclude, fs, on_crash, max_steps, watchdog, check_determinism and
+    race_budget matter here: the schedule comes from the token). A failing replay names its racing pair
+    (``failure.race``, the same pair explore named for that token; up to ``race_budget`` more runs, 0 skips it).
+    Raises TokenError for a malformed, edited or foreign token and ReplayDivergence when the code under test does
+    not follow the schedule (saying where). ``judge=True``: a failing replay also gets explore's not-a-race check
+    (``failure.depends_on_schedule``; a few more runs)."""
     return run_replay(fn, token, resolve(config, shortcuts, "replay"), judge)

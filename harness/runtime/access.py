@@ -75,6 +75,28 @@ ANYTHING = (Access(ANYTHING_OBJ, WRITE),)
 NOTHING: tuple[Access, ...] = ()
 
 
+class EngineObj(str):
+    """The name of an object a stand-in keeps for its own workings, which the program never names: an executor's
+    work queue, lock and idle count, a future's condition. Conflicts on it order steps like any other; a report
+    names a racing pair on it only when no pair on the program's own objects decides the failure."""
+
+    __slots__ = ()
+
+
+class FifoObj(str):
+    """The name of a first-in first-out queue (``SimpleQueue``, ``Queue``, an executor's work queue): a get takes the
+    oldest item, so a put and a get that each find the other's order free (the get takes an item queued earlier)
+    do the same in either order. The racing pair reads this (``racecheck.search.race_order``)."""
+
+    __slots__ = ()
+
+
+class EngineFifoObj(EngineObj, FifoObj):
+    """A first-in first-out queue a stand-in keeps for itself (an executor's work queue)."""
+
+    __slots__ = ()
+
+
 def is_memory(obj: str) -> bool:
     """Whether an access's object is plain memory (a named piece of it, or ``MEMORY``)."""
     return type(obj) is MemObj

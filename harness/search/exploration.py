@@ -18,7 +18,7 @@ from racecheck.search.coverage import Coverage
 from racecheck.search.data_races import RaceLog
 from racecheck.search.database import FailureDatabase
 from racecheck.search.divergence import LIKELY_CAUSE
-from racecheck.search.findings import collect, judgeable, schedule_dependence
+from racecheck.search.findings import collect, judgeable, racing_pair, schedule_dependence
 from racecheck.search.registry import make_strategy
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, failure_of, render_run
@@ -104,7 +104,8 @@ def replay_database(
 def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = False) -> Result:
     """``racecheck.replay`` once its Config is resolved: exactly the schedule ``token`` describes, checked to have
     followed it (TokenError for a token of another test or configuration, ReplayDivergence where it did not).
-    ``judge``: a failing replay also gets the not-a-race check (``failure.depends_on_schedule``), as explore's do."""
+    ``judge``: a failing replay also gets the not-a-race check (``failure.depends_on_schedule``), as explore's do.
+    A failing replay names its racing pair (``failure.race``, up to ``race_budget`` more runs), as explore does."""
     parsed = decode(token)
     session = Session(fn, cfg)
     if parsed.target != short_hash(session.target):
@@ -135,9 +136,12 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
             )
         if divergence is None and cfg.check_determinism:
             divergence = session.check_determinism(run)
-        depends = None
+        depends = race = None
         if divergence is None and judge and judgeable(run):
             depends = schedule_dependence(session, run, Result(ok=False, schedules=0))
+        if divergence is None and run.failure is not None and not run.leaked:
+            # the token's schedule is the shrunk one explore named its pair from: the same pair again
+            race = racing_pair(session, run, Result(ok=False, schedules=0), (parsed.strategy, parsed.seed))
     if divergence is not None:
         raise ReplayDivergence(divergence)
     result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed, config=cfg,
@@ -149,6 +153,7 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
         result.failure = failure_of(run, parsed.encode(), parsed.index, run, 0)
         result.failure.signature = run.failure.signature()
         result.failure.depends_on_schedule = depends
+        result.failure.race = race
         result.failures.append(result.failure)
     result.trace = render_run(run)
     races = RaceLog(cfg)

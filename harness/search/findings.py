@@ -63,8 +63,9 @@ def shrunk(session: Session, run: Run, result: Result) -> tuple[Run, int]:
     return best.payload, probes
 
 
-def racing_pair(session: Session, run: Run, result: Result) -> Race | None:
-    """``race.find_race`` over real runs of this session: swap conflicting pairs of the shrunk schedule."""
+def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, int] | None = None) -> Race | None:
+    """``race.find_race`` over real runs of this session: swap conflicting pairs of the shrunk schedule. ``origin``:
+    the strategy and seed the swapped run's token names (the session's own by default)."""
     budget = session.config.race_budget
     if budget <= 0 or run.failure is None:
         return None
@@ -76,9 +77,10 @@ def racing_pair(session: Session, run: Run, result: Result) -> Race | None:
         result.leaked_threads.extend(swapped.leaked)
         return swapped
 
+    strategy, seed = origin or (session.config.strategy, session.config.seed)
+
     def token_of(other: Run) -> str:
-        cfg = session.config
-        return session.token(other, cfg.strategy, cfg.seed, 0)
+        return session.token(other, strategy, seed, 0)
 
     def fails_same(other: Run) -> bool:
         return other.failure is not None and other.failure.signature() == signature
@@ -89,7 +91,7 @@ def racing_pair(session: Session, run: Run, result: Result) -> Race | None:
     events = list(run.trace)
     if run.failure.kind == "deadlock":
         events += [
-            TraceEvent(run.steps + 1, rec.tid, rec.op, rec.loc, WAITING, rec.access)
+            TraceEvent(run.steps + 1, rec.tid, rec.op, rec.loc, WAITING, rec.access, rec.points)
             for rec in run.threads
             if rec.launched and rec.op != "exit"  # torn down since, but still showing what it waited for
         ]
@@ -138,7 +140,7 @@ def collect(
     token = session.token(best, strategy, seed, index)
     failure = failure_of(best, token, index, run, probes)
     failure.signature = signature
-    failure.race = racing_pair(session, best, result)
+    failure.race = racing_pair(session, best, result, (strategy, seed))
     for other in known:
         if other.race is not None and failure.race is not None and other.race.key() == failure.race.key():
             other.occurrences += 1

@@ -3,13 +3,17 @@
 A shrunk schedule still shows every step; a person wants the one ordering that matters. After shrinking, every
 pair of *conflicting* steps (two threads, one object, kinds that do not commute: ``racecheck.search.dependency``,
 read from the accesses each step recorded) that are neighbours in that object's history is a candidate. Each
-candidate is tested by running the same schedule with the pair swapped (the later operation is made to happen
-first, everything else kept in the shrunk order as far as the program allows) and checking that the failure goes
-away. The first candidate, latest in the trace first, whose swap is realised and removes the failure is the race.
+candidate is tested by running the schedule with that pair reversed and every other conflicting pair kept in its
+order (``racecheck.search.race_order``: the order is planned so, and the swapped run's trace is checked to have
+done so), so that "swapped, the failure goes away" is about that pair alone. Candidates on the program's own
+objects (files, locks, queues, attributes, items) are tried before the engine's bookkeeping (an executor's idle
+count, a future's condition), latest in the trace first within each; the first whose swap isolates it and removes
+the failure is the race.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +21,8 @@ from typing import Any
 from racecheck import runtime
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.trace import TraceEvent, normalize_addresses
-from racecheck.search.dependency import conflicts, most_specific, shown, steps
+from racecheck.search.dependency import conflicts, shown, steps
+from racecheck.search.race_order import Place, PlaceTracker, identities, isolating_order, matched, named, other_reversed
 
 __racecheck_engine__ = True
 
@@ -67,49 +72,88 @@ class Race:
 WAITING = "waiting"  # the switch mark of a pseudo-event: an operation a thread was blocked in at the end
 
 
-def steps_of(events: Sequence[TraceEvent]) -> list[tuple[TraceEvent, int]]:
-    """The scheduling steps of a trace (no notes), each with its per-thread ordinal."""
-    return [(event, nth) for event, nth, _touched in steps(events)]
-
-
 def candidates(events: Sequence[TraceEvent]) -> list[tuple[int, int, str]]:
-    """Pairs (i, j, resource) of positions in ``steps_of(events)``: for every step j, the latest earlier step of
+    """Pairs (i, j, resource) of positions in ``dependency.steps(events)``: for every step j, the latest earlier step of
     another thread that conflicts with it (its own accesses and its notes'), and the object they conflict on as a
-    report names it; latest j first."""
+    report names it. Pairs on the program's objects come first, then unnamed memory, then the engine's bookkeeping
+    (``race_order.rank``); latest j first within each."""
     found = steps(events)
-    pairs: list[tuple[int, int, str]] = []
+    pairs: list[tuple[int, int, int, str]] = []
     for j in range(len(found) - 1, 0, -1):
         later, _, touched = found[j]
         for i in range(j - 1, -1, -1):
             earlier, _, before = found[i]
             if earlier.tid == later.tid:
                 continue
-            shared = conflicts(before, touched)
-            if shared:
-                pairs.append((i, j, shown(most_specific(shared))))
+            if conflicts(before, touched):
+                rank, obj = named(before, touched)
+                pairs.append((rank, i, j, shown(obj)))
                 break
-    return pairs
+    pairs.sort(key=lambda pair: pair[0])  # stable: latest first within a rank
+    return [(i, j, resource) for _rank, i, j, resource in pairs]
 
 
 class SwapChooser(Chooser):
-    """Follows an order of (thread, nth step) as closely as the program allows: at each decision, the first entry
-    of ``order`` whose thread is at exactly that step and can run; past the order, the current thread goes on.
-    Values (fault and data choices) replay the original ones in sequence."""
+    """Follows an order of steps, each named by its place (``race_order.identities``) and operation, as closely as
+    the program allows: at each decision, the first step of ``order`` whose thread is about to make exactly that
+    step and can run; a thread in the middle of a step (at a memory access the original ran inside it) goes on.
+    A thread about to do something else than the order says at that place has left the original run (the swap
+    changed what it saw): it runs only where no thread can follow the order, so the rest of the run keeps the
+    original order as far as the program allows. Past the order, the current thread goes on. ``by_place=False``:
+    the order names steps by (thread, step number, 0), as ``identities`` does for a trace without points. Values
+    (fault and data choices) replay the original ones in sequence."""
 
-    def __init__(self, order: Sequence[tuple[int, int]], values: Sequence[int]) -> None:
+    def __init__(self, order: Sequence[tuple[Place, str]], values: Sequence[int], by_place: bool = True) -> None:
         self.order = list(order)
+        self.ops = dict(self.order)
         self.values = list(values)
         self.value_position = 0
+        self.by_place = by_place
+        self.starts: dict[int, list[tuple[int, int]]] = {}  # thread -> where its steps in the order start
+        for (tid, anchor, offset), _op in self.order:
+            self.starts.setdefault(tid, []).append((anchor, offset))
+        for places in self.starts.values():
+            places.sort()
+        self.tracker = PlaceTracker()
+        self.seen = 0  # events of the run's trace counted into the tracker
+        self.steps: dict[int, int] = {}  # thread -> steps made (by_place=False)
+        self.left: set[int] = set()  # threads that left the original run
+
+    def _pending(self) -> dict[int, Place]:
+        """The place of the step each thread of the run is about to make; marks the threads that left the run."""
+        run = runtime.current_run()
+        if run is None:
+            return {}
+        trace = run.trace
+        for event in trace[self.seen:]:
+            if event.switch != "info":
+                self.tracker.advance(event.tid, event.at, event.access)
+                self.steps[event.tid] = self.steps.get(event.tid, 0) + 1
+        self.seen = len(trace)
+        pending = {}
+        for rec in run.threads:
+            if self.by_place:
+                place = self.tracker.place(rec.tid, rec.points, rec.access)
+            else:
+                place = (rec.tid, self.steps.get(rec.tid, 0), 0)
+            expected = self.ops.get(place)
+            if expected is not None and expected != rec.op:
+                self.left.add(rec.tid)
+            pending[rec.tid] = place
+        return pending
 
     def pick_thread(self, enabled, current_enabled, yielding, current=None):
-        run = runtime.current_run()
-        done: dict[int, int] = {}
-        for event in run.trace if run is not None else ():
-            if event.switch != "info":
-                done[event.tid] = done.get(event.tid, 0) + 1
-        positions = {tid: index for index, tid in enumerate(enabled)}
-        for tid, nth in self.order:
-            if tid in positions and done.get(tid, 0) == nth:
+        pending = self._pending()
+        positions = {tid: index for index, tid in enumerate(enabled) if tid not in self.left}
+        if current_enabled and current in positions and current in pending:
+            starts = self.starts.get(current, ())
+            here = pending[current][1:]
+            index = bisect_right(starts, here)
+            if 0 < index and starts[index - 1] < here and starts[index - 1][0] == here[0]:
+                return positions[current]  # inside one of the order's steps: it goes on
+        for place, _op in self.order:
+            tid = place[0]
+            if tid in positions and pending.get(tid) == place:
                 return positions[tid]
         return 0
 
@@ -117,21 +161,6 @@ class SwapChooser(Chooser):
         value = self.values[self.value_position] if self.value_position < len(self.values) else 0
         self.value_position += 1
         return value if value < n else 0
-
-
-def swapped_order(steps: list[tuple[TraceEvent, int]], i: int, j: int) -> list[tuple[int, int]]:
-    """The shrunk order with step i (and the same thread's steps up to j, which must follow it) moved after j."""
-    first_tid = steps[i][0].tid
-    moved = [(e.tid, n) for e, n in steps[i : j + 1] if e.tid == first_tid]
-    kept = [(e.tid, n) for e, n in steps[i + 1 : j + 1] if e.tid != first_tid]
-    return [(e.tid, n) for e, n in steps[:i]] + kept + moved + [(e.tid, n) for e, n in steps[j + 1 :]]
-
-
-def _position(events: Sequence[TraceEvent], tid: int, nth: int) -> int | None:
-    for index, (event, n) in enumerate(steps_of(events)):
-        if event.tid == tid and n == nth:
-            return index
-    return None
 
 
 def find_race(
@@ -150,18 +179,23 @@ def find_race(
     ``execute(chooser)`` runs one schedule and returns the run (its ``.trace``); ``fails_same(run)`` says whether
     it still fails the same way; ``describe(run)`` says what it did instead; ``token_of(run)`` the swapped run's
     token. Returns (race or None, runs spent)."""
-    steps = steps_of(events)
+    found = steps(events)
+    names = identities(found)
+    by_place = all(event.at >= 0 for event, _, _ in found)
     spent = 0
     for i, j, resource in candidates(events):
         if spent >= budget:
             break
-        (first, first_nth), (second, second_nth) = steps[i], steps[j]
+        order = isolating_order(found, i, j)
+        if order is None:
+            continue  # every order that reverses this pair reverses another: its swap would isolate nothing
+        (first, first_nth, _), (second, second_nth, _) = found[i], found[j]
         spent += 1
-        run = execute(SwapChooser(swapped_order(steps, i, j), values))
-        a = _position(run.trace, first.tid, first_nth)
-        b = _position(run.trace, second.tid, second_nth)
-        realised = b is not None and (a is None or b < a)
-        if not realised or fails_same(run):
+        run = execute(SwapChooser([(names[k], found[k][0].op) for k in order], values, by_place))
+        swapped = steps(run.trace)
+        if not _reversed(found, swapped, i, j):
+            continue
+        if other_reversed(found, swapped, i, j) is not None or fails_same(run):
             continue
         race = Race(
             RaceEvent(first.tid, first.op, first.loc, first.step, first_nth),
@@ -172,6 +206,16 @@ def find_race(
         )
         return race, spent
     return None, spent
+
+
+def _reversed(original: Sequence[tuple[TraceEvent, int, Any]], swapped: Sequence[tuple[TraceEvent, int, Any]],
+              i: int, j: int) -> bool:
+    """Whether the swapped run ran the second operation of the pair (the same operation at the same place), and
+    before the first (or without it)."""
+    where = matched(original, swapped)
+    names = identities(original)
+    a, b = where.get(names[i]), where.get(names[j])
+    return b is not None and (a is None or b < a)
 
 
 def same_race(race: Race, events: Sequence[TraceEvent]) -> bool:

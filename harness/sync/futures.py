@@ -13,7 +13,7 @@ import concurrent.futures._base as _futures_base
 from typing import Any
 
 from racecheck import runtime
-from racecheck.runtime.access import WAIT, Access
+from racecheck.runtime.access import WAIT, Access, EngineObj
 from racecheck.sync.conditions import ControlledCondition
 from racecheck.sync.primitive import attempt
 
@@ -51,11 +51,11 @@ class Future(_RealFuture):
         if run is None or not _OWN_INIT:
             super().__init__()
             if run is not None:
-                self._condition = ControlledCondition(run, name=run.new_object_id("Future"))
+                self._condition = ControlledCondition(run, name=EngineObj(run.new_object_id("Future")))
             return
         # The stdlib's fields without its real Condition, which would be replaced at once (a Condition, an RLock
         # and a deque per future, a large part of the cost of a submit); checked at import.
-        self._condition = ControlledCondition(run, name=run.new_object_id("Future"))
+        self._condition = ControlledCondition(run, name=EngineObj(run.new_object_id("Future")))
         self._state = _PENDING
         self._result = None
         self._exception = None

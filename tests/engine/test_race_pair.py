@@ -9,7 +9,9 @@ import racecheck
 from classic_bugs import BUGS, check_then_act, lock_order_deadlock
 from racecheck.runtime import access as acc
 from racecheck.runtime.trace import TraceEvent
-from racecheck.search.race import candidates, conflicting, steps_of, swapped_order
+from racecheck.search.dependency import steps
+from racecheck.search.race import candidates, conflicting
+from racecheck.search.race_order import isolating_order
 
 ROOT = "/d"
 
@@ -46,14 +48,13 @@ def test_a_file_pair_names_the_file_not_the_directories_above_it():
     assert candidates(events) == [(0, 1, "/d/x/a")]
 
 
-def test_swapped_order_moves_the_first_threads_steps_after_the_second():
+def test_the_isolating_order_moves_the_first_threads_steps_after_the_second():
     lock = acc.on("Lock#1", acc.ACQUIRE)
     events = [_event(s, t, op, access) for s, (t, op, access) in enumerate(
         [(0, "begin", acc.on_thread(0, acc.BEGIN)), (0, "acquire Lock#1", lock),
          (1, "begin", acc.on_thread(1, acc.BEGIN)), (0, "point x", acc.MEMORY), (1, "acquire Lock#1", lock)], start=1)]
-    steps = steps_of(events)
     assert candidates(events)[0] == (1, 4, "Lock#1")
-    assert swapped_order(steps, 1, 4) == [(0, 0), (1, 0), (1, 1), (0, 1), (0, 2)]
+    assert isolating_order(steps(events), 1, 4) == [0, 2, 4, 1, 3]
 
 
 def _explore(fn, **kw):

@@ -25,7 +25,7 @@ def test_dpor_finds_the_lost_update_shrinks_it_and_its_token_replays():
     failure = result.failure
     assert failure.token.startswith("rc1.dpor.0.")
     assert failure.preemptions == 1  # shrunk to what the bug needs, as every strategy's failures are
-    assert failure.race is not None and failure.race.resource == "dict#1"  # the counter's dict, memory watched
+    assert failure.race is not None and failure.race.resource == "dict#1['count']"  # the counter, memory watched
     again = racecheck.replay(classic_bugs.lost_update, failure.token)
     assert again.failure is not None and again.failure.trace == failure.trace
 

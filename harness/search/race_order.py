@@ -1,0 +1,308 @@
+"""Whether swapping one pair of steps isolates it: the order that reverses that pair alone, and the check that the
+run which followed it reversed nothing else.
+
+"Swapped, the failure goes away" says something about a pair only when nothing else changed: if the swap also
+reordered a second pair of conflicting steps, either pair may be what mattered. Two checks make the swap about one
+pair:
+
+* Before running (``isolating_order``): the steps that must follow the first step of the pair (its thread's later
+  steps, and every step that conflicts with one of those, transitively) are moved after the second step; the rest
+  stay before it. When the second step is itself among them (it happens after the first by another path than their
+  own conflict), every order that reverses the pair reverses another, and the pair is not tried.
+* After running (``other_reversed``): the swapped run's trace is compared with the original's, step by step (a
+  thread's steps are matched while they do the same operations at the same places; after a thread's first
+  difference its steps are consequences, not causes), and no other pair of conflicting matched steps may appear in
+  the other order.
+
+Conflicts are those of the dependency relation (``racecheck.search.dependency``) on objects both steps name. Left
+out: the scheduler's fairness (an order of scheduling, no object of the program) and the wildcards (a bare
+``racecheck.point()``, a line point, memory the engine could not name), which conflict with everything so that the
+search misses nothing, but say nothing of which pair a swap reordered. Two refinements the accesses allow:
+
+* a put and a get of a first-in first-out queue (``access.FifoObj``) where the get takes an item queued before that
+  put commute: the get takes the same item and the queue ends the same in either order (an executor's sentinel put
+  by ``shutdown`` and its worker's get of an earlier work item);
+* a name made or removed (``mkdir``, ``rmdir``, a file created or deleted) commutes with a step that only looks
+  below it (``mkdir d`` and ``stat d/a``): a new directory is empty and ``rmdir`` only removes an empty one, so the
+  lookup finds nothing below it in either order.
+
+Steps are named across runs by their place (``identities``): the thread, its operations of stand-ins so far, and
+memory points since the last of those.
+
+Which pairs a report prefers (``rank``): the program's own objects (files, locks, queues, attributes, items) first,
+then memory the engine could not name, then what the stand-ins keep for themselves (``access.EngineObj``: an
+executor's work queue, lock and idle count, a future's condition) and the scheduler's fairness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from racecheck.runtime.access import (
+    ANYTHING_OBJ,
+    CREATE,
+    FAIRNESS_OBJ,
+    GET,
+    LIST,
+    MEMORY_OBJ,
+    PUT,
+    READ,
+    REMOVE,
+    Access,
+    EngineObj,
+    FifoObj,
+    is_memory,
+)
+from racecheck.search.dependency import ENABLING, accesses_conflict, conflicts, most_specific
+
+__racecheck_engine__ = True
+
+Step = tuple[Any, int, tuple[Access, ...]]  # (event, the thread's step number, what the step touched)
+
+PROGRAM, UNNAMED, ENGINE = 0, 1, 2  # ranks of a pair's object: tried in this order
+
+
+def rank(obj: str) -> int:
+    """How a report ranks a pair on ``obj``: the program's objects, unnamed memory, the engine's bookkeeping."""
+    if isinstance(obj, EngineObj) or obj == FAIRNESS_OBJ:
+        return ENGINE
+    if obj in (MEMORY_OBJ, ANYTHING_OBJ):
+        return UNNAMED
+    return PROGRAM
+
+
+def named(left: tuple[Access, ...], right: tuple[Access, ...]) -> tuple[int, str]:
+    """The object a pair of conflicting steps is named by, and its rank: of the objects both name, the best-ranked
+    and most specific; when they meet only through a wildcard, the object ``dependency.conflicts`` names (what the
+    wildcard met), ranked as unnamed."""
+    objs = conflict_objects(left, right, wildcards=False)
+    if not objs:
+        return UNNAMED, most_specific(conflicts(left, right))
+    best = min(rank(obj) for obj in objs)
+    return best, most_specific(obj for obj in objs if rank(obj) == best)
+
+
+UNKNOWN = frozenset({ANYTHING_OBJ, MEMORY_OBJ, FAIRNESS_OBJ})  # what names no object: wildcards, and fairness
+
+
+def conflict_objects(left: tuple[Access, ...], right: tuple[Access, ...],
+                     wildcards: bool = True) -> dict[str, set[tuple[str, str]]]:
+    """The objects two steps of different threads conflict on (fairness left out), each with the pairs of kinds
+    that conflict there (``left``'s kind first). A wildcard is filed under the object it met; ``wildcards=False``
+    leaves wildcards out (a bare point, a line point, memory the engine could not name), keeping only conflicts on
+    objects both steps name."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for a in left:
+        if a.obj == FAIRNESS_OBJ or not wildcards and a.obj in UNKNOWN:
+            continue
+        for b in right:
+            if b.obj == FAIRNESS_OBJ or not wildcards and b.obj != a.obj:
+                continue
+            if accesses_conflict(a, b):
+                wildcard = a.obj == ANYTHING_OBJ or (a.obj == MEMORY_OBJ and b.obj != ANYTHING_OBJ)
+                found.setdefault(b.obj if wildcard else a.obj, set()).add((a.kind, b.kind))
+    return found
+
+
+def looks_below(made: tuple[Access, ...], looker: tuple[Access, ...], obj: str) -> bool:
+    """Whether ``made`` only makes or removes the name ``obj`` (a file object) and ``looker`` only reads ``obj`` on the
+    way to a path below it: then neither order changes what either finds (see the module docstring)."""
+    mine = [a for a in made if a.obj == obj]
+    if not mine or not obj.startswith("file ") or any(a.kind not in (CREATE, REMOVE) for a in mine):
+        return False
+    top = mine[0].path
+    if not top:
+        return False
+    below = [a for a in looker if a.path.startswith(top.rstrip("/") + "/")]
+    at = [a for a in looker if a.path == top]
+    return bool(below) and all(a.kind == READ for a in at) and all(a.kind in (READ, LIST) for a in below)
+
+
+def queue_counts(found: Sequence[Step]) -> list[dict[str, tuple[int, int]]]:
+    """For each step, for each FIFO queue it touches: how many steps put on it and got from it before this one."""
+    puts: dict[str, int] = {}
+    gets: dict[str, int] = {}
+    out: list[dict[str, tuple[int, int]]] = []
+    for _event, _nth, touched in found:
+        here: dict[str, tuple[int, int]] = {}
+        for a in touched:
+            if isinstance(a.obj, FifoObj) and a.obj not in here:
+                here[a.obj] = (puts.get(a.obj, 0), gets.get(a.obj, 0))
+        for obj in here:
+            kinds = {a.kind for a in touched if a.obj == obj}
+            if PUT in kinds:
+                puts[obj] = puts.get(obj, 0) + 1
+            if GET in kinds:
+                gets[obj] = gets.get(obj, 0) + 1
+        out.append(here)
+    return out
+
+
+def _only(touched: tuple[Access, ...], obj: str, kind: str) -> bool:
+    return all(a.kind == kind for a in touched if a.obj == obj)
+
+
+def fifo_free(obj: str, put: tuple[Access, ...], get: tuple[Access, ...], get_counts: tuple[int, int]) -> bool:
+    """Whether a put and a get of FIFO queue ``obj`` commute where they met: the step ``get`` only gets from it,
+    ``put`` only puts on it, and when the get ran more items had been put than got (``get_counts``: puts and gets
+    before it, in a trace where the get came before that put), so it took an item queued earlier."""
+    if not isinstance(obj, FifoObj) or not _only(put, obj, PUT) or not _only(get, obj, GET):
+        return False
+    puts_before, gets_before = get_counts
+    return puts_before > gets_before
+
+
+def ordering(found: Sequence[Step], counts: list[dict[str, tuple[int, int]]], x: int, y: int) -> bool:
+    """Whether step ``x`` and the later step ``y`` of another thread conflict in the trace ``found`` (an ordering
+    edge): a put of a FIFO queue and a later get that took an item put before it do not."""
+    put, get = found[x][2], found[y][2]
+    objs = conflict_objects(put, get, wildcards=False)
+    for obj in list(objs):
+        if looks_below(put, get, obj) or looks_below(get, put, obj):
+            del objs[obj]
+        elif isinstance(obj, FifoObj) and _only(put, obj, PUT) and _only(get, obj, GET):
+            get_index = counts[y].get(obj, (0, 0))[1]  # gets of the queue before this one
+            put_index = counts[x].get(obj, (0, 0))[0]  # puts before this one
+            if get_index < put_index:  # FIFO: the get took the item of an earlier put
+                del objs[obj]
+    return bool(objs)
+
+
+def one_way(found: Sequence[Step], i: int, j: int) -> bool:
+    """Whether step j needs step i to have run: i starts j's thread, or ends the thread j joins. That order cannot
+    be reversed (whatever else the two steps touch), so the pair is never a race."""
+    objs = conflict_objects(found[i][2], found[j][2])
+    return any(pair in ENABLING for kinds in objs.values() for pair in kinds)
+
+
+class _Reach:
+    """The named objects a set of steps touched, to rule out cheaply that another step conflicts with any of them."""
+
+    def __init__(self, touched: tuple[Access, ...]) -> None:
+        self.objs: set[str] = set()
+        self.add(touched)
+
+    def add(self, touched: tuple[Access, ...]) -> None:
+        self.objs.update(a.obj for a in touched if a.obj not in UNKNOWN)
+
+    def may_meet(self, touched: tuple[Access, ...]) -> bool:
+        return any(a.obj in self.objs for a in touched)
+
+
+def isolating_order(found: Sequence[Step], i: int, j: int) -> list[int] | None:
+    """The steps of ``found`` (their positions) in an order that puts step j before step i and keeps every other
+    conflicting pair in its order: the steps between them that happen after i (its thread's, and what conflicts
+    with those) move after j with it. None when j itself happens after i by another path, or the two only enable
+    one another: then no order reverses this pair alone."""
+    if one_way(found, i, j):
+        return None
+    counts = queue_counts(found)
+    after = [i]
+    threads = {found[i][0].tid}
+    reach = _Reach(found[i][2])
+    moved: list[int] = []
+    for k in range(i + 1, j + 1):
+        tid = found[k][0].tid
+        tainted = tid in threads or reach.may_meet(found[k][2]) and any(
+            found[t][0].tid != tid and ordering(found, counts, t, k) for t in after if not (t == i and k == j))
+        if not tainted:
+            continue
+        if k == j:
+            return None
+        after.append(k)
+        moved.append(k)
+        threads.add(tid)
+        reach.add(found[k][2])
+    held = set(moved)
+    kept = [k for k in range(i + 1, j) if k not in held]
+    return [*range(i), *kept, j, i, *moved, *range(j + 1, len(found))]
+
+
+Place = tuple[int, int, int]  # (thread, its operations of stand-ins so far, memory points since the last one)
+
+
+def memory_step(access: tuple[Access, ...]) -> bool:
+    """Whether a step is a plain memory access (a point only where another thread could run), by what it touches
+    first (nothing, for an access to memory its thread keeps to itself); every other step (a stand-in's
+    operation, a thread's first step) is one in every schedule."""
+    return not access or is_memory(access[0].obj)
+
+
+def identities(found: Sequence[Step]) -> list[Place]:
+    """What names each step in every schedule (its place): its thread, how many of that thread's steps that are
+    operations of stand-ins (locks, queues, files, threads) came before it, and for a memory access, how many
+    scheduling points (``TraceEvent.at``, which counts memory accesses that joined a step too) after the last of
+    those. A memory access is a step only where another thread could run, and code may make more or fewer of them
+    from one run to the next (a cache filled by an earlier run), so they are counted only from the last operation
+    of a stand-in. A trace without points (made by hand) names each step by its thread's step number."""
+    if not all(event.at >= 0 for event, _, _ in found):
+        return [(event.tid, nth, 0) for event, nth, _ in found]
+    tracker = PlaceTracker()
+    out = []
+    for event, _, touched in found:
+        out.append(tracker.place(event.tid, event.at, touched))
+        tracker.advance(event.tid, event.at, touched)
+    return out
+
+
+class PlaceTracker:
+    """Counts, thread by thread, the operations of stand-ins a run made so far (``identities``)."""
+
+    def __init__(self) -> None:
+        self.anchors: dict[int, int] = {}
+        self.last_at: dict[int, int] = {}
+
+    def place(self, tid: int, at: int, access: tuple[Access, ...]) -> Place:
+        """The place of the step thread ``tid`` makes at point ``at``, touching ``access``."""
+        done = self.anchors.get(tid, 0)
+        if memory_step(access):
+            return tid, done - 1, at - self.last_at.get(tid, 0)
+        return tid, done, 0
+
+    def advance(self, tid: int, at: int, access: tuple[Access, ...]) -> None:
+        """Thread ``tid`` made the step at point ``at``."""
+        if not memory_step(access):
+            self.anchors[tid] = self.anchors.get(tid, 0) + 1
+            self.last_at[tid] = at
+
+
+def matched(original: Sequence[Step], swapped: Sequence[Step]) -> dict[Place, int]:
+    """Place (``identities``) -> position in ``swapped`` for the steps both traces share: a thread's steps while
+    they do the same operation at the same place as in the original, up to its first difference (a point the
+    original ran inside a step, where no other thread could run, is no difference)."""
+    ops = {ident: (event.op, event.loc) for ident, (event, _, _) in zip(identities(original), original, strict=True)}
+    diverged: set[int] = set()
+    out: dict[tuple[int, int], int] = {}
+    for position, (ident, (event, _, _)) in enumerate(zip(identities(swapped), swapped, strict=True)):
+        if event.tid in diverged or ident not in ops:
+            continue
+        if ops[ident] == (event.op, event.loc):
+            out[ident] = position
+        else:
+            diverged.add(event.tid)
+    return out
+
+
+def other_reversed(original: Sequence[Step], swapped: Sequence[Step], i: int, j: int) -> tuple[int, int] | None:
+    """A pair of conflicting steps, other than (i, j), that the swapped run ran in the other order (positions in
+    ``original``), or None: then the swap reversed that pair alone."""
+    where = matched(original, swapped)
+    at = [where.get(ident) for ident in identities(original)]
+    counts = queue_counts(swapped)
+    for x in range(len(original)):
+        if at[x] is None:
+            continue
+        for y in range(x + 1, len(original)):
+            if at[y] is None or at[y] > at[x] or original[x][0].tid == original[y][0].tid or (x, y) == (i, j):
+                continue
+            objs = conflict_objects(original[x][2], original[y][2], wildcards=False)
+            for obj in list(objs):
+                left, right = original[x][2], original[y][2]
+                if (looks_below(left, right, obj) or looks_below(right, left, obj)
+                        or fifo_free(obj, left, right, counts[at[y]].get(obj, (0, 0)))):
+                    del objs[obj]
+            if objs:
+                return x, y
+    return None
+
