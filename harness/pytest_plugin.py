@@ -30,7 +30,8 @@ from racecheck.search.registry import STRATEGY_NAMES
 __racecheck_engine__ = True  # never instrumented; trace locations skip these frames and point at the test
 
 STRATEGIES = STRATEGY_NAMES
-DEFAULTS = {"schedules": 1000, "strategy": "pct", "seed": 0, "max_failures": 1}
+DEFAULTS = {"schedules": 1000, "strategy": "pct", "seed": 0, "max_failures": 1, "progress": "auto"}
+PROGRESS_MODES = ("auto", "on", "off")
 FS_CHOICES = ("posix", "windows")
 
 _STATE = pytest.StashKey["_SessionState"]()
@@ -68,10 +69,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--racecheck-no-memory", dest="racecheck_no_memory", action="store_true", default=False,
                     help="plain memory accesses are no scheduling points (memory=False) in every explored test "
                          "whose marker does not say memory=")
+    group.addoption("--racecheck-progress", dest="racecheck_progress", default=None, nargs="?", const="on",
+                    metavar="auto|on|off", help="a live line per explored test (schedules, interleavings, "
+                    "schedules/s, failures so far); auto (default: ini racecheck_progress, else auto): only when "
+                    "stdout is a terminal; the bare option means on")
     parser.addini("racecheck_schedules", "default schedules per marked test", default=None)
     parser.addini("racecheck_strategy", f"default strategy for marked tests ({' | '.join(STRATEGIES)})", default=None)
     parser.addini("racecheck_seed", "default base seed for marked tests", default=None)
     parser.addini("racecheck_max_failures", "default distinct failures to find per marked test", default=None)
+    parser.addini("racecheck_progress", "live line per explored test: auto (on a terminal) | on | off", default=None)
 
 
 @dataclass
@@ -87,9 +93,11 @@ class _SessionState:
     fs: str | None = None  # --racecheck-fs
     instrument: tuple[str, ...] = ()  # --racecheck-instrument
     memory: bool = True  # not --racecheck-no-memory
+    progress: str = "auto"  # a live line per explored test: auto | on | off (--racecheck-progress)
     tests: int = 0
     total_schedules: int = 0
     failures: int = 0
+    replays: int = 0
     lines: list[str] = field(default_factory=list)
 
 
@@ -163,8 +171,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if fs is not None and fs not in FS_CHOICES:
         raise pytest.UsageError(f"racecheck: --racecheck-fs must be one of {', '.join(FS_CHOICES)}, got {fs!r}")
     instrument = tuple(_checked_module(name) for name in config.getoption("racecheck_instrument") or ())
+    progress, where = _layered(config, "progress")
+    progress = str(progress).strip()
+    if progress not in PROGRESS_MODES:
+        raise pytest.UsageError(f"racecheck: {where} must be one of {', '.join(PROGRESS_MODES)}, got {progress!r}")
     state = _SessionState(schedules, strategy, seed, token, max_failures, bool(config.getoption("racecheck_all")),
-                          fs, instrument, not config.getoption("racecheck_no_memory"))
+                          fs, instrument, not config.getoption("racecheck_no_memory"), progress)
     config.stash[_STATE] = state
     config.pluginmanager.register(_Summary(state), "racecheck-summary")
 
@@ -263,6 +275,7 @@ class _Summary:
         state.tests += 1
         state.total_schedules += int(props.get("racecheck_schedules", 1))
         state.failures += int(report.failed)
+        state.replays += int("racecheck_replay" in props)
         state.lines.append(summary_line(report.nodeid, props, report.failed, report.outcome))
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
@@ -274,4 +287,4 @@ class _Summary:
         terminalreporter.section("racecheck")
         for line in sorted(state.lines):  # per test: schedules, interleavings, exhaustion, outcome, token
             terminalreporter.write_line(line)
-        terminalreporter.write_line(totals_line(state.tests, state.total_schedules, state.failures))
+        terminalreporter.write_line(totals_line(state.tests, state.total_schedules, state.failures, state.replays))

@@ -108,7 +108,7 @@ def _record(failure: Any, base: int) -> FailureRecord:
     key = race_key(failure)
     return FailureRecord(
         kind=str(failure.kind),
-        message=f"{type(failure.exception).__name__}: {failure.exception}",
+        message=failure.message,
         schedule_index=base + int(failure.schedule_index),
         preemptions=int(failure.preemptions),
         steps=int(failure.steps),

@@ -47,7 +47,7 @@ def test_gate_fails_on_each_kind_of_regression(stub, tmp_path):
     assert "fixed target now fails" in out.stdout and "racecheck replay rcc1.lost-update.real." in out.stdout
     assert "known-buggy target no longer caught" in out.stdout
     assert "throughput dropped" in out.stdout
-    assert "gate: FAILED (3 regression(s))" in out.stdout
+    assert "gate: FAILED (3 regressions)" in out.stdout
     suite = ET.parse(tmp_path / "rep" / "junit.xml").getroot().find("testsuite")
     assert suite.get("failures") == "3"
 

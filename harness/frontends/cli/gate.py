@@ -23,6 +23,7 @@ from racecheck.frontends.cli.cells import (
     write_reports,
 )
 from racecheck.report import gate as gating
+from racecheck.report.words import count
 
 __racecheck_engine__ = True
 
@@ -124,5 +125,5 @@ def gate(baseline: str, report_dir: str | None, jobs: int, update: bool) -> None
         else:
             write_atomic(baseline, gating.updated(expected, verdicts))
             click.echo(f"baseline updated: {baseline}")
-    click.echo(f"gate: FAILED ({len(failed)} regression(s))" if failed else f"gate: OK ({len(verdicts)} cells)")
+    click.echo(f"gate: FAILED ({count(len(failed), 'regression')})" if failed else f"gate: OK ({len(verdicts)} cells)")
     sys.exit(1 if failed else 0)

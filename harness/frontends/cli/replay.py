@@ -57,7 +57,7 @@ def replay_cli_token(token: str) -> tuple[str, CellResult | None, str]:
         return label, None, str(getattr(result, "trace", ""))
     record = FailureRecord(
         kind=str(failure.kind),
-        message=f"{type(failure.exception).__name__}: {failure.exception}",
+        message=failure.message,
         schedule_index=parsed.index,
         preemptions=int(failure.preemptions),
         steps=int(failure.steps),
