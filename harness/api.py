@@ -48,5 +48,6 @@ def replay(
     Options as for ``explore`` (only instrument, exclude, fs, on_crash, max_steps, watchdog and check_determinism
     matter here: the schedule comes from the token). Raises TokenError for a malformed, edited or foreign token and
     ReplayDivergence when the code under test does not follow the schedule (saying where). ``judge=True``: a
-    failing replay also gets explore's not-a-race check (``failure.depends_on_schedule``; a few more runs)."""
+    failing replay also gets explore's racing pair and not-a-race check (``failure.race``,
+    ``failure.depends_on_schedule``; a few more runs)."""
     return run_replay(fn, token, resolve(config, shortcuts, "replay"), judge)

@@ -126,6 +126,11 @@ def _record(failure: Any, base: int) -> FailureRecord:
     )
 
 
+def failure_record(failure: Any, base: int = 0) -> FailureRecord:
+    """A failure of the engine (explored or replayed) as the plain data every command and report shows."""
+    return _record(failure, base)
+
+
 def race_key(failure: Any) -> str:
     """The racing pair's operations and places as one string, comparable across chunks ("" when not named)."""
     race = getattr(failure, "race", None)

@@ -16,7 +16,7 @@ from racecheck.errors import ReplayDivergence, TokenError
 from racecheck.search.coverage import Coverage
 from racecheck.search.database import FailureDatabase
 from racecheck.search.divergence import LIKELY_CAUSE
-from racecheck.search.findings import collect, judgeable, schedule_dependence
+from racecheck.search.findings import collect, judgeable, racing_pair, schedule_dependence
 from racecheck.search.registry import make_strategy
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, failure_of, render_run
@@ -94,7 +94,8 @@ def replay_database(
 def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = False) -> Result:
     """``racecheck.replay`` once its Config is resolved: exactly the schedule ``token`` describes, checked to have
     followed it (TokenError for a token of another test or configuration, ReplayDivergence where it did not).
-    ``judge``: a failing replay also gets the not-a-race check (``failure.depends_on_schedule``), as explore's do."""
+    ``judge``: a failing replay also gets its racing pair (``failure.race``) and the not-a-race check
+    (``failure.depends_on_schedule``), as explore's failures do."""
     parsed = decode(token)
     session = Session(fn, cfg)
     if parsed.target != short_hash(session.target):
@@ -119,9 +120,13 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
             )
         if divergence is None and cfg.check_determinism:
             divergence = session.check_determinism(run)
-        depends = None
-        if divergence is None and judge and judgeable(run):
-            depends = schedule_dependence(session, run, Result(ok=False, schedules=0))
+        depends, race = None, None
+        if divergence is None and judge and run.failure is not None:  # judged as explore judges its failures
+            race = racing_pair(session, run, Result(ok=False, schedules=0))
+            if race is not None:
+                depends = True
+            elif judgeable(run):
+                depends = schedule_dependence(session, run, Result(ok=False, schedules=0))
     if divergence is not None:
         raise ReplayDivergence(divergence)
     result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed, config=cfg,
@@ -133,6 +138,7 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
         result.failure = failure_of(run, parsed.encode(), parsed.index, run, 0)
         result.failure.signature = run.failure.signature()
         result.failure.depends_on_schedule = depends
+        result.failure.race = race
         result.failures.append(result.failure)
     result.trace = render_run(run)
     return result
