@@ -24,12 +24,13 @@ __all__ = ["LANE_COLOURS", "NOT_A_RACE", "RACE_COLOUR", "render"]
 _CSS = """
 body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px; color: #1d2329; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 6px; }
-h1, h2, p, td, th, li { overflow-wrap: anywhere; }
+h1, h2, p, li { overflow-wrap: anywhere; }
 .meta { color: #5b6670; margin-bottom: 16px; }
 table.summary { border-collapse: collapse; margin: 8px 0 16px; width: 100%; }
 table.summary th, table.summary td { border: 1px solid #d0d7de; padding: 4px 10px; text-align: left;
   vertical-align: top; }
-table.summary th { background: #f3f5f7; }
+table.summary th { background: #f3f5f7; white-space: nowrap; }
+table.summary td { overflow-wrap: break-word; } table.summary td code { overflow-wrap: anywhere; }
 td.race, td.regression { color: #b3261e; font-weight: 600; } td.clean { color: #1a7f37; font-weight: 600; }
 code, pre { font: 12px/1.4 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
 .token { word-break: break-all; background: #f3f5f7; padding: 2px 4px; }
@@ -91,12 +92,17 @@ def _failure_section(index: int, cell: CellResult, f: FailureRecord, position: i
 {escape(cell.strategy)} seed {cell.seed}. Replay: <code class="token">racecheck replay {escape(f.token)}</code></p>
 {_pair_note(index, f)}{shown}
 <p class="legend"><span>rows: steps in schedule order</span><span>columns: logical threads (T0 runs the scenario)
-</span><span><b style="color:#b3261e">&raquo;</b> preemption</span><span><span class="swatch"
-style="background:{RACE_COLOUR}"></span>racing pair</span><span><span class="swatch"
-style="background:{DATA_RACE_COLOUR}"></span>data race</span></p>
+</span><span><b style="color:#b3261e">&raquo;</b> preemption</span>{_legend(f, shown)}</p>
 {table}
 <details{'' if f.events else ' open'}><summary>trace as text</summary><pre>{escape(f.trace)}</pre></details>
 </section>"""
+
+
+def _legend(f: FailureRecord, data_races_shown: str) -> str:
+    """The highlight colours this failure's table uses."""
+    pair = f'<span><span class="swatch" style="background:{RACE_COLOUR}"></span>racing pair</span>'
+    race = f'<span><span class="swatch" style="background:{DATA_RACE_COLOUR}"></span>data race</span>'
+    return (pair if f.race and not f.not_a_race else "") + (race if data_races_shown else "")
 
 
 def _races_section(number: int, cell: CellResult, races: Sequence[Any]) -> str:

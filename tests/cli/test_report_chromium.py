@@ -188,5 +188,5 @@ def test_a_40_step_3_thread_failure_reads_without_sideways_scrolling_at_1280_px(
 
 if __name__ == "__main__":  # refresh the screenshot in the docs from a report directory: script OUT.png REPORT_DIR
     out, report = Path(sys.argv[1]), Path(sys.argv[2]) / "index.html"
-    result = _chromium(f"--screenshot={out.resolve()}", report.resolve().as_uri(), size="1280,1000")
+    result = _chromium(f"--screenshot={out.resolve()}", report.resolve().as_uri(), size="1280,1300")
     print(result.returncode, out)
