@@ -69,10 +69,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--racecheck-no-memory", dest="racecheck_no_memory", action="store_true", default=False,
                     help="plain memory accesses are no scheduling points (memory=False) in every explored test "
                          "whose marker does not say memory=")
-    group.addoption("--racecheck-progress", dest="racecheck_progress", default=None, nargs="?", const="on",
-                    metavar="auto|on|off", help="a live line per explored test (schedules, interleavings, "
-                    "schedules/s, failures so far); auto (default: ini racecheck_progress, else auto): only when "
-                    "stdout is a terminal; the bare option means on")
+    group.addoption("--racecheck-progress", dest="racecheck_progress", action="store_const", const="on",
+                    default=None, help="a live line per explored test (schedules, interleavings, schedules/s, "
+                    "failures so far) even when stdout is not a terminal (default: ini racecheck_progress, else "
+                    "auto: on a terminal only)")
+    group.addoption("--racecheck-no-progress", dest="racecheck_progress", action="store_const", const="off",
+                    help="no live line, not even on a terminal")
     parser.addini("racecheck_schedules", "default schedules per marked test", default=None)
     parser.addini("racecheck_strategy", f"default strategy for marked tests ({' | '.join(STRATEGIES)})", default=None)
     parser.addini("racecheck_seed", "default base seed for marked tests", default=None)

@@ -113,11 +113,18 @@ def test_xdist_workers_draw_no_live_line(pytester):
     assert not LIVE.search(result.stdout.str()), result.stdout.str()
 
 
-def test_a_bad_progress_mode_is_a_usage_error(pytester):
+def test_the_ini_key_and_the_off_switch(pytester):
     _files(pytester)
-    result = pytester.runpytest("--racecheck-progress=sometimes")
-    assert result.ret == 4
-    assert "racecheck: --racecheck-progress must be one of auto, on, off, got 'sometimes'" in result.stderr.str()
+    pytester.makeini("[pytest]\nracecheck_progress = on\n")
+    on = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "-k", "clean_marked")
+    assert LIVE.search(on.stdout.str()), on.stdout.str()
+    off = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "-k", "clean_marked",
+                             "--racecheck-no-progress")
+    assert not LIVE.search(off.stdout.str()) and "\b" not in off.stdout.str()
+    pytester.makeini("[pytest]\nracecheck_progress = sometimes\n")
+    bad = pytester.runpytest("-k", "clean_marked")
+    assert bad.ret == 4
+    assert "racecheck: ini racecheck_progress must be one of auto, on, off, got 'sometimes'" in bad.stderr.str()
 
 
 def test_tests_explored_without_a_marker_are_explored_tests(pytester):
