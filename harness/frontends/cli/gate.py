@@ -76,7 +76,8 @@ def _echo_verdict(verdict: gating.Verdict) -> None:
     found = cell.verdict if len(cell.failures) <= 1 else f"{cell.verdict} ({len(cell.failures)} distinct failures)"
     done = f" ({cell.exhausted_note})" if cell.exhausted else ""
     click.echo(f"{'ok  ' if verdict.ok else 'FAIL'} {cell.label}: expected {verdict.expectation.expect}, "
-               f"got {found} in {cell.schedules} schedules, {cell.interleavings} interleavings{done}; "
+               f"got {found} in {count(cell.schedules, 'schedule')}, "
+               f"{count(cell.interleavings, 'interleaving')}{done}; "
                f"throughput {ratio} x reference (baseline {base_text})")
     for problem in verdict.problems:
         click.echo(f"     {problem}")
