@@ -30,7 +30,8 @@ from racecheck.search.registry import STRATEGY_NAMES
 __racecheck_engine__ = True  # never instrumented; trace locations skip these frames and point at the test
 
 STRATEGIES = STRATEGY_NAMES
-DEFAULTS = {"schedules": 1000, "strategy": "pct", "seed": 0, "max_failures": 1}
+DEFAULTS = {"schedules": 1000, "strategy": "pct", "seed": 0, "max_failures": 1, "progress": "auto"}
+PROGRESS_MODES = ("auto", "on", "off")
 FS_CHOICES = ("posix", "windows")
 
 _STATE = pytest.StashKey["_SessionState"]()
@@ -72,10 +73,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     metavar="report|fail|ignore",
                     help="unordered conflicting accesses: report them (default), fail the test where one shows, or "
                          "ignore them, in every explored test whose marker does not say data_races=")
+    group.addoption("--racecheck-progress", dest="racecheck_progress", action="store_const", const="on",
+                    default=None, help="a live line per explored test (schedules, interleavings, schedules/s, "
+                    "failures so far) even when stdout is not a terminal (default: ini racecheck_progress, else "
+                    "auto: on a terminal only)")
+    group.addoption("--racecheck-no-progress", dest="racecheck_progress", action="store_const", const="off",
+                    help="no live line, not even on a terminal")
     parser.addini("racecheck_schedules", "default schedules per marked test", default=None)
     parser.addini("racecheck_strategy", f"default strategy for marked tests ({' | '.join(STRATEGIES)})", default=None)
     parser.addini("racecheck_seed", "default base seed for marked tests", default=None)
     parser.addini("racecheck_max_failures", "default distinct failures to find per marked test", default=None)
+    parser.addini("racecheck_progress", "live line per explored test: auto (on a terminal) | on | off", default=None)
 
 
 @dataclass
@@ -93,9 +101,11 @@ class _SessionState:
     memory: bool = True  # not --racecheck-no-memory
     data_races: str = "report"  # --racecheck-data-races
     replay_problem: str | None = None  # the token was recorded for none of the selected tests (an xdist worker's)
+    progress: str = "auto"  # a live line per explored test: auto | on | off (--racecheck-progress)
     tests: int = 0
     total_schedules: int = 0
     failures: int = 0
+    replays: int = 0
     lines: list[str] = field(default_factory=list)
 
 
@@ -169,8 +179,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if fs is not None and fs not in FS_CHOICES:
         raise pytest.UsageError(f"racecheck: --racecheck-fs must be one of {', '.join(FS_CHOICES)}, got {fs!r}")
     instrument = tuple(_checked_module(name) for name in config.getoption("racecheck_instrument") or ())
+    progress, where = _layered(config, "progress")
+    progress = str(progress).strip()
+    if progress not in PROGRESS_MODES:
+        raise pytest.UsageError(f"racecheck: {where} must be one of {', '.join(PROGRESS_MODES)}, got {progress!r}")
     state = _SessionState(schedules, strategy, seed, token, max_failures, bool(config.getoption("racecheck_all")),
-                          fs, instrument, not config.getoption("racecheck_no_memory"))
+                          fs, instrument, not config.getoption("racecheck_no_memory"), progress=progress)
     state.data_races = str(config.getoption("racecheck_data_races"))
     if state.data_races not in ("report", "fail", "ignore"):
         raise pytest.UsageError(f"racecheck: --racecheck-data-races must be report, fail or ignore, got "
@@ -302,6 +316,7 @@ class _Summary:
         state.tests += 1
         state.total_schedules += int(props.get("racecheck_schedules", 1))
         state.failures += int(report.failed)
+        state.replays += int("racecheck_replay" in props)
         state.lines.append(summary_line(report.nodeid, props, report.failed, report.outcome))
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
@@ -313,4 +328,4 @@ class _Summary:
         terminalreporter.section("racecheck")
         for line in sorted(state.lines):  # per test: schedules, interleavings, exhaustion, outcome, token
             terminalreporter.write_line(line)
-        terminalreporter.write_line(totals_line(state.tests, state.total_schedules, state.failures))
+        terminalreporter.write_line(totals_line(state.tests, state.total_schedules, state.failures, state.replays))

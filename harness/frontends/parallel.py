@@ -109,7 +109,7 @@ def _record(failure: Any, base: int) -> FailureRecord:
     key = race_key(failure)
     return FailureRecord(
         kind=str(failure.kind),
-        message=f"{type(failure.exception).__name__}: {failure.exception}",
+        message=failure.message,
         schedule_index=base + int(failure.schedule_index),
         preemptions=int(failure.preemptions),
         steps=int(failure.steps),
@@ -125,6 +125,11 @@ def _record(failure: Any, base: int) -> FailureRecord:
         signature=[str(part) for part in getattr(failure, "signature", ())],
         race_key=key,
     )
+
+
+def failure_record(failure: Any, base: int = 0) -> FailureRecord:
+    """A failure of the engine (explored or replayed) as the plain data every command and report shows."""
+    return _record(failure, base)
 
 
 def race_key(failure: Any) -> str:

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from racecheck.report.words import count
+
 __racecheck_engine__ = True
 
 REPLAY_PASSED = ("note: replaying the token in this process passed; state shared across schedules "
@@ -59,16 +61,17 @@ def failure_lines(how: How, failure: Any, remark: str, total: int = 1, position:
     if how.repetition is not None:
         detail += f", repetition {how.repetition[0]} of {how.repetition[1]}"
     steps = (f"{failure.kind}{_thread(failure)}, "
-             f"{failure.preemptions} preemptions (before shrinking {failure.original_preemptions}), "
-             f"{failure.steps} steps")
+             f"{count(failure.preemptions, 'preemption')} (before shrinking {failure.original_preemptions}), "
+             f"{count(failure.steps, 'step')}")
     number = f"[{position}/{total}] " if total > 1 else ""
     if failure.not_a_race:
         head = (f"racecheck: {number}{NOT_A_RACE}: {failure.message.splitlines()[0] if failure.message else ''} "
-                f"(first at schedule #{failure.schedule_index}, after {how.schedules} schedules ({detail}): {steps})")
+                f"(first at schedule #{failure.schedule_index}, after {count(how.schedules, 'schedule')} ({detail}): "
+                f"{steps})")
     else:
         found = "a failing" if total == 1 else f"{total} distinct failures; {number}failing"
-        head = (f"racecheck found {found} schedule #{failure.schedule_index}, after {how.schedules} schedules "
-                f"({detail}): {steps}")
+        head = (f"racecheck found {found} schedule #{failure.schedule_index}, after "
+                f"{count(how.schedules, 'schedule')} ({detail}): {steps}")
     lines = [head, f"token: {failure.token}", f"replay: {replay_command(how.nodeid, failure.token, how.replay_args)}"]
     if position > 1:
         lines.append(f"{failure.message.splitlines()[0] if failure.message else failure.kind}")
@@ -82,7 +85,7 @@ def failure_lines(how: How, failure: Any, remark: str, total: int = 1, position:
 def replay_lines(nodeid: str, failure: Any, token: str, args: Sequence[str] = ()) -> list[str]:
     """The head of the section of a failure replayed with ``--racecheck-replay``."""
     return [f"racecheck replayed schedule #{failure.schedule_index} ({failure.kind}{_thread(failure)}, "
-            f"{failure.preemptions} preemptions, {failure.steps} steps)", f"token: {token}",
+            f"{count(failure.preemptions, 'preemption')}, {count(failure.steps, 'step')})", f"token: {token}",
             f"replay: {replay_command(nodeid, token, args)}"]
 
 
@@ -96,8 +99,9 @@ def summary_line(nodeid: str, props: Mapping[str, Any], failed: bool, outcome: s
     if "racecheck_replay" in props:
         detail = "replay"
     else:
-        detail = (f"{props['racecheck_schedules']} schedules, {props.get('racecheck_interleavings', 0)} "
-                  f"interleavings ({props.get('racecheck_strategy')}, seed {props.get('racecheck_seed')}")
+        detail = (f"{count(int(props['racecheck_schedules']), 'schedule')}, "
+                  f"{count(int(props.get('racecheck_interleavings', 0)), 'interleaving')} "
+                  f"({props.get('racecheck_strategy')}, seed {props.get('racecheck_seed')}")
         if "racecheck_repetition" in props:
             detail += f", repetition {props['racecheck_repetition']}"
         exhausted = props.get("racecheck_exhausted")
@@ -115,7 +119,11 @@ def summary_line(nodeid: str, props: Mapping[str, Any], failed: bool, outcome: s
     return "\n".join([line, *(f"  {text}".replace("\n", "\n  ") for text in below if text)])
 
 
-def totals_line(tests: int, schedules: int, failures: int) -> str:
-    """The terminal summary's last line."""
-    return (f"racecheck: {tests} marked test{'s' if tests != 1 else ''}, "
-            f"{schedules} schedule{'s' if schedules != 1 else ''}, {failures} failing")
+def totals_line(tests: int, schedules: int, failures: int, replays: int = 0) -> str:
+    """The terminal summary's last line: tests explored (marked, or every test with ``--racecheck``) and replayed
+    (``--racecheck-replay``), the schedules they ran, how many failed."""
+    explored = tests - replays
+    parts = [count(explored, "explored test")] if explored or not replays else []
+    if replays:
+        parts.append(count(replays, "replayed test"))
+    return f"racecheck: {', '.join(parts)}, {count(schedules, 'schedule')}, {failures} failing"

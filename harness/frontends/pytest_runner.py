@@ -256,7 +256,7 @@ def run_marked(item: pytest.Function, marker: pytest.Mark, session: Any, section
     props.extend([("racecheck_strategy", found.strategy), ("racecheck_seed", found.seed)])
     if found.repetition is not None:
         props.append(("racecheck_repetition", f"{found.repetition[0]}/{found.repetition[1]}"))
-    result = explore(body, strategy=found.strategy, schedules=found.schedules, seed=found.seed, **found.shared)
+    result = _explore(item, body, found, session.progress)
     props.append(("racecheck_schedules", result.schedules))
     props.append(("racecheck_interleavings", result.interleavings))
     if result.exhausted:
@@ -321,6 +321,22 @@ def replay_owner_problem(items: list[pytest.Item], token: str) -> str | None:
 def _selected(items: list[pytest.Item]) -> str:
     shown = ", ".join(item.nodeid for item in items[:3])
     return shown + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+
+
+def _explore(item: pytest.Function, body: ScheduleBody, found: Settings, progress: str) -> Any:
+    """explore() the test, with a live line on the terminal when the session draws one."""
+    from racecheck.frontends.pytest_progress import LiveLine, enabled
+
+    shared = found.shared
+    line = None
+    if enabled(item.config, progress):
+        line = LiveLine(item.config, found.schedules, shared.get("progress"))
+        shared = {**shared, "progress": line}
+    try:
+        return explore(body, strategy=found.strategy, schedules=found.schedules, seed=found.seed, **shared)
+    finally:
+        if line is not None:
+            line.close()
 
 
 def _replay_marked(item: pytest.Function, body: ScheduleBody, found: Settings, token: str, section_key: Any) -> None:

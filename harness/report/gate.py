@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from racecheck.report.model import CellResult
+from racecheck.report.words import count
 from racecheck.search.registry import STRATEGY_NAMES, is_systematic
 
 __racecheck_engine__ = True
@@ -193,7 +194,8 @@ def judge(baseline: Baseline, cells: list[CellResult], reference_rate: float) ->
         relative = cell.executions_per_second / reference_rate if reference_rate > 0 else None
         if expectation.expect == "race" and cell.failure is None:
             problems.append(
-                f"known-buggy target no longer caught: {cell.schedules} schedules clean (the harness lost power)"
+                f"known-buggy target no longer caught: {count(cell.schedules, 'schedule')} clean "
+                "(the harness lost power)"
             )
         elif expectation.expect == "race" and not cell.races:
             problems.append(f"known-buggy target no longer races: {cell.failure.message} fails under every schedule "
@@ -204,9 +206,9 @@ def judge(baseline: Baseline, cells: list[CellResult], reference_rate: float) ->
         if expectation.expect_failures is not None and cell.failures:
             problems.extend(compare_failures(expectation.expect_failures, cell))
         if expectation.expect_exhausted and not cell.failures and not cell.exhausted:
-            problems.append(f"proof no longer complete: {cell.schedules} schedule(s) ran out before the space did "
-                            f"({cell.interleavings} classes of interleavings seen); the code gained scheduling "
-                            "points or the search lost its reduction")
+            problems.append(f"proof no longer complete: {count(cell.schedules, 'schedule')} ran out before the space "
+                            f"did ({count(cell.interleavings, 'class')} of interleavings seen); the code gained "
+                            "scheduling points or the search lost its reduction")
         if expectation.relative_throughput is not None and relative is not None:
             floor = expectation.relative_throughput * (1 - baseline.tolerance)
             if relative < floor:

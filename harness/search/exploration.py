@@ -137,11 +137,11 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
         if divergence is None and cfg.check_determinism:
             divergence = session.check_determinism(run)
         depends = race = None
-        if divergence is None and judge and judgeable(run):
-            depends = schedule_dependence(session, run, Result(ok=False, schedules=0))
         if divergence is None and run.failure is not None and not run.leaked:
             # the token's schedule is the shrunk one explore named its pair from: the same pair again
             race = racing_pair(session, run, Result(ok=False, schedules=0), (parsed.strategy, parsed.seed))
+        if divergence is None and judge and judgeable(run):  # judged as explore judges its failures
+            depends = True if race is not None else schedule_dependence(session, run, Result(ok=False, schedules=0))
     if divergence is not None:
         raise ReplayDivergence(divergence)
     result = Result(ok=run.failure is None, schedules=1, strategy="replay", seed=parsed.seed, config=cfg,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from racecheck.runtime.exception_text import exception_text
 from racecheck.runtime.records import FailureInfo
 from racecheck.runtime.scheduler import Run
 from racecheck.runtime.trace import TraceEvent, render
@@ -55,7 +56,8 @@ class Failure:
 
     @property
     def message(self) -> str:
-        return f"{type(self.exception).__name__}: {self.exception}"
+        """``Type: text``; a bare ``assert`` shows its statement and place (``runtime.exception_text``)."""
+        return exception_text(self.exception)
 
     @property
     def not_a_race(self) -> bool:
@@ -160,7 +162,7 @@ def outcome_line(run: Run) -> str:
     if failure is None:
         return f"-> crashed: {run.crash_reason}" if run.crashed else "-> ok"
     who = f"T{failure.tid} " if failure.tid is not None else ""
-    return f"-> {who}{failure.kind}: {type(failure.exception).__name__}: {failure.exception}"
+    return f"-> {who}{failure.kind}: {exception_text(failure.exception)}"
 
 
 def render_run(run: Run) -> str:

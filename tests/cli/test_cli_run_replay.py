@@ -30,6 +30,8 @@ def test_run_finds_the_race_and_replay_in_another_process_prints_the_same_trace(
     assert again.returncode == 1, again.stderr
     assert "RACE REPRODUCED" in again.stdout
     assert _block(again.stdout) == _block(found.stdout)  # message, token, trace: byte for byte
+    pair = [line for line in found.stdout.splitlines() if line.startswith("  racing pair on ")]
+    assert len(pair) == 1 and pair[0] in again.stdout.splitlines()  # the same racing pair, printed the same way
 
 
 def test_fixed_target_is_clean_and_dfs_exhausts(stub):

@@ -47,7 +47,7 @@ def test_gate_fails_on_each_kind_of_regression(stub, tmp_path):
     assert "fixed target now fails" in out.stdout and "racecheck replay rcc1.lost-update.real." in out.stdout
     assert "known-buggy target no longer caught" in out.stdout
     assert "throughput dropped" in out.stdout
-    assert "gate: FAILED (3 regression(s))" in out.stdout
+    assert "gate: FAILED (3 regressions)" in out.stdout
     suite = ET.parse(tmp_path / "rep" / "junit.xml").getroot().find("testsuite")
     assert suite.get("failures") == "3"
 
@@ -163,7 +163,7 @@ def test_a_proof_cell_fails_the_gate_when_its_space_outgrows_its_schedules(stub,
     assert re.search(r"exhausted: all \d+ class(es)? of equivalent interleavings explored", out.stdout), out.stdout
     out = invoke("gate", "--baseline", str(_write(tmp_path, [{**proof, "schedules": 1}])))
     assert out.exit_code == 1, out.output
-    assert "proof no longer complete: 1 schedule(s) ran out before the space did" in out.stdout
+    assert "proof no longer complete: 1 schedule ran out before the space did" in out.stdout
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -46,7 +46,7 @@ def test_report_directory_holds_three_consistent_files(stub, tmp_path):
     assert race["failures"][0]["token"] in failing[0].find("failure").get("message")
 
     page = (tmp_path / "rep" / "index.html").read_text()
-    assert 'class="lane"' in page and "racecheck replay rcc1.lost-update.posix." in page
+    assert 'class="trace"' in page and "racecheck replay rcc1.lost-update.posix." in page
     # the engine names the racing pair: it is in the JSON and highlighted in the page
     assert race["failures"][0]["race"] and race["failures"][0]["race_text"].startswith("racing pair on ")
     assert len(re.findall(r'class="op[^"]* race"', page)) == 2
@@ -61,14 +61,40 @@ def _failure(race=None) -> CellResult:
     return CellResult("s", "m:C", "posix", "pct", 0, 10, 4, 4, 0.5, failure=record)
 
 
-def test_swimlanes_have_one_lane_per_thread_and_highlight_the_racing_pair():
+def test_the_trace_has_one_column_per_thread_and_highlights_and_links_the_racing_pair():
     page = html.render([_failure(race=[[3, 0, "remove a.ckpt", "t.py:3", ""], [4, 1, "write a.ckpt", "t.py:6", ""]])])
-    assert page.count('class="lane"') == 2
-    assert page.count('class="op preempt race"') == 1 and page.count('class="op race"') == 1
-    assert "racing pair: T0 remove a.ckpt and T1 write a.ckpt" in page
+    assert page.count('<th class="thread"') == 2 and page.count('<tr id="failure-1-step-') == 5
+    cells = re.findall(r'<tr id="(failure-1-step-\d)"( class="preempt")?[^>]*><td class="step">[^<]*</td>(.*?)</tr>',
+                       page)
+    raced = [anchor for anchor, _, row in cells if 'class="op race"' in row]
+    assert raced == ["failure-1-step-3", "failure-1-step-4"]
+    assert [anchor for anchor, preempt, _ in cells if preempt] == ["failure-1-step-3"]
+    # linked from the summary and from the failure's head
+    assert '<a href="#failure-1-pair">racing pair</a>' in page and 'id="failure-1-pair"' in page
+    assert '<a href="#failure-1-step-3">T0 remove a.ckpt (step 3)</a>' in page
+    assert '<a href="#failure-1-step-4">T1 write a.ckpt (step 4)</a>' in page
     assert "&lt;a.ckpt&gt;" in page and "<a.ckpt>" not in page  # escaped
     plain = html.render([_failure()])
-    assert not re.search(r'class="op[^"]* race"', plain) and "racing pair" not in plain
+    assert not re.search(r'class="op[^"]* race"', plain) and 'href="#failure-1-pair"' not in plain
+
+
+def test_data_races_are_listed_linked_and_highlighted_where_their_schedule_is_shown():
+    cell = _failure()
+    access = {"thread": "T0", "op": "write", "location": "t.py:3", "step": 3}
+    other = {"thread": "T1", "op": "read", "location": "t.py:6", "step": 4}
+    cell.data_races = [  # results.json's shape; the first was seen in the failing schedule itself
+        {"obj": "Cache#1._value", "first": access, "second": other, "schedule": 3, "token": "rc1.x", "benign": False},
+        {"obj": "dict#2['k']", "first": other, "second": access, "schedule": 7, "token": "rc1.y", "benign": True},
+    ]
+    page = html.render([cell])
+    assert '<a href="#data-races-1">2 data races</a>' in page and 'id="data-races-1"' in page
+    assert 'id="data-race-1-1"' in page and 'id="data-race-1-2"' in page and "(benign)" in page
+    assert "data race on Cache#1._value: T0 write @t.py:3 and T1 read @t.py:6" in page
+    rows = dict(re.findall(r'<tr id="(failure-1-step-\d)"[^>]*>(.*?)</tr>', page))
+    assert [a for a, row in rows.items() if "op data-race" in row] == ["failure-1-step-3", "failure-1-step-4"]
+    assert all("data race 2" not in row for row in rows.values())  # another schedule's steps: not this trace
+    assert '<a href="#failure-1-step-3">step 3</a>' in page
+    assert 'data_races' not in html.render([_failure()]) and "data race 1" not in html.render([_failure()])
 
 
 def test_atomic_write_leaves_old_content_when_interrupted(tmp_path, monkeypatch):

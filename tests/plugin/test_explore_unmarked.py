@@ -64,7 +64,7 @@ def test_racecheck_explores_every_selected_test_and_the_command_replays_it(pytes
     token = token_of(report)
     command = re.search(r"^replay: (pytest .*)$", report, re.M).group(1)
     assert shlex.split(command)[1:] == ["test_plain.py::test_lost_update", "--racecheck", "--racecheck-replay", token]
-    assert "racecheck: 2 marked tests," in out  # both were explored (the file test makes no decision: one schedule)
+    assert "racecheck: 2 explored tests," in out  # both were explored (the file test makes no decision: one schedule)
     again = pytester.runpytest(*RUN, *shlex.split(command)[1:])
     again.assert_outcomes(failed=1)
     assert section(again.stdout.str()).split("\n\n", 1)[1] == report.split("\n\n", 1)[1]

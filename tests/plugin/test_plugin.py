@@ -57,7 +57,8 @@ def test_marked_test_fails_with_trace_token_command_and_only_the_failing_schedul
     token = token_of(report)
     assert f"replay: pytest test_racy.py::test_lost_update --racecheck-replay {token}" in report
     assert "step    | T0" in report and ">>" in report and "point between read and write" in report
-    assert "-> T0 exception: AssertionError: assert 1 == 2" in report
+    assert re.search(r"-> T0 exception: AssertionError: assert _two_threads\(\) == 2 \(test_racy.py:\d+\): "
+                     r"assert 1 == 2", report), report
     # the exception with its traceback, pointing into the test
     assert re.search(r">\s+assert _two_threads\(\) == 2\nE\s+assert 1 == 2", out), out
     # captured output: the failing schedule's only (the replay is the last call), not the other schedules'
@@ -65,7 +66,7 @@ def test_marked_test_fails_with_trace_token_command_and_only_the_failing_schedul
     lines = [line for line in captured.splitlines() if line.startswith("schedule-call")]
     assert len(lines) == 1, captured
     assert int(lines[0].split()[1]) > 2  # many schedules ran before it
-    assert "racecheck: 1 marked test," in out and "1 failing" in out
+    assert "racecheck: 1 explored test," in out and "1 failing" in out
 
 
 def test_the_printed_command_replays_the_same_trace(pytester):
@@ -78,7 +79,7 @@ def test_the_printed_command_replays_the_same_trace(pytester):
     replayed = section(again.stdout.str())
     assert replayed.split("\n\n", 1)[1] == report.split("\n\n", 1)[1]  # the trace, byte for byte
     again.stdout.fnmatch_lines(
-        ["test_racy.py::test_lost_update: replay FAILED", "racecheck: 1 marked test, 1 schedule, 1 failing"]
+        ["test_racy.py::test_lost_update: replay FAILED", "racecheck: 1 replayed test, 1 schedule, 1 failing"]
     )
     # exploring again finds the same token: the seed is the only source of choice
     third = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
@@ -148,7 +149,7 @@ def test_unmarked_tests_are_untouched_and_p_no_racecheck_disables_the_plugin(pyt
     log = pytester.path / "calls.txt"
     on = pytester.runpytest("-p", "no:randomly")
     on.assert_outcomes(passed=2)
-    assert "racecheck: 1 marked test, 4 schedules, 0 failing" in on.stdout.str()
+    assert "racecheck: 1 explored test, 4 schedules, 0 failing" in on.stdout.str()
     assert log.read_text() == "controlled\n" * 5  # memory watching's warm-up run, then the 4 schedules
     log.unlink()
     off = pytester.runpytest("-p", "no:racecheck", "-p", "no:randomly", "-W", "ignore::pytest.PytestUnknownMarkWarning")
@@ -300,22 +301,22 @@ def test_summary_shows_interleavings_per_test_and_a_small_space_as_exhausted(pyt
 def test_precedence_marker_over_command_line_over_ini_over_defaults(pytester):
     pytester.makepyfile(test_layers=LAYERS)
     defaults = pytester.runpytest("-p", "no:randomly", "-v", "-k", "plain")
-    defaults.stdout.fnmatch_lines(["test_layers.py::test_plain: 1000 schedules, 1 interleavings (pct, seed 0) passed"])
+    defaults.stdout.fnmatch_lines(["test_layers.py::test_plain: 1000 schedules, 1 interleaving (pct, seed 0) passed"])
     pytester.makeini("[pytest]\nracecheck_schedules = 9\nracecheck_strategy = random\nracecheck_seed = 4\n")
     ini = pytester.runpytest("-p", "no:randomly", "-v")
     ini.assert_outcomes(passed=3)
     ini.stdout.fnmatch_lines_random([
-        "test_layers.py::test_plain: 9 schedules, 1 interleavings (random, seed 4) passed",
-        "test_layers.py::test_marker_wins: 5 schedules, 1 interleavings (random, seed 11) passed",
-        "test_layers.py::test_dfs_runs_out: 1 schedules, 1 interleavings (dfs, seed 4; exhausted: all 1 distinct "
+        "test_layers.py::test_plain: 9 schedules, 1 interleaving (random, seed 4) passed",
+        "test_layers.py::test_marker_wins: 5 schedules, 1 interleaving (random, seed 11) passed",
+        "test_layers.py::test_dfs_runs_out: 1 schedule, 1 interleaving (dfs, seed 4; exhausted: all 1 distinct "
         "schedule with at most 0 preemption(s) explored) passed",
-        "racecheck: 3 marked tests, 15 schedules, 0 failing",
+        "racecheck: 3 explored tests, 15 schedules, 0 failing",
     ])
     cli = pytester.runpytest("-p", "no:randomly", "-v", "--racecheck-schedules", "7", "--racecheck-seed", "3",
                              "--racecheck-strategy", "pct")
     cli.stdout.fnmatch_lines_random([
-        "test_layers.py::test_plain: 7 schedules, 1 interleavings (pct, seed 3) passed",
-        "test_layers.py::test_marker_wins: 5 schedules, 1 interleavings (pct, seed 11) passed",
+        "test_layers.py::test_plain: 7 schedules, 1 interleaving (pct, seed 3) passed",
+        "test_layers.py::test_marker_wins: 5 schedules, 1 interleaving (pct, seed 11) passed",
     ])
 
 

@@ -82,7 +82,7 @@ def test_xdist_finds_the_same_failures_with_the_same_schedules_as_a_serial_run(p
     expected = _summary(serial.stdout.str())
     assert _summary(parallel.stdout.str()) == expected
     assert len([line for line in expected if " token rc1." in line]) == 2
-    assert expected[-1].startswith("racecheck: 3 marked tests, ") and expected[-1].endswith(", 2 failing")
+    assert expected[-1].startswith("racecheck: 3 explored tests, ") and expected[-1].endswith(", 2 failing")
     # the report sections (trace and replay command) come back from the workers intact
     for output in (serial.stdout.str(), parallel.stdout.str()):
         assert "replay: pytest test_suite.py::test_lost_update --racecheck-replay rc1.pct.0." in output

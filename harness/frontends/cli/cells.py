@@ -19,6 +19,7 @@ from racecheck.frontends import parallel
 from racecheck.report.model import CellResult, FailureRecord
 from racecheck.search.data_races import DataRace, race_lines
 from racecheck.search.scope import Scope
+from racecheck.report.words import count
 
 __racecheck_engine__ = True
 
@@ -121,7 +122,8 @@ def failure_block(cell: CellResult, failure: FailureRecord | None = None, positi
     verdict = f"  {NOT_A_RACE}\n" if f.not_a_race else ""
     return (
         f"  {number}{f.message}\n"
-        f"  {f.kind}{where}, schedule #{f.schedule_index}, {f.preemptions} preemption(s), {f.steps} steps\n"
+        f"  {f.kind}{where}, schedule #{f.schedule_index}, {count(f.preemptions, 'preemption')}, "
+        f"{count(f.steps, 'step')}\n"
         f"{verdict}"
         f"  replay with: racecheck replay {f.token}\n"
         f"{f.trace}"
@@ -138,7 +140,7 @@ def failure_blocks(cell: CellResult, quiet: bool = False) -> list[str]:
 
 
 def _coverage(cell: CellResult) -> str:
-    return f"{cell.schedules} schedules, {cell.interleavings} interleavings"
+    return f"{count(cell.schedules, 'schedule')}, {count(cell.interleavings, 'interleaving')}"
 
 
 def cell_line(cell: CellResult) -> str:
@@ -147,7 +149,8 @@ def cell_line(cell: CellResult) -> str:
     how = f"({cell.strategy}, seed {cell.seed})"
     if cell.verdict == "not-a-race":
         f = cell.failures[0]
-        more = f" (and {len(cell.failures) - 1} more distinct failure(s))" if len(cell.failures) > 1 else ""
+        more = f" (and {count(len(cell.failures) - 1, 'more distinct failure', 'more distinct failures')})" \
+            if len(cell.failures) > 1 else ""
         return (f"{cell.label}: FAILED, {NOT_A_RACE}: {one_line(f.message)}{more}; first at schedule "
                 f"#{f.schedule_index} {how} after {_coverage(cell)}")
     if cell.failure is not None:
@@ -155,7 +158,7 @@ def cell_line(cell: CellResult) -> str:
             return f"{cell.label}: RACE FOUND at schedule #{cell.failure.schedule_index} {how} after {_coverage(cell)}"
         at = ", ".join(f"#{f.schedule_index}" for f in cell.failures)
         races = len(cell.races)
-        kinds = f"{races} race(s), {len(cell.failures) - races} not a race" if races < len(cell.failures) else ""
+        kinds = f"{count(races, 'race')}, {len(cell.failures) - races} not a race" if races < len(cell.failures) else ""
         detail = f" ({kinds})" if kinds else ""
         return (f"{cell.label}: RACE FOUND, {len(cell.failures)} distinct failures{detail} at schedules {at} {how} "
                 f"after {_coverage(cell)}")

@@ -23,6 +23,7 @@ from racecheck.frontends.cli.cells import (
     write_reports,
 )
 from racecheck.report import gate as gating
+from racecheck.report.words import count
 
 __racecheck_engine__ = True
 
@@ -75,7 +76,8 @@ def _echo_verdict(verdict: gating.Verdict) -> None:
     found = cell.verdict if len(cell.failures) <= 1 else f"{cell.verdict} ({len(cell.failures)} distinct failures)"
     done = f" ({cell.exhausted_note})" if cell.exhausted else ""
     click.echo(f"{'ok  ' if verdict.ok else 'FAIL'} {cell.label}: expected {verdict.expectation.expect}, "
-               f"got {found} in {cell.schedules} schedules, {cell.interleavings} interleavings{done}; "
+               f"got {found} in {count(cell.schedules, 'schedule')}, "
+               f"{count(cell.interleavings, 'interleaving')}{done}; "
                f"throughput {ratio} x reference (baseline {base_text})")
     for problem in verdict.problems:
         click.echo(f"     {problem}")
@@ -124,5 +126,5 @@ def gate(baseline: str, report_dir: str | None, jobs: int, update: bool) -> None
         else:
             write_atomic(baseline, gating.updated(expected, verdicts))
             click.echo(f"baseline updated: {baseline}")
-    click.echo(f"gate: FAILED ({len(failed)} regression(s))" if failed else f"gate: OK ({len(verdicts)} cells)")
+    click.echo(f"gate: FAILED ({count(len(failed), 'regression')})" if failed else f"gate: OK ({len(verdicts)} cells)")
     sys.exit(1 if failed else 0)

@@ -7,11 +7,12 @@ reads.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from racecheck.frontends import parallel
+from racecheck.frontends.live import Throttle
+from racecheck.report.words import count
 
 __racecheck_engine__ = True
 
@@ -24,8 +25,6 @@ class LiveProgress:
     and from each finished unit (the authority, and the only source when units run in other processes).
     Interleavings are counted per cell as the union of the keys its chunks saw."""
 
-    REFRESH_S = 0.1  # redraw at most this often (display only: nothing explored depends on it)
-
     def __init__(self, requested: Sequence[int], enabled: bool, console: Any = None) -> None:
         self.bar = None
         self.requested = list(requested)  # schedules asked for, per cell
@@ -34,8 +33,7 @@ class LiveProgress:
         self.live: dict[tuple[int, int], int] = {}  # (cell, chunk) -> schedules run so far
         self.keys: dict[int, set[str]] = {}  # cell -> interleaving keys seen
         self.exhausted_at: dict[int, int] = {}  # cell -> the chunk that ran its whole space
-        self.started = time.monotonic()
-        self.drawn = 0.0
+        self.throttle = Throttle()  # redraws at most a few times a second (display only)
         if not enabled:
             return
         from rich.console import Console
@@ -49,14 +47,14 @@ class LiveProgress:
             TextColumn("exploring"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("schedules, {task.fields[interleavings]} interleavings, {task.fields[rate]:.0f}/s, "
-                       "{task.fields[failures]} race(s)"),
+            TextColumn("schedules, {task.fields[interleavings]}, {task.fields[rate]:.0f}/s, {task.fields[failures]}"),
             TimeElapsedColumn(),
             console=console,
             auto_refresh=False,  # redrawn from the exploring thread: no extra thread beside controlled runs
             transient=True,
         )
-        self.task = self.bar.add_task("explore", total=self.total, rate=0.0, failures=0, interleavings=0)
+        self.task = self.bar.add_task("explore", total=self.total, rate=0.0, failures="0 races",
+                                      interleavings="0 interleavings")
         self.bar.start()
 
     @property
@@ -106,19 +104,16 @@ class LiveProgress:
     def _draw(self, force: bool) -> None:
         if self.bar is None:
             return
-        now = time.monotonic()
-        if not force and now - self.drawn < self.REFRESH_S:
+        if not self.throttle.due(force):
             return
-        self.drawn = now
-        rate = self.done / max(now - self.started, 1e-9)
-        self.bar.update(self.task, total=self.total, completed=self.done, rate=rate, failures=self.failures,
-                        interleavings=self.interleavings)
+        rate = self.throttle.rate(self.done)
+        self.bar.update(self.task, total=self.total, completed=self.done, rate=rate,
+                        failures=count(self.failures, "race"), interleavings=count(self.interleavings, "interleaving"))
         self.bar.refresh()
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
-
 
 
 def explore(cells: list[parallel.Cell], jobs: int, tx: Sequence[str], budget: float | None, quiet: bool):

@@ -21,7 +21,7 @@ from racecheck.frontends.cli.cells import (
     one_line,
 )
 from racecheck.frontends.clitoken import decode as decode_cli_token
-from racecheck.report.model import CellResult, FailureRecord
+from racecheck.report.model import CellResult
 
 __racecheck_engine__ = True
 
@@ -55,18 +55,9 @@ def replay_cli_token(token: str) -> tuple[str, CellResult | None, str]:
     failure = result.failure
     if failure is None:
         return label, None, str(getattr(result, "trace", ""))
-    record = FailureRecord(
-        kind=str(failure.kind),
-        message=f"{type(failure.exception).__name__}: {failure.exception}",
-        schedule_index=parsed.index,
-        preemptions=int(failure.preemptions),
-        steps=int(failure.steps),
-        trace=str(failure.trace),
-        engine_token=parsed.engine_token,
-        token=token.strip(),
-        thread=getattr(failure, "thread", None),
-        depends_on_schedule=getattr(failure, "depends_on_schedule", None),
-    )
+    record = parallel.failure_record(failure)  # with its racing pair: printed as ``run`` prints it
+    record.schedule_index = parsed.index
+    record.token = token.strip()
     cell = CellResult(parsed.scenario, parsed.target, parsed.fs, "replay", parsed.index, 1, 1, failure=record)
     return label, cell, record.trace
 
