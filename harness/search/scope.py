@@ -44,7 +44,8 @@ class Scope:
     def space_text(self) -> str:
         if self.space == "replayed":
             return "one replayed schedule"
-        counted = f"{self.schedules} schedules, {self.interleavings} interleavings"
+        counted = (f"{self.schedules} schedule{'s' * (self.schedules != 1)}, "
+                   f"{self.interleavings} interleaving{'s' * (self.interleavings != 1)}")
         if self.space == "sampled":
             return f"a sample of the schedule space ({self.strategy}: {counted}; not exhausted)"
         if is_systematic(self.strategy) and self.bound is not None:
