@@ -97,7 +97,7 @@ def _check(program: tuple, cap: int) -> None:
 HEALTH = [HealthCheck.filter_too_much, HealthCheck.too_slow]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=HEALTH, database=None)
+@settings(max_examples=15, deadline=None, suppress_health_check=HEALTH, database=None)  # 300 more under -m slow
 @given(programs(3))
 def test_dpor_sees_what_unbounded_dfs_sees_on_generated_programs(program):
     _check(program, SMALL)

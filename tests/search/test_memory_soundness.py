@@ -84,7 +84,7 @@ operations = st.sampled_from(sorted(memory_programs.OPS))
 programs = st.lists(st.lists(operations, min_size=1, max_size=2).map(tuple), min_size=2, max_size=3).map(tuple)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True,
+@settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(programs)
 def test_dpor_with_memory_reaches_what_exhaustive_search_reaches(program):
