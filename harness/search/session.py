@@ -171,14 +171,17 @@ class Session:
     def run_once(self, chooser: Chooser, locate: bool = True) -> Run:
         """One schedule: extensions' begin hooks, the test function, end hooks, crash recovery; always torn down.
         ``locate``: give every trace event its source location (see ``Run.locate``). A run during which code came
-        under memory watch (``Run.stale``) is run again from a copy of the chooser as it was, until one is not."""
+        under memory watch (``Run.stale``) is run again with the chooser put back as it was, until one is not: the
+        caller's chooser is the one that made the returned run, so what it read (a replay's divergence) is that
+        run's, not the stale attempt's."""
         for _attempt in range(STALE_RETRIES):
-            pristine = copy.deepcopy(chooser) if self.config.memory else None
+            pristine = copy.deepcopy(chooser.__dict__) if self.config.memory else None
             run = self.run_batch(_once(chooser), lambda run: False, locate)
             assert run is not None
             if not run.stale or pristine is None:
                 return run
-            chooser = pristine
+            chooser.__dict__.clear()
+            chooser.__dict__.update(pristine)
         return run
 
     def warm_up(self) -> None:
