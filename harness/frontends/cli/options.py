@@ -18,6 +18,7 @@ from typing import Any
 import click
 from racecheck.config import LOCATION_MODES, Config
 from racecheck.frontends.cli.cells import InputError
+from racecheck.search.data_races import MODES as DATA_RACE_MODES
 from racecheck.search.registry import STRATEGY_NAMES
 
 __racecheck_engine__ = True
@@ -59,6 +60,9 @@ _SPECIAL: dict[str, tuple[dict[str, Any], Callable[[Any], Any]]] = {
     "watchdog": ({"metavar": "SECONDS|none"}, _none_or(float, "watchdog", "a number of seconds")),
     "preempt": ({"multiple": True, "metavar": "lines|MOD"}, _preempt),
     "locations": ({"type": click.Choice(LOCATION_MODES)}, str),
+    "data_races": ({"type": click.Choice(DATA_RACE_MODES)}, str),
+    # patterns of intended races (``Config.benign``): "Stats.hits", "*.hits", "global m.x", "file /tmp/*", "f.py:12"
+    "benign": ({"multiple": True, "metavar": "PATTERN"}, tuple),
 }
 
 
