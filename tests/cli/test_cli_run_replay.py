@@ -37,7 +37,7 @@ def test_run_finds_the_race_and_replay_in_another_process_prints_the_same_trace(
 def test_fixed_target_is_clean_and_dfs_exhausts(stub):
     clean = invoke("run", "lost-update", "--target", "cli_stub_catalogue:LockedCounter", "--schedules", "60")
     assert clean.exit_code == 0, clean.output
-    assert "clean, 60 schedules" in clean.stdout and "0 race(s) found" in clean.stdout
+    assert "clean, 60 schedules" in clean.stdout and "0 races found" in clean.stdout
     dfs = invoke("run", "lost-update", "--target", "cli_stub_catalogue:LockedCounter", "--strategy", "dfs")
     assert dfs.exit_code == 0, dfs.output
     done = re.search(r"clean, (\d+) schedules, \d+ interleavings \(dfs, seed 0\), exhausted: all (\d+) distinct "

@@ -41,7 +41,7 @@ def test_a_small_space_is_run_once_per_schedule_and_reported_exhausted(tiny, tmp
     n, k = full.schedules, full.interleavings
     assert (f"clean, {n} schedules, {k} interleavings ({strategy}, seed 0), exhausted: all {n} distinct schedules "
             "explored, ") in out.stdout
-    assert f"1 cell(s), {n} schedules, {k} interleavings, 0 race(s) found, 1 exhausted" in out.stdout
+    assert f"1 cell, {n} schedules, {k} interleavings, 0 races found, 1 exhausted" in out.stdout
 
     cell = json.loads((tmp_path / "results.json").read_text())["cells"][0]
     assert (cell["schedules"], cell["interleavings"], cell["distinct_schedules"]) == (n, k, n)

@@ -115,7 +115,7 @@ def test_a_lazy_init_race_is_found_exit_1_and_its_token_replays_in_a_fresh_proce
     head = found.stdout.splitlines()[0]
     assert head.startswith("function [real] on settings_cache:check_lazy: RACE FOUND at schedule #"), found.stdout
     assert "AssertionError: settings loaded 2 times" in found.stdout
-    assert "1 cell(s), " in found.stdout and "1 race(s) found" in found.stdout
+    assert "1 cell, " in found.stdout and "1 race found" in found.stdout
     token = _token(found.stdout)
     assert clitoken.decode(token).target == "settings_cache:check_lazy"  # the token names the function
     again = _racecheck(tmp_path, "replay", token)
@@ -129,7 +129,7 @@ def test_the_locked_twin_is_clean_exit_0(user_code):
     result = invoke("explore", f"{user_code}:check_locked", "--schedules", "150")
     assert result.exit_code == 0, result.output
     assert f"function [real] on {user_code}:check_locked: clean, 150 schedules" in result.stdout
-    assert "0 race(s) found" in result.stdout
+    assert "0 races found" in result.stdout
 
 
 def test_a_test_file_by_pytest_node_id_and_the_report_folder(user_code, tmp_path):

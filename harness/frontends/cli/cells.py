@@ -17,9 +17,9 @@ from typing import Any
 import click
 from racecheck.frontends import parallel
 from racecheck.report.model import CellResult, FailureRecord
+from racecheck.report.words import count
 from racecheck.search.data_races import DataRace, race_lines
 from racecheck.search.scope import Scope
-from racecheck.report.words import count
 
 __racecheck_engine__ = True
 

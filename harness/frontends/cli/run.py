@@ -25,6 +25,7 @@ from racecheck.frontends.cli.cells import (
     scope_lines,
     write_reports,
 )
+from racecheck.report.words import count
 from racecheck.search.data_races import MODES as DATA_RACE_MODES
 from racecheck.search.registry import STRATEGY_NAMES as STRATEGIES
 
@@ -155,11 +156,11 @@ def explore_and_report(cells: list[parallel.Cell], catalogue_name: str | None, *
     exhausted = sum(1 for c in results if c.exhausted)
     done = f", {exhausted} exhausted" if exhausted else ""
     if max_failures > 1:
-        done = f" ({distinct} distinct failure(s))" + done
+        done = f" ({count(distinct, 'distinct failure')})" + done
     if not_races:
-        done = f", {not_races} cell(s) failing under every schedule tried (not a race)" + done
-    click.echo(f"{len(results)} cell(s), {explored} schedules, {interleavings} interleavings, {races} race(s) found"
-               f"{done}")
+        done = f", {count(not_races, 'cell')} failing under every schedule tried (not a race)" + done
+    click.echo(f"{count(len(results), 'cell')}, {count(explored, 'schedule')}, {count(interleavings, 'interleaving')}, "
+               f"{count(races, 'race')} found{done}")
     run_info = {"jobs": jobs, "tx": list(tx), "time_budget_s": time_budget, "budget_reached": budget_hit,
                 "chunk": parallel.CHUNK, "explore_wall_s": round(explore_wall, 3)}
     write_reports(report_dir, results, run_info)
