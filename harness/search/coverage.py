@@ -253,7 +253,8 @@ def exhausted_note(distinct: int, strategy: str, bound: int | None, interleaving
     """How reports say that a small space was run to its end (``exhausted: all 12 distinct schedules explored``).
     dfs with a preemption bound finished only the schedules within that bound; dpor explored every class of
     equivalent interleavings (one schedule each), within its bound if it had one."""
-    within = f" with at most {bound} preemption(s)" if bound is not None and is_systematic(strategy) else ""
+    within = (f" with at most {bound} preemption{'s' * (bound != 1)}" if bound is not None and is_systematic(strategy)
+              else "")
     if strategy == "dpor":
         plural = "" if interleavings == 1 else "es"
         return f"exhausted: all {interleavings} class{plural} of equivalent interleavings{within} explored"

@@ -49,8 +49,8 @@ class Scope:
         if self.space == "sampled":
             return f"a sample of the schedule space ({self.strategy}: {counted}; not exhausted)"
         if is_systematic(self.strategy) and self.bound is not None:
-            return (f"every schedule with at most {self.bound} preemption(s) ({self.strategy}, exhausted within the "
-                    f"bound: {counted})")
+            bound = f"{self.bound} preemption{'s' * (self.bound != 1)}"
+            return f"every schedule with at most {bound} ({self.strategy}, exhausted within the bound: {counted})"
         if self.strategy == "dpor":
             return f"every interleaving of what was watched ({self.strategy}, no bound, exhausted: {counted})"
         return f"every distinct schedule ({self.strategy}, exhausted: {counted})"

@@ -230,7 +230,7 @@ def test_bounded_dfs_says_its_bound_when_exhausted():
     result = racecheck.explore(three_workers, strategy="dfs", preemption_bound=1, schedules=100_000)
     assert result.exhausted
     assert result.exhausted_note == (
-        f"exhausted: all {result.schedules} distinct schedules with at most 1 preemption(s) explored"
+        f"exhausted: all {result.schedules} distinct schedules with at most 1 preemption explored"
     )
 
 

@@ -309,7 +309,7 @@ def test_precedence_marker_over_command_line_over_ini_over_defaults(pytester):
         "test_layers.py::test_plain: 9 schedules, 1 interleaving (random, seed 4) passed",
         "test_layers.py::test_marker_wins: 5 schedules, 1 interleaving (random, seed 11) passed",
         "test_layers.py::test_dfs_runs_out: 1 schedule, 1 interleaving (dfs, seed 4; exhausted: all 1 distinct "
-        "schedule with at most 0 preemption(s) explored) passed",
+        "schedule with at most 0 preemptions explored) passed",
         "racecheck: 3 explored tests, 15 schedules, 0 failing",
     ])
     cli = pytester.runpytest("-p", "no:randomly", "-v", "--racecheck-schedules", "7", "--racecheck-seed", "3",

@@ -199,7 +199,7 @@ def test_an_exhausted_dpor_run_says_every_interleaving():
     assert scope.space == "exhausted" and scope.bound is None and result.exhausted
     assert "every interleaving of what was watched (dpor, no bound, exhausted" in scope.text()
     bounded = racecheck.explore(race_programs.locked_counter, strategy="dfs", preemption_bound=1)
-    assert "every schedule with at most 1 preemption(s) (dfs, exhausted within the bound" in bounded.coverage.text()
+    assert "every schedule with at most 1 preemption (dfs, exhausted within the bound" in bounded.coverage.text()
 
 
 def test_memory_off_and_files_say_what_was_not_watched():
