@@ -131,8 +131,15 @@ def wrap(raw: FakeRawIO, mode: str, text: bool, buffering: int = -1, encoding: s
         if text:
             raise ValueError("can't have unbuffered text I/O")
         return raw
+    return stack(raw, mode, text, buffering, encoding, errors, newline, line_buffering)
+
+
+def stack(raw: Any, mode: str, text: bool, buffering: int, encoding: str | None, errors: str | None,
+          newline: str | None, line_buffering: bool) -> Any:
+    """The buffered layer ``open()`` puts over a raw file for its access mode, and the text layer over that, once
+    the buffer size is chosen (the fake store's files and the real disk's choose it differently)."""
     if raw.readable() and raw.writable():
-        buffered = io.BufferedRandom(raw, buffering)
+        buffered: Any = io.BufferedRandom(raw, buffering)
     elif raw.writable():
         buffered = io.BufferedWriter(raw, buffering)
     else:

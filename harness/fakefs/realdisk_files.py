@@ -15,7 +15,7 @@ import io
 import os
 from typing import Any
 
-from racecheck.fakefs.handles import parse_mode
+from racecheck.fakefs.handles import parse_mode, stack
 from racecheck.fakefs.realdisk import current, enter, name_of
 from racecheck.runtime.access import CREATE, READ, WRITE
 
@@ -111,16 +111,6 @@ def _layers(raw: DiskFileIO, mode: str, text: bool, buffering: int, encoding: st
             buffering = size
     if buffering == 0:
         return raw
-    if raw.readable() and raw.writable():
-        buffered: Any = io.BufferedRandom(raw, buffering)
-    elif raw.writable():
-        buffered = io.BufferedWriter(raw, buffering)
-    else:
-        buffered = io.BufferedReader(raw, buffering)
-    if not text:
-        return buffered
-    if encoding is None:
+    if text and encoding is None:
         encoding = io.text_encoding(None)
-    wrapper = io.TextIOWrapper(buffered, encoding, errors, newline, line_buffering)
-    wrapper.mode = mode
-    return wrapper
+    return stack(raw, mode, text, buffering, encoding, errors, newline, line_buffering)
