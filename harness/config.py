@@ -57,6 +57,9 @@ class Config:
     skip_duplicates: bool = True  # random/pct/pos never run a schedule twice and stop when the space is done
     preempt: Any = None  # "lines": every line of the instrumented modules is a point; or the modules to do it in
     memory: bool = True  # watch plain memory (attributes, items, globals, cells): every shared access a point
+    # random/pct/pos: watch every access only in learning runs, and in the others leave unwatched the code that
+    # showed no shared memory there (racecheck.control.memory_sampling); dfs/dpor always watch everything
+    sample_memory: bool = True
     files: bool = True  # without fs=: every real-disk file operation of a controlled thread is a point (on the disk)
     database: Any = None  # a folder (".racecheck") keeping failing tokens per test, replayed first; None: off
     progress: Callable[[Any], Any] | None = None  # called with a coverage.Progress snapshot after every schedule
@@ -110,6 +113,8 @@ class Config:
             raise TypeError("one_cpu must be True or False")
         if not isinstance(self.memory, bool):
             raise TypeError("memory must be True or False")
+        if not isinstance(self.sample_memory, bool):
+            raise TypeError("sample_memory must be True or False")
         if not isinstance(self.files, bool):
             raise TypeError("files must be True or False")
         if not isinstance(self.fresh_threads, bool):

@@ -6,8 +6,8 @@ Outside a controlled run (an uncontrolled thread, an import, a program that kept
 exploration) a hook only makes the access. The hooks are names in ``builtins`` (``install``), bound once per
 process and never removed: a generator made during an exploration may run its rewritten code later.
 
-``__rc_fn__`` and ``__rc_gm__`` also bring the callee under watch before it runs (``discovery``, set by
-``racecheck.control.memory_install``): a function of a module not yet rewritten gets its module rewritten first,
+``__rc_fn__`` and ``__rc_gm__`` also bring the callee under watch before it runs
+(``racecheck.control.memory_discovery``): a function of a module not yet rewritten gets its module rewritten first,
 so its first call is already watched.
 """
 
@@ -24,6 +24,10 @@ from typing import Any
 from racecheck import runtime
 from racecheck.control import real_locks
 from racecheck.control import rewrite_nodes as rewrite
+from racecheck.control.memory_discovery import PLAIN as _PLAIN
+from racecheck.control.memory_discovery import callee as _callee
+from racecheck.control.memory_discovery import see as _see
+from racecheck.control.memory_discovery import seen_types as _seen_types
 from racecheck.control.memory_effects import (
     LAZY_METHODS,
     NO_KEY,
@@ -42,74 +46,9 @@ _state = runtime.thread_state
 _FunctionType, _MethodType, _BuiltinType = types.FunctionType, types.MethodType, types.BuiltinFunctionType
 _real_getattr, _real_setattr, _real_delattr = getattr, setattr, delattr
 
-# Types whose attributes are no memory of the program: immutable values, builtin containers (their attributes are
-# methods), code. Their items are another matter (``_NO_ITEMS`` says which have none worth naming).
-_PLAIN: set[type] = {
-    int, float, complex, bool, str, bytes, tuple, frozenset, type(None), range, slice, list, dict, set, deque,
-    bytearray, _FunctionType, _MethodType, _BuiltinType, types.CodeType, types.CellType, property, staticmethod,
-    classmethod, memoryview, type(len.__call__), type(str.join), type(Ellipsis), type(NotImplemented), super,
-}
 _NO_ITEMS = frozenset({str, bytes, tuple, frozenset, range, types.MappingProxyType, memoryview, type(None)})
 _CONTAINERS = (dict, list, set, deque, bytearray)
 _STDLIB = frozenset(sys.stdlib_module_names)
-
-
-class Discovery:
-    """What brings a callee's code under watch before it runs; ``racecheck.control.memory_install`` provides it."""
-
-    def function(self, fn: Any) -> None:
-        """``fn`` (a Python function) is about to be called from watched code."""
-
-    def type_(self, cls: type) -> None:
-        """An object of ``cls`` is being used (its methods, properties and dunders may run)."""
-
-
-discovery = Discovery()
-_seen_types: set[type] = set()  # types whose modules discovery has been told about (reset per exploration)
-_settled: set[Any] = set()  # code objects discovery has decided on (reset per exploration)
-_seen_modules: set[Any] = set()  # modules of the function-made classes met (reset per exploration)
-
-
-def reset() -> None:
-    """A new exploration: discovery decides afresh (another exploration may exclude other modules)."""
-    _seen_types.clear()
-    _settled.clear()
-    _seen_modules.clear()
-
-
-def settle(code: Any) -> None:
-    """``code`` needs no discovery: it is rewritten, or it stays as it is."""
-    _settled.add(code)
-
-
-def _see(cls: type) -> None:
-    """Discovery for a type met for the first time in this exploration. A class made by a function call (a new one
-    at every call) is not remembered, its module is: remembering it would keep every such class alive."""
-    if "<locals>" in getattr(cls, "__qualname__", ""):
-        module = getattr(cls, "__module__", None)
-        if module in _seen_modules:
-            return
-        _seen_modules.add(module)
-    else:
-        _seen_types.add(cls)
-    discovery.type_(cls)
-
-
-def _callee(value: Any) -> None:
-    """Discovery for a value about to be called."""
-    kind = type(value)
-    if kind is _FunctionType:
-        if value.__code__ not in _settled:
-            discovery.function(value)
-    elif kind is _MethodType:
-        fn = value.__func__
-        if type(fn) is _FunctionType and fn.__code__ not in _settled:
-            discovery.function(fn)
-    elif kind is type or isinstance(value, type):
-        if value not in _seen_types:
-            _see(value)
-    elif kind not in _seen_types and kind not in _PLAIN:
-        _see(kind)  # a callable object: its class's __call__
 
 
 # ----- attributes -------------------------------------------------------------------------------------------------

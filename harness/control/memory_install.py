@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control import lines, memory_hooks
+from racecheck.control import lines, memory_discovery, memory_hooks
 from racecheck.control.autocontrol import Exclusions, controlled_module
 from racecheck.control.memory_names import set_rebound
 from racecheck.control.rewrite import rewrite_module
@@ -104,7 +104,7 @@ def _imported_as(namespace: dict[str, Any], source: str, filename: str) -> Any:
     return prepare
 
 
-class Watching(memory_hooks.Discovery):
+class Watching(memory_discovery.Discovery):
     """One exploration's memory watch: which modules are rewritten, which functions got rewritten code (to be given
     their own back), and the discovery the hooks call."""
 
@@ -120,15 +120,17 @@ class Watching(memory_hooks.Discovery):
 
     def function(self, fn: Any) -> None:
         code = fn.__code__
+        if memory_discovery.is_settled(code):  # rewritten, or left as it is (a sampled run's unwatched code)
+            return
         namespace = fn.__globals__
         name = namespace.get("__name__")
         if not controlled_module(name, namespace, self.excluded):
-            memory_hooks.settle(code)
+            memory_discovery.settle(code)
             return
         compiled = self.module(name, namespace, code.co_filename)
         if fn.__code__ is code:
             self._swap(fn, compiled)
-        memory_hooks.settle(fn.__code__)
+        memory_discovery.settle(fn.__code__)
 
     def type_(self, cls: type) -> None:
         for klass in getattr(cls, "__mro__", (cls,)):
@@ -148,7 +150,7 @@ class Watching(memory_hooks.Discovery):
             return None
         set_rebound(name, compiled.rebound)
         for code in compiled.rewritten:
-            memory_hooks.settle(code)
+            memory_discovery.settle(code)
         run = runtime.current_run()
         if run is not None:
             run.stale = True  # some of this module's code may have run unwatched in this run already
@@ -239,10 +241,10 @@ def watching(excluded: Iterable[Any] = (), roots: Iterable[Any] = ()) -> Iterato
     before anything runs, everything given back at the end."""
     global _active
     memory_hooks.install()
-    memory_hooks.reset()
+    memory_discovery.reset()
     watch = Watching(excluded)
-    previous = memory_hooks.discovery
-    memory_hooks.discovery = watch
+    previous = memory_discovery.discovery
+    memory_discovery.discovery = watch
     _active = watch
     try:
         for root in roots:
@@ -250,9 +252,9 @@ def watching(excluded: Iterable[Any] = (), roots: Iterable[Any] = ()) -> Iterato
         yield watch
     finally:
         _active = None
-        memory_hooks.discovery = previous
+        memory_discovery.discovery = previous
         watch.restore()
-        memory_hooks.reset()
+        memory_discovery.reset()
 
 
 def reach(watch: Watching, target: Any) -> None:

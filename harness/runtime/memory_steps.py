@@ -12,6 +12,7 @@ answer is kept until then (``Run._alone``).
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from racecheck import runtime
@@ -39,6 +40,14 @@ class MemorySteps:
     where: dict[tuple[int, int], str] | None = None
     real_sync: list[tuple[int, int, int, int]] | None = None  # (thread, point, +1 take / -1 give, id of the lock)
     races: Any = None
+    # Sampled watching (``racecheck.control.memory_sampling``): a learning run lists (code, thread, accesses) of
+    # every access it saw; a sampled run ran the code that showed no shared access as written; a run widening a
+    # sampled one's decisions knows that code (``cold_codes``) and names the thread whose access in it makes the
+    # current decision (``cold_point``; -1: none), a decision the sampled run did not have.
+    learning: list[tuple[Any, int, tuple[Access, ...]]] | None = None
+    sampled = False
+    cold_codes: Any = None
+    cold_point = -1
 
     def real_lock(self, me: ThreadRecord, change: int, lock: Any) -> None:
         """Thread ``me`` took (+1) or gave back (-1) a real lock made before the run, at its current point."""
@@ -65,6 +74,15 @@ class MemorySteps:
         if self._alone is me or me.real_held:
             return False
         if len(self._candidates(me, True)) > 1:
+            if self.learning is not None:
+                self.learning.append((accessing_code(), me.tid, declared))
+            if self.cold_codes is not None and accessing_code() in self.cold_codes:
+                self.cold_point = me.tid
+                try:
+                    self.schedule(f"{op} {declared[0][0] if shown is None else shown}", access=declared, skip=skip + 1)
+                finally:
+                    self.cold_point = -1
+                return True
             self.schedule(f"{op} {declared[0][0] if shown is None else shown}", access=declared, skip=skip + 1)
             return True
         self._alone = me
@@ -79,6 +97,8 @@ class MemorySteps:
     def merge_memory(self, access: tuple[Access, ...]) -> None:
         """A memory access where no other thread could run: it joins the running step, at a point of its own."""
         me = _state.thread
+        if self.learning is not None:
+            self.learning.append((accessing_code(), me.tid, access))
         merged = me.merged
         if not merged:
             me.merged_at = _running_index(self.trace, me.tid)
@@ -125,6 +145,15 @@ class MemorySteps:
             marks=event[7] + tuple(point for _one, point in merged),
         )
 
+
+
+def accessing_code() -> Any:
+    """The code object of the program's frame making the memory access being recorded: the first frame outside
+    racecheck's own modules."""
+    frame = sys._getframe(2)
+    while frame is not None and "__racecheck_engine__" in frame.f_globals:
+        frame = frame.f_back
+    return frame.f_code if frame is not None else None
 
 
 def _running_index(trace: list[TraceEvent], tid: int) -> int:

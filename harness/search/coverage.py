@@ -424,11 +424,22 @@ class Coverage:
         self.tree = ChoiceTree() if not is_systematic(config.strategy) else None
         self.steering = self.tree is not None and config.skip_duplicates
         self.keys: set[str] = set()
-        self._pending: list[list] = []  # traces of counted schedules whose keys ``settle`` has yet to add
+        # Sampled runs (``racecheck.control.memory_sampling``) have fewer decisions than runs watched whole, and
+        # traces without the accesses they left unwatched: their own tree and keys, which never make the space
+        # exhausted (their tree's end only ends the sampling) and count as interleavings only where they see more.
+        self.sampled_tree = ChoiceTree() if self.tree is not None else None
+        self.sampled_keys: set[str] = set()
+        self._pending: list[tuple[list, bool]] = []  # (trace, sampled) of counted schedules ``settle`` has yet to key
         self._pending_events = 0
 
-    def chooser(self, inner: Chooser) -> Chooser:
-        return Steering(inner, self.tree) if self.steering and self.tree is not None else inner
+    def chooser(self, inner: Chooser, sampled: bool = False) -> Chooser:
+        tree = self.sampled_tree if sampled else self.tree
+        return Steering(inner, tree) if self.steering and tree is not None else inner
+
+    @property
+    def sampled_complete(self) -> bool:
+        """Every sampled schedule has run."""
+        return self.steering and self.sampled_tree is not None and self.sampled_tree.complete
 
     @property
     def exhausted(self) -> bool:
@@ -444,20 +455,23 @@ class Coverage:
         computed in batches (``settle``): run between schedules, the key's code and data are evicted by the
         workload each time, and computing one took much longer than in a loop over many traces."""
         trace = run_events(run)
+        sampled = run.sampled
         if self.config.progress is not None:
             key = interleaving_key(trace)
-            self.keys.add(key)
-            result.interleavings = len(self.keys)
+            (self.sampled_keys if sampled else self.keys).add(key)
+            result.interleavings = max(len(self.keys), len(self.sampled_keys))
         else:
-            self._pending.append(trace)
+            self._pending.append((trace, sampled))
             self._pending_events += len(trace)
             if len(self._pending) >= self._PENDING_RUNS or self._pending_events >= self._PENDING_EVENTS:
                 self.settle(result)
-        if self.tree is not None:
-            self.tree.add(run.choices, run.arities)
-            result.distinct = self.tree.distinct
+        if self.tree is not None and self.sampled_tree is not None:
+            (self.sampled_tree if sampled else self.tree).add(run.choices, run.arities)
+            whole = self.tree.distinct  # an exhausted space: its schedules, all watched whole
+            result.distinct = whole if self.tree.complete else whole + self.sampled_tree.distinct
         else:
             result.distinct += 1
+        result.sampled += sampled
         result.schedules += 1
         result.max_steps_seen = max(result.max_steps_seen, run.steps)
         result.crashes += int(run.crashed)
@@ -471,7 +485,7 @@ class Coverage:
     def settle(self, result: Result) -> None:
         """Add the keys of the schedules counted since the last call: ``result.interleavings`` is exact after it."""
         pending, self._pending, self._pending_events = self._pending, [], 0
-        keys = self.keys
-        for trace in pending:
-            keys.add(interleaving_key(trace))
-        result.interleavings = len(keys)
+        keys, sampled_keys = self.keys, self.sampled_keys
+        for trace, sampled in pending:
+            (sampled_keys if sampled else keys).add(interleaving_key(trace))
+        result.interleavings = max(len(keys), len(sampled_keys))

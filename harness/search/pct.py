@@ -27,6 +27,7 @@ class PCTChooser(Chooser):
         self.known: set[int] = set()  # every tid in high or low: one C-level check per decision for new threads
         self.decisions = 0  # decisions with a running thread: the k of the bound, and what change points count
         self.fired = 0
+        self.sampled = False  # made for a sampled execution (``Strategy.sampled``)
 
     def _know(self, tid: int) -> None:
         if tid not in self.known:
@@ -91,18 +92,25 @@ class PCT(Strategy):
             raise ValueError("pct depth must be >= 1")
         self.depth = depth
         self.max_decisions = 0
+        self.max_sampled_decisions = 0  # the same, of the sampled executions (``Strategy.sampled``)
         self.points_drawn = 0
         self.points_fired = 0
 
     def new_execution(self, index):
         rng = self.stream(f"pct:{self.seed}:{index}:{self.depth}")
-        count = min(self.depth - 1, self.max_decisions)
-        points = change_points(rng, self.max_decisions, count) if count else frozenset()
-        return PCTChooser(rng, points)
+        decisions = self.max_sampled_decisions if self.sampled else self.max_decisions
+        count = min(self.depth - 1, decisions)
+        points = change_points(rng, decisions, count) if count else frozenset()
+        chooser = PCTChooser(rng, points)
+        chooser.sampled = self.sampled
+        return chooser
 
     def end_execution(self, chooser, steps):
         if isinstance(chooser, PCTChooser):
-            self.max_decisions = max(self.max_decisions, chooser.decisions)
+            if chooser.sampled:
+                self.max_sampled_decisions = max(self.max_sampled_decisions, chooser.decisions)
+            else:
+                self.max_decisions = max(self.max_decisions, chooser.decisions)
             self.points_drawn += len(chooser.change_points)
             self.points_fired += chooser.fired
 

@@ -95,6 +95,7 @@ class Result:
     failures: list[Failure] = field(default_factory=list)  # every distinct failure found, first one first
     interleavings: int = 0  # distinct interleavings explored (by the order of conflicting operations)
     distinct: int = 0  # distinct schedules (exact choice sequences) explored; with ``exhausted``: the whole space
+    sampled: int = 0  # schedules run with sampled memory watching (racecheck.control.memory_sampling)
     replayed: int = 0  # schedules replayed first from the failure database (counted in ``schedules`` too)
     passed: int = 0  # explored schedules that passed (a failure they did not have depends on the schedule)
     # conflicting accesses no synchronisation ordered, in any schedule explored (``search.data_races``), each once

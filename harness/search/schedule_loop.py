@@ -61,11 +61,13 @@ class Schedules:
         """On the carrier: the next schedule's chooser (steered away from schedules already run), or None."""
         if self._finished():
             return None
+        sampled = self.session.plan(self.index) == "sampled"
+        self.strat.sampled = sampled
         chooser = self.strat.new_execution(self.index)
         if chooser is None:
             return None
         self.chooser = chooser
-        return self.coverage.chooser(chooser)
+        return self.coverage.chooser(chooser, sampled)
 
     def _again(self, run: Run) -> bool:
         """Whether ``run`` brought code under memory watch while it ran: then it does not count, and the same
@@ -86,14 +88,24 @@ class Schedules:
         self._races(run, self.index)
         self.strat.end_execution(self.chooser, run.steps)
         self.result.leaked_threads.extend(run.leaked)
-        self.coverage.count(run, self.index, self.result, self.strat.exhausted)
+        self._count(run, self.index)
         self.result.passed += 1
         self.index += 1
         self.counted = run
         return True
 
+    def _count(self, run: Run, index: int) -> None:
+        """``run`` counted as schedule ``index``; once the sampled runs' own space is run to its end, the rest
+        watch everything (only they can make the space exhausted)."""
+        self.coverage.count(run, index, self.result, self.strat.exhausted)
+        if self.coverage.sampled_complete and self.session.sampling is not None:
+            self.session.sampling.stop()
+
     def _races(self, run: Run, index: int, located: bool | None = None) -> None:
-        """The data races of ``run`` (schedule ``index``) into the exploration's log."""
+        """The data races of ``run`` (schedule ``index``) into the exploration's log (sampled runs have none: the
+        learning runs look for them)."""
+        if run.races is None and run.sampled:
+            return
         cfg = self.config
         self.races.add(run, index, lambda: self.session.token(run, cfg.strategy, cfg.seed, index), located)
 
@@ -104,6 +116,8 @@ class Schedules:
         session, cfg, result, index = self.session, self.config, self.result, self.index
         self.strat.end_execution(self.chooser, run.steps)
         result.leaked_threads.extend(run.leaked)
+        if run.sampled and run.failure is not None:  # reported from the same execution watched whole
+            run = session.widen(run) or run
         stop = False
         if cfg.check_determinism:
             divergence = session.check_determinism(run)
@@ -125,6 +139,6 @@ class Schedules:
                 self._races(run if again is None else again, index, located=True)
             else:
                 self._races(run, index)
-        self.coverage.count(run, index, result, self.strat.exhausted)
+        self._count(run, index)
         self.index += 1
         return stop

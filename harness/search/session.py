@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import racecheck.control.sync_facades  # noqa: F401 - importing it registers the sync stand-ins' swaps
 from racecheck import runtime
-from racecheck.control import autocontrol, external, instrument, lines, memory_install, tempdirs
+from racecheck.control import autocontrol, external, instrument, lines, memory_install, memory_sampling, tempdirs
 from racecheck.control.memory_names import Watch, forget_local_classes
 from racecheck.control.threads import controlled_thread_class
 from racecheck.errors import DataRaceError, InternalError, RacecheckError, ReplayDivergence, UserCallbackError
@@ -37,6 +37,7 @@ from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, outcome
 from racecheck.search.shrink import normalize
 from racecheck.search.tokens import Token, shape_of, short_hash
+from racecheck.search.widening import Widening
 
 if TYPE_CHECKING:
     from racecheck.config import Config
@@ -126,6 +127,9 @@ class Session:
         self.target = _target_name(fn)
         self.config_key = config_key(config, self.extensions)
         self.watching: Any = None  # the exploration's memory watch (its modules), once ``controlled`` began
+        # sampled watching (random, pct, pos), and how the next run watches: "whole", "learn" or "sampled"
+        self.sampling: memory_sampling.Sampling | None = None
+        self.next_mode = "whole"
 
     def _modules(self) -> list[types.ModuleType]:
         targets: list[Any] = []
@@ -169,6 +173,7 @@ class Session:
                 if self.config.memory:
                     roots = (self.fn, self.config.on_crash)
                     self.watching = stack.enter_context(memory_install.watching(self.config.exclude, roots))
+                    self._sample(stack)
                 stack.enter_context(controlled_thread_class())
                 stack.enter_context(external.waiting_outside())
                 stack.enter_context(tempdirs.tracked())
@@ -179,13 +184,48 @@ class Session:
         finally:
             _exploring.release()
 
-    def run_once(self, chooser: Chooser, locate: bool = True) -> Run:
+    def _sample(self, stack: ExitStack) -> None:
+        cfg = self.config
+        if cfg.sample_memory and cfg.strategy in memory_sampling.SAMPLING_STRATEGIES and not cfg.check_determinism:
+            self.sampling = sampling = memory_sampling.Sampling(self.watching)
+            stack.callback(sampling.watch_all)  # before the watch gives every function its own code back
+
+    def plan(self, index: int) -> str:
+        """On the carrier, before schedule ``index`` of the loop: how it watches memory (``memory_sampling``), the
+        functions' code set for it."""
+        sampling = self.sampling
+        if sampling is None:
+            mode = "whole"
+        elif memory_sampling.learns(index):
+            sampling.watch_all()
+            mode = "learn"
+        else:
+            mode = "sampled" if sampling.leave_cold() else "whole"
+        self.next_mode = mode
+        return mode
+
+    def widen(self, run: Run) -> Run | None:
+        """A sampled ``run`` that failed, run again with every access watched (``Widening``): that run, or None
+        if it did not fail alike (then nothing more is sampled)."""
+        assert self.sampling is not None
+        widening = Widening(run.choices, run.picked, self.sampling.cold)
+        again = self.run_once(widening)
+        if widening.divergence is None and again.failure is not None and (
+                again.failure.signature() == run.failure.signature()):  # type: ignore[union-attr]
+            return again
+        self.sampling.stop()
+        return None
+
+    def run_once(self, chooser: Chooser, locate: bool = True, learn: bool = False) -> Run:
         """One schedule: extensions' begin hooks, the test function, end hooks, crash recovery; always torn down.
         ``locate``: give every trace event its source location (see ``Run.locate``). A run during which code came
         under memory watch (``Run.stale``) is run again with the chooser put back as it was, until one is not: the
         caller's chooser is the one that made the returned run, so what it read (a replay's divergence) is that
-        run's, not the stale attempt's."""
+        run's, not the stale attempt's. It watches every access (``learn``: and lists them for sampling)."""
+        if self.sampling is not None:
+            self.sampling.watch_all()
         for _attempt in range(STALE_RETRIES):
+            self.next_mode = "learn" if learn else "whole"
             pristine = copy.deepcopy(chooser.__dict__) if self.config.memory else None
             run = self.run_batch(_once(chooser), lambda run: False, locate)
             assert run is not None
@@ -201,7 +241,7 @@ class Session:
         under memory watch, so neither depends on which schedule of the exploration, or of a replay in a fresh
         process, happens to come first. Its token records it (the configuration key says memory)."""
         if self.config.memory:
-            self.run_once(Replayer(()), locate=False)
+            self.run_once(Replayer(()), locate=False, learn=True)
 
     def run_batch(
         self, next_chooser: Callable[[], Chooser | None], after: Callable[[Run], bool], locate: bool
@@ -254,6 +294,14 @@ class Session:
         run.locate = locate
         if self.config.memory:
             run.watch = Watch()
+            if self.sampling is not None:
+                if self.next_mode == "learn":  # with source lines: the data races it reports need no rerun
+                    run.learning = []
+                    run.locate = True
+                    self.sampling.begin_learning()
+                run.sampled = self.next_mode == "sampled"
+                if isinstance(chooser, Widening):
+                    run.cold_codes = chooser.cold
         if self.carriers is not None:
             run.launch = self.carriers.start
         if isinstance(chooser, Replayer):
@@ -293,6 +341,11 @@ class Session:
         run.detach()
         if run.leaked and run.locate:
             run.drop_locations()
+        if run.learning is not None and self.sampling is not None:
+            self.sampling.end_learning()
+            if not run.stale:
+                self.sampling.learn(run.learning)
+            run.learning = None
         self._judge_races(run)
         if isinstance(chooser, Replayer):
             chooser.finish()
@@ -303,7 +356,7 @@ class Session:
         """The data races of ``run`` (``run.races``); under ``data_races="fail"`` one not marked benign fails a run
         that did not fail otherwise, in every run of the session (a shrinking candidate, a replay) alike."""
         mode = self.config.data_races
-        if mode == "ignore":
+        if mode == "ignore" or (run.sampled and mode == "report"):  # sampled runs: learning runs report races
             return
         run.races = data_races.find(run)
         if mode == "fail" and run.failure is None and run.races:

@@ -33,6 +33,10 @@ class Strategy:
         self.seed = seed
         self.exhausted = False
         self._rng = random.Random()
+        # The next execution leaves code that showed no shared memory unwatched (``racecheck.control.
+        # memory_sampling``): far fewer decisions than one watched whole, which a strategy measuring its executions
+        # keeps apart. Set by the exploration before ``new_execution``.
+        self.sampled = False
 
     def stream(self, text: str) -> random.Random:
         """The random stream of one execution, seeded by ``text`` (the same stream as ``random.Random(text)``).

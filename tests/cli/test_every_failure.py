@@ -93,8 +93,10 @@ def test_lightning_18_writer_on_windows_shows_the_leak_and_winerror_32_together(
     out = invoke("run", "delete-while-writing", "--target", legacy, "--fs", "windows", "--schedules", "200",
                  "--max-failures", "5")
     assert out.exit_code == 1, out.output
-    assert "RACE FOUND, 2 distinct failures at schedules #" in out.stdout
-    assert "  [1/2] AssertionError: leaked checkpoint(s) ['a.ckpt']: removed, then written anyway" in out.stdout
-    assert "  [2/2] PermissionError: [WinError 32] The process cannot access the file" in out.stdout
+    found = re.search(r"RACE FOUND, (\d) distinct failures at schedules #", out.stdout)
+    assert found and int(found[1]) >= 2, out.stdout  # two racing pairs can end in WinError 32: distinct failures
+    count = found[1]
+    assert f"  [1/{count}] AssertionError: leaked checkpoint(s) ['a.ckpt']: removed, then written anyway" in out.stdout
+    assert f"  [2/{count}] PermissionError: [WinError 32] The process cannot access the file" in out.stdout
     one = invoke("run", "delete-while-writing", "--target", legacy, "--fs", "windows", "--schedules", "200")
     assert "WinError 32" not in one.stdout  # one failure per cell: the leak comes first

@@ -36,7 +36,7 @@ def test_fingerprint_is_the_same_in_processes_with_other_hash_seeds():
 
 
 def test_engine_counts_split_the_engine_from_the_workload():
-    out = _run("engine_counts.py", "--schedules", "3", "--top", "3", "--workload", "noop")
+    out = _run("engine_counts.py", "--schedules", "3", "--top", "12", "--workload", "noop")
     assert "engine, all" in out and "scheduler.py:" in out and "x this" in out
 
 

@@ -28,6 +28,7 @@ def test_every_documented_keyword_is_a_field():
         "locations",  # issue 9: source lines of every schedule, or only of those reported
         "exclude",  # issue 29: modules control by default leaves real
         "memory",  # issue 36: shared plain memory recorded, each access a scheduling point
+        "sample_memory",  # issue 36: sampling strategies watch whole only in learning runs
         "data_races", "benign",  # issue 37: unordered conflicting accesses reported, failing or ignored
         "files",  # issue 37: real-disk file operations, each a scheduling point
     }

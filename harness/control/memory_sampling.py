@@ -1,0 +1,157 @@
+"""Sampled memory watching: the sampling strategies' schedules run the code that showed no shared memory as written.
+
+Watching every access costs a Python call per attribute read, and in library code most of them touch objects only
+one thread ever sees (torch's pickler and zip writer on the executor's worker, fsspec's path parsing on the
+caller): the stock micro workload makes ~2,000 such calls a schedule, the few that matter are on the handful of
+objects both threads touch. A *learning* run watches everything and lists which code made each access
+(``Run.learning``); an object touched by two threads, one of them writing (an unresolved access counts as touching
+every object), is shared, and the code that touched it is *hot*. In a *sampled* run every function whose code made
+accesses in a learning run, none of them shared, gets its own code back for the run (``engage``), so its accesses
+cost nothing and are neither points nor recorded; hot code, and code no learning run has seen yet, stays watched.
+
+What a sampled run can miss is a shared access in code that showed none when it was learned (a path a learning run
+did not take): the learning runs come back ever sparser (the warm-up, then schedules 15, 63, 255, 1023, ...:
+each fourth as far), and each one adds what it finds. So sampling is for the strategies that sample anyway (random,
+pct, pos): dfs and dpor, whose "exhausted" is a proof, replays, shrinking and ``check_determinism`` always watch
+everything, a sampled run that fails is run again with every access watched before it is reported
+(``racecheck.search.widening``), and only fully watched schedules can make a space exhausted
+(``racecheck.search.coverage``). It engages only where it pays: when most of a learning run's accesses were made in
+code it can leave unwatched (``_WORTH``). LiteRace (Marino, Musuvathi, Narayanasamy, PLDI 2009) samples hot code
+for the same reason; here what is left out is decided by what the code touched, not by how often it ran.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterable
+from typing import Any
+
+from racecheck.control import memory_discovery
+from racecheck.runtime.access import LIST, MEMORY_OBJ, READ, Access
+
+__racecheck_engine__ = True
+
+SAMPLING_STRATEGIES = frozenset({"random", "pct", "pos"})
+_READS = frozenset({READ, LIST})
+# Sampling engages when at least this many accesses of a learning run, and at least half of them, were made in
+# code it would leave unwatched: below that a sampled run saves less than the learning runs cost.
+_WORTH = 256
+
+
+def learns(index: int) -> bool:
+    """Whether schedule ``index`` of an exploration is a learning run: 15, 63, 255, 1023, ... (index + 1 a power
+    of 4 from 16 on; the warm-up run before schedule 0 is the first)."""
+    n = index + 1
+    return n >= 16 and n & (n - 1) == 0 and n.bit_length() % 2 == 1
+
+
+def _group(obj: str) -> str:
+    """What two accesses must share to conflict, taken wide: an item with its whole container (``dict#2['k']``
+    with ``dict#2``), an attribute exactly."""
+    return obj.split("[", 1)[0]
+
+
+def shared_codes(records: Iterable[tuple[Any, int, tuple[Access, ...]]]) -> tuple[set[Any], set[Any], int]:
+    """From one learning run's records: the codes that made accesses, those that touched shared memory (an object
+    two threads touched, one writing; unresolved memory), and how many records there were."""
+    threads: dict[str, set[int]] = {}
+    writers: dict[str, set[int]] = {}
+    by_code: dict[Any, set[str]] = {}
+    seen: set[Any] = set()
+    hot: set[Any] = set()
+    count = 0
+    for code, tid, accesses in records:
+        count += 1
+        seen.add(code)
+        touched = by_code.setdefault(code, set())
+        for access in accesses:
+            obj = access[0]
+            if obj == MEMORY_OBJ:
+                hot.add(code)
+                continue
+            group = _group(obj)
+            touched.add(group)
+            threads.setdefault(group, set()).add(tid)
+            if access[1] not in _READS:
+                writers.setdefault(group, set()).add(tid)
+    shared = {group for group, tids in threads.items() if len(tids) > 1 and group in writers}
+    hot.update(code for code, touched in by_code.items() if not touched.isdisjoint(shared))
+    return seen, hot, count
+
+
+def _nested(code: types.CodeType) -> Iterable[types.CodeType]:
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield const
+            yield from _nested(const)
+
+
+class Sampling:
+    """One exploration's sampled watching over its memory watch (``racecheck.control.memory_install.Watching``):
+    what the learning runs found, and the functions a sampled run gives their own code back."""
+
+    def __init__(self, watching: Any) -> None:
+        self.watching = watching
+        self.seen: set[Any] = set()
+        self.hot: set[Any] = set()
+        self.cold: frozenset[Any] = frozenset()
+        self.engaged = False  # the next sampled runs leave the cold code unwatched
+        self.stopped = False  # no more sampled runs in this exploration (``stop``)
+        self.out: list[tuple[types.FunctionType, types.CodeType, types.CodeType]] = []  # (fn, own code, twin)
+        self.ran: set[Any] | None = None  # the code the last learning run's watched code called
+
+    def begin_learning(self) -> None:
+        """A learning run starts: the functions its watched code calls are noted too (``memory_discovery.called``),
+        so code whose accesses recorded nothing (all on immutable values, or private) is seen to have run."""
+        memory_discovery.called = set()
+
+    def end_learning(self) -> None:
+        self.ran, memory_discovery.called = memory_discovery.called, None
+
+    def learn(self, records: list[tuple[Any, int, tuple[Access, ...]]]) -> None:
+        """What one learning run saw: the code it found sharing memory joins the hot code for good."""
+        seen, hot, count = shared_codes(records)
+        if self.ran is not None:
+            seen |= self.ran
+            self.ran = None
+        self.seen |= seen
+        self.hot |= hot
+        cold = {code for code in self.seen - self.hot if code is not None}
+        cold = {code for code in cold if all(inner not in self.hot for inner in _nested(code))}
+        self.cold = frozenset(cold)
+        in_cold = sum(1 for code, _tid, _accesses in records if code in self.cold)
+        self.engaged = not self.stopped and in_cold >= _WORTH and 2 * in_cold >= count
+
+    def stop(self) -> None:
+        """No more sampled runs (a sampled space was run to its end: the rest must be watched whole)."""
+        self.stopped = True
+        self.engaged = False
+        self.watch_all()
+
+    def leave_cold(self) -> bool:
+        """Before a sampled run: every function whose code is cold gets its own code back; False if sampling is
+        not engaged (the run is then watched whole)."""
+        if not self.engaged:
+            self.watch_all()
+            return False
+        if self.out:
+            return True
+        cold = self.cold
+        for fn, own in self.watching.swapped:
+            twin = fn.__code__
+            if twin in cold:
+                fn.__code__ = own
+                self.out.append((fn, own, twin))
+                # a call of it, or of a closure it makes, from watched code is no reason to rewrite it again
+                for code in (own, *_nested(own)):
+                    memory_discovery.settle(code)
+        return True
+
+    def watch_all(self) -> None:
+        """Before a run that watches everything: every function left unwatched gets its rewritten code back."""
+        out, self.out = self.out, []
+        for fn, own, twin in reversed(out):
+            if fn.__code__ is own:
+                fn.__code__ = twin
+            for code in (own, *_nested(own)):
+                memory_discovery.unsettle(code)
