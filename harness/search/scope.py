@@ -6,7 +6,8 @@ the CLI, the pytest plugin and ``results.json`` all print from here:
 * the schedule space: exhausted (every interleaving of what was watched: dpor; every schedule within a preemption
   bound: dfs; every distinct schedule of a small space: random, pct, pos) or sampled (so many schedules of an
   unbounded space), or one replayed schedule;
-* what was watched: threads and synchronisation always, plain memory unless ``memory=False``, files on the fake
+* what was watched: threads and synchronisation always, plain memory unless ``memory=False`` (in how many
+  schedules only sampled: ``racecheck.control.memory_sampling``), files on the fake
   filesystem (``fs=``), on the real disk as scheduling points (a ``files=`` option, where the engine has it), or
   not at all;
 * what escaped, as far as the exploration saw it: threads stuck in code racecheck does not control (uncontrolled
@@ -40,6 +41,7 @@ class Scope:
     memory: bool
     files: str  # "fake fs (posix)", "real disk" or "not watched"
     escaped: tuple[str, ...] = ()
+    sampled: int = 0  # schedules whose memory watching was sampled (the rest watched every access)
 
     def space_text(self) -> str:
         if self.space == "replayed":
@@ -57,6 +59,10 @@ class Scope:
 
     def watched_text(self) -> str:
         memory = "plain memory" if self.memory else "no plain memory (memory=False)"
+        if self.memory and self.sampled:
+            whole = self.schedules - self.sampled
+            memory += (f" (every access in {whole} of {self.schedules} schedules, the others sampled: code that "
+                       "showed no shared memory ran unwatched)")
         files = f"files on the {self.files}" if self.files != "not watched" else "files not watched"
         return f"{SYNC_WATCHED}, {memory}, {files}"
 
@@ -70,12 +76,13 @@ class Scope:
     def to_dict(self) -> dict:
         return {"space": self.space, "strategy": self.strategy, "schedules": self.schedules,
                 "interleavings": self.interleavings, "bound": self.bound, "memory": self.memory,
-                "files": self.files, "escaped": list(self.escaped), "text": self.text()}
+                "files": self.files, "escaped": list(self.escaped), "sampled": self.sampled, "text": self.text()}
 
     @classmethod
     def from_dict(cls, data: dict) -> Scope:
         return cls(data["space"], data["strategy"], int(data["schedules"]), int(data["interleavings"]),
-                   data.get("bound"), bool(data["memory"]), data["files"], tuple(data.get("escaped", ())))
+                   data.get("bound"), bool(data["memory"]), data["files"], tuple(data.get("escaped", ())),
+                   int(data.get("sampled", 0)))
 
 
 def files_watched(config: Any) -> str:
@@ -118,4 +125,5 @@ def scope_of(config: Any, result: Any, real_locks: bool, unwatched: list[str], r
     space = "replayed" if replayed else "exhausted" if result.exhausted else "sampled"
     bound = config.bound if is_systematic(config.strategy) else None
     return Scope(space, result.strategy, result.schedules, result.interleavings, bound, bool(config.memory),
-                 files_watched(config), escaped(config, list(result.leaked_threads), real_locks, unwatched))
+                 files_watched(config), escaped(config, list(result.leaked_threads), real_locks, unwatched),
+                 0 if replayed else getattr(result, "sampled", 0))

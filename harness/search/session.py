@@ -341,12 +341,13 @@ class Session:
         run.detach()
         if run.leaked and run.locate:
             run.drop_locations()
+        self._judge_races(run)
         if run.learning is not None and self.sampling is not None:
             self.sampling.end_learning()
-            if not run.stale:
-                self.sampling.learn(run.learning)
+            if not run.stale:  # what races is shared: the found races, or (ignored) the same search for them
+                races = run.races if run.races is not None else data_races.find(run)
+                self.sampling.learn(run.learning, {found[0] for found in races})
             run.learning = None
-        self._judge_races(run)
         if isinstance(chooser, Replayer):
             chooser.finish()
         if run.failure is not None and run.failure.kind == "internal":
