@@ -20,10 +20,11 @@
    pays (~80 µs here), and with ``fresh_threads=True``, which pays it too: that difference is the engine's own
    cost per schedule, the whole of the micro workload's gap (see docs/performance.md).
 
-Each pair is measured ``--repeats`` times, alternating uncontrolled and controlled so that load on the machine
-hits both alike; the table shows medians and the median of the per-pair ratios, and a line below it says where
-the micro workload's true median lies (a distribution-free interval from the pairs' order statistics) and so
-whether this run can tell the goal met. Wall-clock figures: reported, never asserted.
+Each pair is measured ``--repeats`` times, an uncontrolled loop right before each controlled side, so that load on
+the machine, and what the side before left in the caches, hit both halves of a pair alike; the table shows medians
+and the median of the per-pair ratios, and a line below it says where the micro workload's true median lies (a
+distribution-free interval from the pairs' order statistics) and so whether this run can tell the goal met.
+Wall-clock figures: reported, never asserted.
 """
 
 from __future__ import annotations
@@ -193,11 +194,16 @@ def _step_cost(count: int, repeats: int) -> float:
     return statistics.median(_timed(explore_once) / count for _ in range(repeats)) * 1e6
 
 
-# The explored sides of the micro workload's rows: what each watches.
+# The explored sides of the micro workload's rows: what each watches, in the order each repeat measures them. An
+# exploration with real-disk files as points slows the process's next exploration by 5-8% (measured the same on the
+# tree before memory was sampled; another exploration in between takes it, a garbage collection does not), so the
+# defaults side comes last and an untimed exploration follows it (``_alternate``): each row is then measured as a
+# run of its own configuration goes. Repeated explorations with every default each pay it, which their row does not
+# show.
 VARIANTS = {
     "memory": {"files": False},  # memory and its data races: the goal's row
-    "defaults": {},  # memory, real-disk files as points, data races
     "off": {"memory": False, "files": False, "data_races": "ignore"},  # what control cost before any was watched
+    "defaults": {},  # memory, real-disk files as points, data races
 }
 
 
@@ -209,8 +215,8 @@ def _micro(schedules: int, repeats: int) -> tuple[float, dict[str, float], dict[
         micro_workload(directory)  # warm-up: imports, torch serialization caches
         plain, sides = _alternate(lambda: micro_workload(directory), schedules, repeats, list(VARIANTS))
         rates = {name: statistics.median(1 / c for c in side) for name, side in sides.items()}
-        ratios = {name: [p / c for p, c in zip(plain, side, strict=True)] for name, side in sides.items()}
-        return statistics.median(1 / p for p in plain), rates, ratios
+        ratios = {name: [p / c for p, c in zip(plain[name], side, strict=True)] for name, side in sides.items()}
+        return statistics.median(1 / p for p in plain["memory"]), rates, ratios
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -227,25 +233,30 @@ def explore_workload(workload, schedules: int, fresh_threads: bool = False, vari
 
 def _alternate(
     workload, schedules: int, repeats: int, variants: list[str], fresh_threads: bool = False
-) -> tuple[list[float], dict[str, list[float]]]:
-    """Seconds per run of ``workload``: the plain loop, and explored (pct) as each of ``variants`` (with
-    ``fresh_threads``: also each on fresh threads, as "<variant>+fresh"), alternating ``repeats`` times."""
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Seconds per run of ``workload``, ``repeats`` times over: for each of ``variants`` (with ``fresh_threads``:
+    each on fresh threads too, as "<variant>+fresh") the plain loop and then the exploration (pct), a pair measured
+    back to back, so that what one side leaves in the caches weighs on its own pair only. Returns the plain loops
+    and the explored sides, by side."""
 
     def plain_loop() -> None:
         for _ in range(schedules):
             workload()
 
-    plain: list[float] = []
-    sides: dict[str, list[float]] = {}
+    sides = [(variant, False) for variant in variants]
+    if fresh_threads:
+        sides += [(variant, True) for variant in variants]
+    plain: dict[str, list[float]] = {}
+    explored: dict[str, list[float]] = {}
     for _ in range(repeats):
-        plain.append(_timed(plain_loop) / schedules)
-        for variant in variants:
-            sides.setdefault(variant, []).append(
-                _timed(lambda v=variant: explore_workload(workload, schedules, variant=v)) / schedules)
-            if fresh_threads:
-                sides.setdefault(f"{variant}+fresh", []).append(
-                    _timed(lambda v=variant: explore_workload(workload, schedules, True, v)) / schedules)
-    return plain, sides
+        for variant, fresh in sides:
+            name = f"{variant}+fresh" if fresh else variant
+            plain.setdefault(name, []).append(_timed(plain_loop) / schedules)
+            explored.setdefault(name, []).append(
+                _timed(lambda v=variant, f=fresh: explore_workload(workload, schedules, f, v)) / schedules)
+        if VARIANTS[variants[-1]].get("files", True) is not False:  # real-disk files were points: see VARIANTS
+            explore_workload(workload, schedules, variant="off")
+    return plain, explored
 
 
 def _engine_cost(schedules: int, repeats: int) -> tuple[float, float, float]:
@@ -253,7 +264,7 @@ def _engine_cost(schedules: int, repeats: int) -> tuple[float, float, float]:
     noop_workload()
     plain, sides = _alternate(noop_workload, schedules, repeats, ["defaults"], fresh_threads=True)
     med = statistics.median
-    return med(plain) * 1e6, med(sides["defaults"]) * 1e6, med(sides["defaults+fresh"]) * 1e6
+    return med(plain["defaults"]) * 1e6, med(sides["defaults"]) * 1e6, med(sides["defaults+fresh"]) * 1e6
 
 
 def main() -> None:

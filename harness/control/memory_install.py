@@ -113,7 +113,6 @@ class Watching(memory_discovery.Discovery):
         self.modules: dict[str, Compiled | None] = {}  # module name -> its compiled code, as far as reached
         self.swapped: list[tuple[types.FunctionType, types.CodeType]] = []
         self.pending: dict[str, list[types.FunctionType]] = {}  # file name -> functions of a module not reached yet
-        self.walked: set[int] = set()  # ids of the classes walked (kept alive by their modules)
         self.active = False
 
     # ----- discovery (called by the hooks, on a controlled thread) ---------------------------------------------
@@ -154,8 +153,11 @@ class Watching(memory_discovery.Discovery):
         run = runtime.current_run()
         if run is not None:
             run.stale = True  # some of this module's code may have run unwatched in this run already
-        for fn in self._functions_of(namespace, filename):
+        own, elsewhere = _functions_of(namespace, filename)
+        for fn in own:
             self._swap(fn, compiled)
+        for fn in elsewhere:
+            self._elsewhere(fn)
         for fn in self.pending.pop(filename, ()):
             self._swap(fn, compiled)
         return compiled
@@ -170,39 +172,6 @@ class Watching(memory_discovery.Discovery):
         fn.__code__ = twin
         self.swapped.append((fn, code))
         lines.new_code(twin)
-
-    def _functions_of(self, namespace: dict[str, Any], filename: str) -> list[types.FunctionType]:
-        """Every function reachable from a module's namespace whose code is the module's own; functions of other
-        modules met on the way wait for their module (``pending``)."""
-        out: list[types.FunctionType] = []
-        seen: set[int] = set()
-        pending_values = list(namespace.values())
-        while pending_values:
-            value = pending_values.pop()
-            if id(value) in seen:
-                continue
-            seen.add(id(value))
-            if isinstance(value, types.FunctionType):
-                if value.__code__.co_filename == filename:
-                    out.append(value)
-                else:
-                    self._elsewhere(value)
-                wrapped = value.__dict__.get("__wrapped__") if hasattr(value, "__dict__") else None
-                if wrapped is not None:
-                    pending_values.append(wrapped)
-            elif isinstance(value, (staticmethod, classmethod)):
-                pending_values.append(value.__func__)
-            elif isinstance(value, property):
-                pending_values.extend(f for f in (value.fget, value.fset, value.fdel) if f is not None)
-            elif isinstance(value, type):
-                if getattr(value, "__module__", None) == namespace.get("__name__") and id(value) not in self.walked:
-                    self.walked.add(id(value))
-                    pending_values.extend(value.__dict__.values())
-            else:
-                inner = _wrapped_function(value)
-                if inner is not None:
-                    pending_values.append(inner)
-        return out
 
     def _elsewhere(self, fn: types.FunctionType) -> None:
         """A function of another module met while walking one: rewritten now if its module is, else later."""
@@ -221,6 +190,75 @@ class Watching(memory_discovery.Discovery):
         for fn, code in reversed(swapped):
             fn.__code__ = code
         self.pending.clear()
+
+
+# file name -> (namespace, the classes walked, what the walk read of both, its own functions, the others'): a walk
+# of torch's namespace and classes takes milliseconds, and every exploration walks every module it reaches again
+_walks: dict[str, tuple[Any, tuple[type, ...], Any, list[types.FunctionType], list[types.FunctionType]]] = {}
+
+
+def _read(namespace: dict[str, Any], classes: tuple[type, ...]) -> Any:
+    return tuple(namespace.values()), tuple(tuple(cls.__dict__.values()) for cls in classes)
+
+
+def _unchanged(memo: tuple[Any, ...], namespace: dict[str, Any]) -> bool:
+    """Whether the namespace and classes a walk read still hold the very same values (compared by identity
+    first; a value that is not the same object is a change, whatever its ``==`` says or raises)."""
+    if memo[0] is not namespace:
+        return False
+    then_values, then_classes = memo[2]
+    now_values, now_classes = _read(namespace, memo[1])
+    if len(now_values) != len(then_values) or any(
+            len(a) != len(b) for a, b in zip(now_classes, then_classes, strict=True)):
+        return False
+    try:
+        return all(a is b for a, b in zip(now_values, then_values, strict=True)) and all(
+            a is b for now, then in zip(now_classes, then_classes, strict=True)
+            for a, b in zip(now, then, strict=True))
+    except Exception:  # noqa: BLE001 - nothing here should raise; a change if it does
+        return False
+
+
+def _functions_of(
+    namespace: dict[str, Any], filename: str,
+) -> tuple[list[types.FunctionType], list[types.FunctionType]]:
+    """Every function reachable from a module's namespace whose code is the module's own, and the functions of other
+    modules met on the way (they wait for their module). Kept per process while the namespace and the classes walked
+    hold the same objects (checked value by value, by identity: far cheaper than the walk)."""
+    memo = _walks.get(filename)
+    if memo is not None and _unchanged(memo, namespace):
+        return memo[3], memo[4]
+    own: list[types.FunctionType] = []
+    elsewhere: list[types.FunctionType] = []
+    classes: list[type] = []
+    seen: set[int] = set()
+    pending_values = list(namespace.values())
+    module_name = namespace.get("__name__")
+    while pending_values:
+        value = pending_values.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, types.FunctionType):
+            (own if value.__code__.co_filename == filename else elsewhere).append(value)
+            wrapped = value.__dict__.get("__wrapped__") if hasattr(value, "__dict__") else None
+            if wrapped is not None:
+                pending_values.append(wrapped)
+        elif isinstance(value, (staticmethod, classmethod)):
+            pending_values.append(value.__func__)
+        elif isinstance(value, property):
+            pending_values.extend(f for f in (value.fget, value.fset, value.fdel) if f is not None)
+        elif isinstance(value, type):
+            if getattr(value, "__module__", None) == module_name:
+                classes.append(value)
+                pending_values.extend(value.__dict__.values())
+        else:
+            inner = _wrapped_function(value)
+            if inner is not None:
+                pending_values.append(inner)
+    walked = tuple(classes)
+    _walks[filename] = (namespace, walked, _read(namespace, walked), own, elsewhere)
+    return own, elsewhere
 
 
 def _wrapped_function(value: Any) -> Any:

@@ -1,26 +1,26 @@
 """Sampled memory watching: the sampling strategies' schedules run the code that showed no shared memory as written.
 
 Watching every access costs a Python call per attribute read, and in library code most of them touch objects only
-one thread ever sees (torch's pickler and zip writer on the executor's worker, fsspec's path parsing on the
-caller): the stock micro workload makes ~2,000 such calls a schedule, the few that matter are on the handful of
-objects both threads touch. A *learning* run watches everything and lists which code made each access
-(``Run.learning``); an object of a data race of that run (``racecheck.search.data_races``: two threads' conflicting
-accesses that no synchronisation orders; an unresolved access counts as touching every object) is shared, and the
-code that touched it is *hot*. Accesses that synchronisation orders need no point to be found: by the reduction
-CHESS uses (Musuvathi, Qadeer et al., OSDI 2008), preempting only at synchronisation and at racing accesses reaches
-every behaviour of a program whose other accesses do not race. In a *sampled* run every function whose code made
-accesses in a learning run, none of them shared, gets its own code back for the run (``leave_cold``), so its accesses
-cost nothing and are neither points nor recorded; hot code, and code no learning run has seen yet, stays watched.
+one thread ever sees (torch's pickler and zip writer on the executor's worker, fsspec's path parsing on the caller):
+the stock micro workload makes ~2,000 such calls a schedule, the few that matter are on the handful of objects both
+threads touch. A *learning* run watches everything and lists which code made each access (``Run.learning``); an
+object two threads touched, one of them writing, once a second thread existed (an unresolved access counts as
+touching every object), is shared, and the code that touched it is *hot*. That is wider than the run's data races,
+which depend on its schedule: two fsspec calls a non-preemptive run orders through the executor's queue race in
+another schedule; only the set-up before any other thread starts is ordered in every schedule. In a *sampled* run
+every function whose code made accesses in a learning run, none of them shared, gets its own code back for the run
+(``leave_cold``), so its accesses cost nothing and are neither points nor recorded; hot code, and code no learning
+run has seen yet, stays watched.
 
 What a sampled run can miss is a shared access in code that showed none when it was learned (a path a learning run
-did not take): the learning runs come back ever sparser (the warm-up, then schedules 63, 255, 1023, 4095, ...:
-each fourth as far), and each one adds what it finds. So sampling is for the strategies that sample anyway (random,
-pct, pos): dfs and dpor, whose "exhausted" is a proof, replays, shrinking and ``check_determinism`` always watch
+did not take): the learning runs come back ever sparser (the warm-up, then schedules 255, 1023, 4095, ...: each
+fourth as far), and each one adds what it finds. So sampling is for the strategies that sample anyway (random, pct,
+pos): dfs and dpor, whose "exhausted" is a proof, replays, shrinking and ``check_determinism`` always watch
 everything, a sampled run that fails is run again with every access watched before it is reported
 (``racecheck.search.widening``), and only fully watched schedules can make a space exhausted
 (``racecheck.search.coverage``). It engages only where it pays: when most of a learning run's accesses were made in
-code it can leave unwatched (``_WORTH``). LiteRace (Marino, Musuvathi, Narayanasamy, PLDI 2009) samples hot code
-for the same reason; here what is left out is decided by what the code touched, not by how often it ran.
+code it can leave unwatched (``_WORTH``). LiteRace (Marino, Musuvathi, Narayanasamy, PLDI 2009) samples hot code for
+the same reason; here what is left out is decided by what the code touched, not by how often it ran.
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ _WORTH = 256
 
 
 def learns(index: int) -> bool:
-    """Whether schedule ``index`` of an exploration is a learning run: 63, 255, 1023, ... (index + 1 a power of 4
-    from 64 on; the warm-up run before schedule 0 is the first)."""
+    """Whether schedule ``index`` of an exploration is a learning run: 255, 1023, 4095, ... (index + 1 a power of 4
+    from 256 on; the warm-up run before schedule 0 is the first)."""
     n = index + 1
-    return n >= 64 and n & (n - 1) == 0 and n.bit_length() % 2 == 1
+    return n >= 256 and n & (n - 1) == 0 and n.bit_length() % 2 == 1
 
 
 def _group(obj: str) -> str:
@@ -54,22 +54,22 @@ def _group(obj: str) -> str:
     return obj.split("[", 1)[0]
 
 
-def shared_codes(
-    records: Iterable[tuple[Any, int, tuple[Access, ...]]], raced: Iterable[str] | None = None,
-) -> tuple[set[Any], set[Any], int]:
+def shared_codes(records: Iterable[tuple[Any, int, tuple[Access, ...], bool]]) -> tuple[set[Any], set[Any], int]:
     """From one learning run's records: the codes that made accesses, those that touched shared memory, and how
-    many records there were. Shared: an object in a data race of the run (``raced``: two threads' conflicting
-    accesses that no synchronisation orders), or without that, any object two threads touched, one writing; and
-    unresolved memory always."""
+    many records there were. Shared: an object two threads touched, one of them writing, once a second thread had
+    been started (what the first thread did before that comes before every other thread's step in every schedule:
+    an object's set-up); and unresolved memory always."""
     threads: dict[str, set[int]] = {}
     writers: dict[str, set[int]] = {}
     by_code: dict[Any, set[str]] = {}
     seen: set[Any] = set()
     hot: set[Any] = set()
     count = 0
-    for code, tid, accesses in records:
+    for code, tid, accesses, together in records:
         count += 1
         seen.add(code)
+        if not together:
+            continue
         touched = by_code.setdefault(code, set())
         for access in accesses:
             obj = access[0]
@@ -81,10 +81,7 @@ def shared_codes(
             threads.setdefault(group, set()).add(tid)
             if access[1] not in _READS:
                 writers.setdefault(group, set()).add(tid)
-    if raced is not None:
-        shared = {_group(obj) for obj in raced} & threads.keys()
-    else:
-        shared = {group for group, tids in threads.items() if len(tids) > 1 and group in writers}
+    shared = {group for group, tids in threads.items() if len(tids) > 1 and group in writers}
     hot.update(code for code, touched in by_code.items() if not touched.isdisjoint(shared))
     return seen, hot, count
 
@@ -118,10 +115,9 @@ class Sampling:
     def end_learning(self) -> None:
         self.ran, memory_discovery.called = memory_discovery.called, None
 
-    def learn(self, records: list[tuple[Any, int, tuple[Access, ...]]], raced: Iterable[str] | None = None) -> None:
-        """What one learning run saw (``raced``: the objects of its data races): the code it found sharing memory
-        joins the hot code for good."""
-        seen, hot, count = shared_codes(records, raced)
+    def learn(self, records: list[tuple[Any, int, tuple[Access, ...], bool]]) -> None:
+        """What one learning run saw: the code it found sharing memory joins the hot code for good."""
+        seen, hot, count = shared_codes(records)
         if self.ran is not None:
             seen |= self.ran
             self.ran = None
@@ -130,7 +126,7 @@ class Sampling:
         cold = {code for code in self.seen - self.hot if code is not None}
         cold = {code for code in cold if all(inner not in self.hot for inner in _nested(code))}
         self.cold = frozenset(cold)
-        in_cold = sum(1 for code, _tid, _accesses in records if code in self.cold)
+        in_cold = sum(1 for record in records if record[0] in self.cold)
         self.engaged = not self.stopped and in_cold >= _WORTH and 2 * in_cold >= count
 
     def stop(self) -> None:

@@ -40,11 +40,11 @@ class MemorySteps:
     where: dict[tuple[int, int], str] | None = None
     real_sync: list[tuple[int, int, int, int]] | None = None  # (thread, point, +1 take / -1 give, id of the lock)
     races: Any = None
-    # Sampled watching (``racecheck.control.memory_sampling``): a learning run lists (code, thread, accesses) of
-    # every access it saw; a sampled run ran the code that showed no shared access as written; a run widening a
-    # sampled one's decisions knows that code (``cold_codes``) and names the thread whose access in it makes the
-    # current decision (``cold_point``; -1: none), a decision the sampled run did not have.
-    learning: list[tuple[Any, int, tuple[Access, ...]]] | None = None
+    # Sampled watching (``racecheck.control.memory_sampling``): a learning run lists (code, thread, accesses, whether
+    # another thread had been started) of every access it saw; a sampled run ran the code that showed no shared access
+    # as written; a run widening a sampled one's decisions knows that code (``cold_codes``) and names the thread whose
+    # access in it makes the current decision (``cold_point``; -1: none), a decision the sampled run did not have.
+    learning: list[tuple[Any, int, tuple[Access, ...], bool]] | None = None
     sampled = False
     cold_codes: Any = None
     cold_point = -1
@@ -75,7 +75,7 @@ class MemorySteps:
             return False
         if len(self._candidates(me, True)) > 1:
             if self.learning is not None:
-                self.learning.append((accessing_code(), me.tid, declared))
+                self.learning.append((accessing_code(), me.tid, declared, True))
             if self.cold_codes is not None and accessing_code() in self.cold_codes:
                 self.cold_point = me.tid
                 try:
@@ -97,8 +97,8 @@ class MemorySteps:
     def merge_memory(self, access: tuple[Access, ...]) -> None:
         """A memory access where no other thread could run: it joins the running step, at a point of its own."""
         me = _state.thread
-        if self.learning is not None:
-            self.learning.append((accessing_code(), me.tid, access))
+        if self.learning is not None:  # before any other thread started, nothing can race with it
+            self.learning.append((accessing_code(), me.tid, access, len(self.threads) > 1))
         merged = me.merged
         if not merged:
             me.merged_at = _running_index(self.trace, me.tid)

@@ -401,7 +401,9 @@ class RaceLog:
             if _coarse(found) not in self.kinds:
                 return True
             fresh_pair = fresh_pair or _fine(found) not in self.pairs
-        return fresh_pair and self.reruns < RERUNS
+        # a sampled run's rerun watches every access (``racecheck.search.widening``), a learning run's cost: only for
+        # a kind of race not seen before
+        return fresh_pair and self.reruns < RERUNS and not getattr(run, "sampled", False)
 
     def add(self, run: Any, schedule: int, token: Callable[[], str], located: bool | None = None) -> None:
         """Take the races of ``run`` (schedule index ``schedule``; ``token()`` replays it). A run without source

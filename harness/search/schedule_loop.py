@@ -102,10 +102,7 @@ class Schedules:
             self.session.sampling.stop()
 
     def _races(self, run: Run, index: int, located: bool | None = None) -> None:
-        """The data races of ``run`` (schedule ``index``) into the exploration's log (sampled runs have none: the
-        learning runs look for them)."""
-        if run.races is None and run.sampled:
-            return
+        """The data races of ``run`` (schedule ``index``) into the exploration's log."""
         cfg = self.config
         self.races.add(run, index, lambda: self.session.token(run, cfg.strategy, cfg.seed, index), located)
 

@@ -207,9 +207,7 @@ class Session:
     def widen(self, run: Run) -> Run | None:
         """A sampled ``run`` that failed, run again with every access watched (``Widening``): that run, or None
         if it did not fail alike (then nothing more is sampled)."""
-        assert self.sampling is not None
-        widening = Widening(run.choices, run.picked, self.sampling.cold)
-        again = self.run_once(widening)
+        again, widening = self._again(run)
         if widening.divergence is None and again.failure is not None and (
                 again.failure.signature() == run.failure.signature()):  # type: ignore[union-attr]
             return again
@@ -239,7 +237,8 @@ class Session:
         """One run of the test before the first schedule, thrown away: what the code under test does once per
         process (loading a configuration, filling a cache, importing) happens there, and whatever it reaches comes
         under memory watch, so neither depends on which schedule of the exploration, or of a replay in a fresh
-        process, happens to come first. Its token records it (the configuration key says memory)."""
+        process, happens to come first. Its token records it (the configuration key says memory). It is the first
+        learning run of sampled watching."""
         if self.config.memory:
             self.run_once(Replayer(()), locate=False, learn=True)
 
@@ -344,9 +343,8 @@ class Session:
         self._judge_races(run)
         if run.learning is not None and self.sampling is not None:
             self.sampling.end_learning()
-            if not run.stale:  # what races is shared: the found races, or (ignored) the same search for them
-                races = run.races if run.races is not None else data_races.find(run)
-                self.sampling.learn(run.learning, {found[0] for found in races})
+            if not run.stale:  # run again, watched from its first step: that run is the one to learn from
+                self.sampling.learn(run.learning)
             run.learning = None
         if isinstance(chooser, Replayer):
             chooser.finish()
@@ -357,7 +355,7 @@ class Session:
         """The data races of ``run`` (``run.races``); under ``data_races="fail"`` one not marked benign fails a run
         that did not fail otherwise, in every run of the session (a shrinking candidate, a replay) alike."""
         mode = self.config.data_races
-        if mode == "ignore" or (run.sampled and mode == "report"):  # sampled runs: learning runs report races
+        if mode == "ignore":
             return
         run.races = data_races.find(run)
         if mode == "fail" and run.failure is None and run.races:
@@ -417,8 +415,12 @@ class Session:
         return found
 
     def _again(self, run: Run) -> tuple[Run, Replayer]:
-        """``run``'s decisions run once more (with source locations), checked step by step against its record."""
-        replayer = Replayer(run.choices, run.picked, run.recorded_steps())
+        """``run``'s decisions run once more (with source locations), checked step by step against its record; a
+        sampled run's widened, so watching every access (``Widening``)."""
+        if run.sampled and self.sampling is not None:
+            replayer: Replayer = Widening(run.choices, run.picked, self.sampling.cold)
+        else:
+            replayer = Replayer(run.choices, run.picked, run.recorded_steps())
         return self.run_once(replayer), replayer
 
     def token(self, run: Run, strategy: str, seed: int, index: int) -> str:
