@@ -127,7 +127,8 @@ class Session:
         self.target = _target_name(fn)
         self.config_key = config_key(config, self.extensions)
         self.watching: Any = None  # the exploration's memory watch (its modules), once ``controlled`` began
-        # sampled watching (random, pct, pos), and how the next run watches: "whole", "learn" or "sampled"
+        # sampled watching (random, pct, pos), and how the next run watches: "whole", "learn", "sampled" or
+        # "warm-up" (it learns too)
         self.sampling: memory_sampling.Sampling | None = None
         self.next_mode = "whole"
 
@@ -223,11 +224,11 @@ class Session:
         if self.sampling is not None:
             self.sampling.watch_all()
         for _attempt in range(STALE_RETRIES):
-            self.next_mode = "learn" if learn else "whole"
+            self.next_mode = "warm-up" if learn else "whole"
             pristine = copy.deepcopy(chooser.__dict__) if self.config.memory else None
             run = self.run_batch(_once(chooser), lambda run: False, locate)
             assert run is not None
-            if not run.stale or pristine is None:
+            if not run.stale or pristine is None or learn:  # the warm-up is thrown away: what it reached, it did
                 return run
             chooser.__dict__.clear()
             chooser.__dict__.update(pristine)
@@ -237,8 +238,9 @@ class Session:
         """One run of the test before the first schedule, thrown away: what the code under test does once per
         process (loading a configuration, filling a cache, importing) happens there, and whatever it reaches comes
         under memory watch, so neither depends on which schedule of the exploration, or of a replay in a fresh
-        process, happens to come first. Its token records it (the configuration key says memory). It is the first
-        learning run of sampled watching."""
+        process, happens to come first. Its token records it (the configuration key says memory). It is run once
+        even when it brings code under watch (nothing of it is reported), and is the first learning run of sampled
+        watching."""
         if self.config.memory:
             self.run_once(Replayer(()), locate=False, learn=True)
 
@@ -294,9 +296,10 @@ class Session:
         if self.config.memory:
             run.watch = Watch()
             if self.sampling is not None:
-                if self.next_mode == "learn":  # with source lines: the data races it reports need no rerun
+                if self.next_mode in ("learn", "warm-up"):
                     run.learning = []
-                    run.locate = True
+                    if self.next_mode == "learn":  # with source lines: the data races it reports need no rerun
+                        run.locate = True
                     self.sampling.begin_learning()
                 run.sampled = self.next_mode == "sampled"
                 if isinstance(chooser, Widening):
@@ -343,8 +346,9 @@ class Session:
         self._judge_races(run)
         if run.learning is not None and self.sampling is not None:
             self.sampling.end_learning()
-            if not run.stale:  # run again, watched from its first step: that run is the one to learn from
-                self.sampling.learn(run.learning)
+            # A run that brought code under watch as it went is learned from too: discovery brings a callee under
+            # watch before it runs, so what ran unwatched is code reached only from C or the engine (as in any run)
+            self.sampling.learn(run.learning)
             run.learning = None
         if isinstance(chooser, Replayer):
             chooser.finish()

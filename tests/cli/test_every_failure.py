@@ -90,7 +90,7 @@ def test_lightning_18_writer_on_windows_shows_the_leak_and_winerror_32_together(
     """The seed report's error is hidden behind the leak at one failure per cell; --max-failures shows both."""
     pytest.importorskip("lightning")
     legacy = "racecheck.scenarios.legacy:Lightning18AsyncCheckpointIO"
-    out = invoke("run", "delete-while-writing", "--target", legacy, "--fs", "windows", "--schedules", "200",
+    out = invoke("run", "delete-while-writing", "--target", legacy, "--fs", "windows", "--schedules", "400",
                  "--max-failures", "5")
     assert out.exit_code == 1, out.output
     found = re.search(r"RACE FOUND, (\d) distinct failures at schedules #", out.stdout)
