@@ -202,8 +202,8 @@ def _read(namespace: dict[str, Any], classes: tuple[type, ...]) -> Any:
 
 
 def _unchanged(memo: tuple[Any, ...], namespace: dict[str, Any]) -> bool:
-    """Whether the namespace and classes a walk read still hold the very same values (compared by identity
-    first; a value that is not the same object is a change, whatever its ``==`` says or raises)."""
+    """Whether the namespace and classes a walk read still hold the very same objects (by identity: a value that is
+    not the same object is a change, whatever its ``==`` would say)."""
     if memo[0] is not namespace:
         return False
     then_values, then_classes = memo[2]
@@ -211,12 +211,8 @@ def _unchanged(memo: tuple[Any, ...], namespace: dict[str, Any]) -> bool:
     if len(now_values) != len(then_values) or any(
             len(a) != len(b) for a, b in zip(now_classes, then_classes, strict=True)):
         return False
-    try:
-        return all(a is b for a, b in zip(now_values, then_values, strict=True)) and all(
-            a is b for now, then in zip(now_classes, then_classes, strict=True)
-            for a, b in zip(now, then, strict=True))
-    except Exception:  # noqa: BLE001 - nothing here should raise; a change if it does
-        return False
+    return all(a is b for a, b in zip(now_values, then_values, strict=True)) and all(
+        a is b for now, then in zip(now_classes, then_classes, strict=True) for a, b in zip(now, then, strict=True))
 
 
 def _functions_of(

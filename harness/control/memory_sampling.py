@@ -60,7 +60,7 @@ def shared_codes(records: Iterable[tuple[Any, int, tuple[Access, ...], bool]]) -
     been started (what the first thread did before that comes before every other thread's step in every schedule:
     an object's set-up); and unresolved memory always."""
     threads: dict[str, set[int]] = {}
-    writers: dict[str, set[int]] = {}
+    written: set[str] = set()
     by_code: dict[Any, set[str]] = {}
     seen: set[Any] = set()
     hot: set[Any] = set()
@@ -80,8 +80,8 @@ def shared_codes(records: Iterable[tuple[Any, int, tuple[Access, ...], bool]]) -
             touched.add(group)
             threads.setdefault(group, set()).add(tid)
             if access[1] not in _READS:
-                writers.setdefault(group, set()).add(tid)
-    shared = {group for group, tids in threads.items() if len(tids) > 1 and group in writers}
+                written.add(group)
+    shared = {group for group, tids in threads.items() if len(tids) > 1 and group in written}
     hot.update(code for code, touched in by_code.items() if not touched.isdisjoint(shared))
     return seen, hot, count
 

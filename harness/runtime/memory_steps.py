@@ -78,12 +78,10 @@ class MemorySteps:
                 self.learning.append((accessing_code(), me.tid, declared, True))
             if self.cold_codes is not None and accessing_code() in self.cold_codes:
                 self.cold_point = me.tid
-                try:
-                    self.schedule(f"{op} {declared[0][0] if shown is None else shown}", access=declared, skip=skip + 1)
-                finally:
-                    self.cold_point = -1
-                return True
-            self.schedule(f"{op} {declared[0][0] if shown is None else shown}", access=declared, skip=skip + 1)
+            try:
+                self.schedule(f"{op} {declared[0][0] if shown is None else shown}", access=declared, skip=skip + 1)
+            finally:
+                self.cold_point = -1
             return True
         self._alone = me
         return False
