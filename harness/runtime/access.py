@@ -97,6 +97,29 @@ class EngineFifoObj(EngineObj, FifoObj):
     __slots__ = ()
 
 
+class ExclusiveObj(str):
+    """The name of a lock only one thread holds at a time (``Lock``, ``RLock``), as its *blocking* acquire names it:
+    that acquire cannot run while another thread holds the lock, so dpor need not try it at a decision where the
+    lock was held (``racecheck.search.analysis.Analysis.blocked_since``). A try-acquire, an acquire with a timeout
+    (which can return False there) and a semaphore's acquire (which another holder need not block) name their
+    object plainly. Equal to the plain name, so the dependency relation sees one object."""
+
+    __slots__ = ()
+
+
+class EngineExclusiveObj(EngineObj, ExclusiveObj):
+    """A stand-in's own exclusive lock (an executor's shutdown lock)."""
+
+    __slots__ = ()
+
+
+def exclusive_acquire(obj: str) -> tuple[Access, ...]:
+    """A blocking acquire of exclusive lock ``obj`` (not memoised through ``on``, whose cache would hand back the
+    plain name's tuple for an equal string)."""
+    marked = EngineExclusiveObj(obj) if isinstance(obj, EngineObj) else ExclusiveObj(obj)
+    return (Access(marked, ACQUIRE),)
+
+
 def is_memory(obj: str) -> bool:
     """Whether an access's object is plain memory (a named piece of it, or ``MEMORY``)."""
     return type(obj) is MemObj

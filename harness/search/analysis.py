@@ -409,6 +409,16 @@ class Analysis:
             holds.append((start, len(self.tids), tid))
         return holds
 
+    def held_by_own_thread(self, obj: str, i: int, holds: dict[str, list[tuple[int, int, int]]]) -> bool:
+        """Whether step ``i`` ran inside a hold of lock ``obj`` by its own thread (taken before it, released at or
+        after it): a step that blocks on taking ``obj`` cannot run before ``i`` without running before that
+        acquire too."""
+        lock = holds.get(obj)
+        if lock is None:
+            lock = holds[obj] = self.lock_holds(obj)
+        tid = self.tids[i]
+        return any(start < i <= end and holder == tid for start, end, holder in lock)
+
     def blocked_since(self, i: int, j: int, holds: dict[str, list[tuple[int, int, int]]]) -> list[int]:
         """Where a race (i, j) must really be reversed when j takes a lock: j's thread could not take it at the
         decision before i while another thread held it, so the order to try is j before that thread's acquire.

@@ -24,7 +24,11 @@ POPL 2005; Godefroid 1996), in its stateless form:
   race names the earlier step it could have preceded. Two rules from Flanagan and Godefroid's treatment of
   disabled transitions add those: while a thread waited at its step, every conflicting step of another thread, and
   the last conflicting one before the wait (``Analysis._hidden``), gets the waiting thread tried before it; and a race
-  with a step made while a lock was held is also reversed before that lock's acquire (``blocked_since``). A thread
+  with a step made while a lock was held is also reversed before that lock's acquire (``blocked_since``). Where the
+  later step is a blocking acquire of a lock (``access.ExclusiveObj``) that the earlier step's own thread held
+  across it, it is reversed *only* there: before the earlier step the later one could not run (it would block,
+  and trying it there repeats the class the run just had). A third thread's hold, a try-acquire, a timeout or a
+  semaphore keep the reversal at the earlier step too. A thread
   that was among the candidates at every step since its previous one never waited: the first rule skips it.
 * Sleep sets: once an option has been explored at a decision, later siblings carry it "asleep" until a step that
   conflicts with its step runs; an asleep thread is not chosen, since every schedule that starts with it was
@@ -55,7 +59,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.errors import ReplayDivergence
-from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, Access
+from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, Access, ExclusiveObj
 from racecheck.runtime.chooser import Chooser
 from racecheck.search.analysis import REST, Analysis, Step, at_the_block, bits_of, steps_of
 from racecheck.search.dependency import dependent
@@ -376,7 +380,11 @@ class DPOR(Strategy):
             starts = [i]
             for access in accesses_of[j]:
                 if access.kind == ACQUIRE:
-                    starts += analysis.blocked_since(i, j, holds)
+                    before = analysis.blocked_since(i, j, holds)
+                    if isinstance(access.obj, ExclusiveObj) and analysis.held_by_own_thread(access.obj, i, holds):
+                        starts = before  # j blocks until i's thread lets go: only before its acquire can j go first
+                    else:
+                        starts += before
                     break
             for at in starts:
                 node = at_step.get(numbers[at])

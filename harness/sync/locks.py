@@ -8,7 +8,7 @@ import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.runtime.access import ACQUIRE, RELEASE, on
+from racecheck.runtime.access import ACQUIRE, RELEASE, exclusive_acquire, on
 from racecheck.sync.primitive import Primitive, attempt
 
 _state = runtime.thread_state  # ``_state.thread``: the calling thread's record, read without a call (hot path)
@@ -34,7 +34,8 @@ def _lock_timeout(blocking: bool, timeout: float) -> float | None:
 
 class _LockAccesses(Primitive):
     def _accesses(self) -> None:
-        self._acquire_access = on(self._name, ACQUIRE)
+        self._acquire_access = exclusive_acquire(self._name)  # blocks while another thread holds it
+        self._try_access = on(self._name, ACQUIRE)  # a try or a timeout: may return False while it is held
         self._release_access = on(self._name, RELEASE)
 
 
@@ -52,7 +53,7 @@ class ControlledLock(_LockAccesses):
         else:
             wait = _lock_timeout(blocking, timeout)
             verb = "try-acquire" if wait == 0 else "acquire"
-            if not attempt(self._run, f"{verb} {self._name}", self._is_free, wait, self._acquire_access):
+            if not attempt(self._run, f"{verb} {self._name}", self._is_free, wait, self._try_access):
                 return False
         self._held = True
         self._owner = _state.thread
@@ -107,7 +108,7 @@ class ControlledRLock(_LockAccesses):
             wait = _lock_timeout(blocking, timeout)
             verb = "try-acquire" if wait == 0 else "acquire"
             free = lambda: self._owner is None or self._owner is me  # noqa: E731
-            if not attempt(self._run, f"{verb} {self._name}", free, wait, self._acquire_access):
+            if not attempt(self._run, f"{verb} {self._name}", free, wait, self._try_access):
                 return False
         self._owner = me
         self._count += 1

@@ -20,7 +20,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import racecheck
 import racecheck.fakefs
 
-LOCK_OPS = ("inc0", "inc1", "nested")
+LOCK_OPS = ("inc0", "inc1", "nested", "try_inc0", "inc0_timed", "sem_inc")
 QUEUE_OPS = ("put", "get_nowait", "get_timed")
 EVENT_OPS = ("set", "is_set", "wait_timed", "clear")
 FUTURE_OPS = ("set_result", "result_timed")
@@ -39,6 +39,7 @@ class World:
 
     def __init__(self, uses_files: bool) -> None:
         self.locks = (threading.Lock(), threading.Lock())
+        self.semaphore = threading.Semaphore(2)  # two holders at once: an acquire another holder need not block
         self.queue = queue.Queue()
         self.event = threading.Event()
         self.future: Future = Future()
@@ -56,6 +57,20 @@ def perform(world: World, op: str, tid: int, seen: list) -> None:  # noqa: C901 
     """Thread ``tid`` does ``op``; what it sees goes into ``seen`` (its own list)."""
     if op in ("inc0", "inc1"):
         with world.locks[int(op[-1])]:
+            racecheck.point("inc")
+            world.memory["n"] = world.memory["n"] * 3 + tid
+    elif op in ("try_inc0", "inc0_timed"):  # may give up while another thread holds the lock
+        lock = world.locks[0]
+        if lock.acquire(blocking=False) if op == "try_inc0" else lock.acquire(timeout=1):
+            try:
+                racecheck.point("inc")
+                world.memory["n"] = world.memory["n"] * 3 + tid
+            finally:
+                lock.release()
+        else:
+            seen.append("busy")
+    elif op == "sem_inc":
+        with world.semaphore:
             racecheck.point("inc")
             world.memory["n"] = world.memory["n"] * 3 + tid
     elif op == "nested":

@@ -50,6 +50,10 @@ OPS = {
     "cell_inc": ["cell_bump()"],
     # synchronisation
     "locked_inc": ["with lock:", "    v = S.a", "    S.a = v + 1"],
+    "locked_read": ["with lock:", "    seen += (S.a,)"],
+    # a try-acquire gives up while another thread holds the lock: it can go where a blocking acquire cannot
+    "try_inc": ["if lock.acquire(blocking=False):", "    v = S.a", "    S.a = v + 1", "    lock.release()",
+                "else:", "    seen += ('busy',)"],
     "put": ["q.put(tid)"],
     "get": ["seen += (q.get_nowait() if not q.empty() else None,)"],
     "set_event": ["ev.set()"],
