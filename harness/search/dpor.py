@@ -378,11 +378,15 @@ class DPOR(Strategy):
         holds: dict[str, list[tuple[int, int, int]]] = {}  # per lock, who held it when (for races taking a lock)
         for i, j in found:
             starts = [i]
-            for access in accesses_of[j]:
+            for at, access in enumerate(accesses_of[j]):
                 if access.kind == ACQUIRE:
                     before = analysis.blocked_since(i, j, holds)
-                    if isinstance(access.obj, ExclusiveObj) and analysis.held_by_own_thread(access.obj, i, holds):
-                        starts = before  # j blocks until i's thread lets go: only before its acquire can j go first
+                    # j *starts* with a blocking acquire (its point's own access comes first; memory its thread
+                    # touched before it joined its previous step) of a lock i's thread held across i: j blocks until
+                    # that thread lets go, so only before its acquire can j go first
+                    if at == 0 and isinstance(access.obj, ExclusiveObj) and analysis.held_by_own_thread(
+                            access.obj, i, holds):
+                        starts = before
                     else:
                         starts += before
                     break

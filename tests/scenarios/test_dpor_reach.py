@@ -65,7 +65,7 @@ def test_dpor_exhausts_the_fixed_io_with_memory_watched(fs):
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("fs", ["posix", "windows"])
 def test_dpor_exhausts_the_fixed_io_on_teardown_flush_with_memory_watched(fs):
-    """teardown-flush with memory watched: 8,633 classes in 14,623 schedules, ~10 minutes on this 2-core machine."""
+    """teardown-flush with memory watched: 8,633 classes in 14,031 schedules, ~10 minutes on this 2-core machine."""
     _reach("teardown-flush", fs, memory=True)
 
 
