@@ -68,6 +68,8 @@ _WORDS = {READ: "read", WRITE: "write", LIST: "read all of", ENTRY: "add/remove 
 _FILE_WORDS = {READ: "read", WRITE: "write", LIST: "list", ENTRY: "change an entry of"}
 _REAL = object()  # marks a real lock's take or give among a step's operations
 RERUNS = 16  # runs again with source lines, beyond one per new kind of race, that an exploration may spend
+RERUN_EVERY = 8  # ... and no more than one of them per this many runs: each costs a whole run (a small Trainer.fit's
+# schedules each showed a new pair, and a 10-schedule exploration ran 20)
 
 
 @dataclass(frozen=True)
@@ -383,7 +385,8 @@ class RaceLog:
 
     Races come from runs with source lines only (a report names lines). A run without them that shows a kind of
     race not seen before (object kind and operations), or a pair of accesses not seen before while the budget of
-    ``RERUNS`` lasts, is worth running again with them (``wants_locations``); the others add nothing new."""
+    ``RERUNS`` lasts (at most one per ``RERUN_EVERY`` runs), is worth running again with them
+    (``wants_locations``); the others add nothing new."""
 
     def __init__(self, config: Any) -> None:
         self.patterns = tuple(getattr(config, "benign", ()) or ())
@@ -391,6 +394,7 @@ class RaceLog:
         self.kinds: set[tuple] = set()
         self.pairs: set[tuple] = set()
         self.reruns = 0
+        self.runs = 0  # runs whose races were taken (``add``)
         self.real_locks = False  # a real lock made before the run was taken in some schedule
 
     def wants_locations(self, run: Any) -> bool:
@@ -403,11 +407,13 @@ class RaceLog:
             fresh_pair = fresh_pair or _fine(found) not in self.pairs
         # a sampled run's rerun watches every access (``racecheck.search.widening``), a learning run's cost: only for
         # a kind of race not seen before
-        return fresh_pair and self.reruns < RERUNS and not getattr(run, "sampled", False)
+        budget = min(RERUNS, 1 + self.runs // RERUN_EVERY)
+        return fresh_pair and self.reruns < budget and not getattr(run, "sampled", False)
 
     def add(self, run: Any, schedule: int, token: Callable[[], str], located: bool | None = None) -> None:
         """Take the races of ``run`` (schedule index ``schedule``; ``token()`` replays it). A run without source
         lines only marks its races as seen, unless ``located`` says no run with them can be had."""
+        self.runs += 1
         if run.real_sync:
             self.real_locks = True
         if not run.races:
