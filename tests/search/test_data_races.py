@@ -230,3 +230,37 @@ def test_a_file_written_by_two_threads_is_a_data_race_and_its_locked_twin_is_not
     assert any(_ends(race.first.location, line) and _ends(race.second.location, line) for race in files)
     locked = racecheck.explore(race_programs.locked_file_writers, strategy="dpor", fs="posix", schedules=200)
     assert locked.ok and locked.exhausted and locked.data_races == [], locked.summary()
+
+
+def _fake_run(pair: int) -> object:
+    """A run without source lines whose one race is a known kind on a pair of accesses not seen before."""
+    from types import SimpleNamespace
+
+    found = (f"Box#{pair}.value", (1, "write", "", 3, pair), (2, "read", "", 5, pair))
+    return SimpleNamespace(locate=False, races=[found], sampled=False, real_sync=False)
+
+
+def _located_runs(runs: int) -> int:
+    """How many of ``runs`` schedules, each showing a new pair of one known kind, the log asks to run again with
+    source lines (as the schedule loop does: each rerun counted, then the run's races taken)."""
+    log = data_races.RaceLog(racecheck.Config())
+    located = 0
+    for index in range(runs):
+        run = _fake_run(index)
+        wanted = log.wants_locations(run)
+        if wanted:
+            log.reruns += 1
+            located += 1
+            run.locate = True
+        log.add(run, index, lambda: "token")
+    return located
+
+
+def test_reruns_for_new_pairs_of_a_known_kind_are_one_per_eight_schedules_and_sixteen_in_all():
+    # the first schedule's race is a new kind: always located; each later new pair costs a whole run, so at most
+    # one per RERUN_EVERY schedules (a small Trainer.fit showed a new pair in each of its 10 schedules) and RERUNS
+    assert (data_races.RERUN_EVERY, data_races.RERUNS) == (8, 16)
+    assert _located_runs(1) == 1  # the new kind
+    assert _located_runs(10) == 2  # and schedule 8's new pair
+    assert _located_runs(40) == 5  # schedules 0, 8, 16, 24, 32
+    assert _located_runs(1000) == 16  # the budget: 16 reruns in all, the new kind's among them
