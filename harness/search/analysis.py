@@ -31,6 +31,7 @@ from racecheck.runtime.access import (
     RELEASE,
     WRITE,
     Access,
+    ExclusiveObj,
     MemObj,
 )
 from racecheck.search.dependency import ENABLING
@@ -416,8 +417,13 @@ class Analysis:
         lock = holds.get(obj)
         if lock is None:
             lock = holds[obj] = self.lock_holds(obj)
-        tid = self.tids[i]
-        return any(start < i <= end and holder == tid for start, end, holder in lock)
+        tid, accesses = self.tids[i], self.accesses
+        for start, end, holder in lock:
+            if start < i <= end and holder == tid:
+                # taken by a blocking acquire (the first access of its step): a try-acquire there could have failed
+                first = accesses[start][0] if accesses[start] else None
+                return first is not None and first.kind == ACQUIRE and isinstance(first.obj, ExclusiveObj)
+        return False
 
     def blocked_since(self, i: int, j: int, holds: dict[str, list[tuple[int, int, int]]]) -> list[int]:
         """Where a race (i, j) must really be reversed when j takes a lock: j's thread could not take it at the

@@ -26,9 +26,9 @@ POPL 2005; Godefroid 1996), in its stateless form:
   the last conflicting one before the wait (``Analysis._hidden``), gets the waiting thread tried before it; and a race
   with a step made while a lock was held is also reversed before that lock's acquire (``blocked_since``). Where the
   later step is a blocking acquire of a lock (``access.ExclusiveObj``) that the earlier step's own thread held
-  across it, it is reversed *only* there: before the earlier step the later one could not run (it would block,
-  and trying it there repeats the class the run just had). A third thread's hold, a try-acquire, a timeout or a
-  semaphore keep the reversal at the earlier step too. A thread
+  across it, taken by a blocking acquire too, it is reversed *only* there: before the earlier step the later one could not run (it would block,
+  and trying it there repeats the class the run just had). A third thread's hold, a hold a try-acquire took, a
+  try-acquire, a timeout or a semaphore keep the reversal at the earlier step too. A thread
   that was among the candidates at every step since its previous one never waited: the first rule skips it.
 * Sleep sets: once an option has been explored at a decision, later siblings carry it "asleep" until a step that
   conflicts with its step runs; an asleep thread is not chosen, since every schedule that starts with it was
