@@ -410,19 +410,30 @@ class Analysis:
             holds.append((start, len(self.tids), tid))
         return holds
 
-    def held_by_own_thread(self, obj: str, i: int, holds: dict[str, list[tuple[int, int, int]]]) -> bool:
-        """Whether step ``i`` ran inside a hold of lock ``obj`` by its own thread (taken before it, released at or
-        after it): a step that blocks on taking ``obj`` cannot run before ``i`` without running before that
-        acquire too."""
+    def _holds(self, obj: str, holds: dict[str, list[tuple[int, int, int]]]) -> list[tuple[int, int, int]]:
+        """``lock_holds(obj)``, cached in ``holds`` for one execution."""
         lock = holds.get(obj)
         if lock is None:
             lock = holds[obj] = self.lock_holds(obj)
-        tid, accesses = self.tids[i], self.accesses
-        for start, end, holder in lock:
+        return lock
+
+    def blocking_acquire(self, k: int) -> str | None:
+        """The lock step ``k`` starts with a blocking acquire of (``access.ExclusiveObj``: its point's own access
+        comes first), or None: such an acquire cannot run while another thread holds the lock, a try-acquire can."""
+        accesses = self.accesses[k]
+        first = accesses[0] if accesses else None
+        if first is not None and first.kind == ACQUIRE and isinstance(first.obj, ExclusiveObj):
+            return first.obj
+        return None
+
+    def held_by_own_thread(self, obj: str, i: int, holds: dict[str, list[tuple[int, int, int]]]) -> bool:
+        """Whether step ``i`` ran inside a hold of lock ``obj`` by its own thread, taken by a blocking acquire before
+        it and released at or after it: a step that blocks on taking ``obj`` cannot run before ``i`` without running
+        before that acquire too (had a try-acquire taken it, the try could have failed there)."""
+        tid = self.tids[i]
+        for start, end, holder in self._holds(obj, holds):
             if start < i <= end and holder == tid:
-                # taken by a blocking acquire (the first access of its step): a try-acquire there could have failed
-                first = accesses[start][0] if accesses[start] else None
-                return first is not None and first.kind == ACQUIRE and isinstance(first.obj, ExclusiveObj)
+                return self.blocking_acquire(start) is not None
         return False
 
     def blocked_since(self, i: int, j: int, holds: dict[str, list[tuple[int, int, int]]]) -> list[int]:
@@ -434,10 +445,7 @@ class Analysis:
         for access in self.accesses[j]:
             if access.kind != ACQUIRE:
                 continue
-            lock = holds.get(access.obj)
-            if lock is None:
-                lock = holds[access.obj] = self.lock_holds(access.obj)
-            for start, end, tid in lock:
+            for start, end, tid in self._holds(access.obj, holds):
                 if start < i <= end and tid != tid_j and start not in found:
                     found.append(start)
         return found

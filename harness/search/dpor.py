@@ -26,10 +26,10 @@ POPL 2005; Godefroid 1996), in its stateless form:
   the last conflicting one before the wait (``Analysis._hidden``), gets the waiting thread tried before it; and a race
   with a step made while a lock was held is also reversed before that lock's acquire (``blocked_since``). Where the
   later step is a blocking acquire of a lock (``access.ExclusiveObj``) that the earlier step's own thread held
-  across it, taken by a blocking acquire too, it is reversed *only* there: before the earlier step the later one could not run (it would block,
-  and trying it there repeats the class the run just had). A third thread's hold, a hold a try-acquire took, a
-  try-acquire, a timeout or a semaphore keep the reversal at the earlier step too. A thread
-  that was among the candidates at every step since its previous one never waited: the first rule skips it.
+  across it, taken by a blocking acquire too, it is reversed *only* there: before the earlier step the later one
+  could not run (it would block, and trying it there repeats the class the run just had). A third thread's hold,
+  a hold a try-acquire took, a try-acquire, a timeout or a semaphore keep the reversal at the earlier step too. A
+  thread that was among the candidates at every step since its previous one never waited: the first rule skips it.
 * Sleep sets: once an option has been explored at a decision, later siblings carry it "asleep" until a step that
   conflicts with its step runs; an asleep thread is not chosen, since every schedule that starts with it was
   covered by the earlier sibling. A run in which every candidate is asleep is finished anyway (it is a real
@@ -59,7 +59,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.errors import ReplayDivergence
-from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, Access, ExclusiveObj
+from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, Access
 from racecheck.runtime.chooser import Chooser
 from racecheck.search.analysis import REST, Analysis, Step, at_the_block, bits_of, steps_of
 from racecheck.search.dependency import dependent
@@ -378,17 +378,14 @@ class DPOR(Strategy):
         holds: dict[str, list[tuple[int, int, int]]] = {}  # per lock, who held it when (for races taking a lock)
         for i, j in found:
             starts = [i]
-            for at, access in enumerate(accesses_of[j]):
+            for access in accesses_of[j]:
                 if access.kind == ACQUIRE:
                     before = analysis.blocked_since(i, j, holds)
-                    # j *starts* with a blocking acquire (its point's own access comes first; memory its thread
-                    # touched before it joined its previous step) of a lock i's thread held across i: j blocks until
-                    # that thread lets go, so only before its acquire can j go first
-                    if at == 0 and isinstance(access.obj, ExclusiveObj) and analysis.held_by_own_thread(
-                            access.obj, i, holds):
-                        starts = before
-                    else:
-                        starts += before
+                    # j starts with a blocking acquire of a lock i's thread held across i: j blocks until that
+                    # thread lets go, so only before its acquire can j go first
+                    lock = analysis.blocking_acquire(j)
+                    starts = before if lock is not None and analysis.held_by_own_thread(lock, i, holds) else [
+                        *starts, *before]
                     break
             for at in starts:
                 node = at_step.get(numbers[at])

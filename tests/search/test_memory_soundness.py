@@ -184,14 +184,14 @@ def test_a_try_acquire_taken_for_a_blocking_one_is_caught(monkeypatch):
     blocking acquire of a lock only: a try-acquire there gives up instead, which is an outcome of its own. Planted:
     every acquire taken as a blocking one."""
     from racecheck.runtime.access import ExclusiveObj
-    from racecheck.search import dpor
+    from racecheck.search import analysis
 
     class EveryName(type):
         def __instancecheck__(cls, obj):
             return isinstance(obj, str)
 
-    monkeypatch.setattr(dpor, "ExclusiveObj", EveryName("EveryName", (), {}))
-    assert ExclusiveObj is not dpor.ExclusiveObj
+    monkeypatch.setattr(analysis, "ExclusiveObj", EveryName("EveryName", (), {}))
+    assert ExclusiveObj is not analysis.ExclusiveObj
     wrong = differences((("locked_inc",), ("try_inc",)))
     assert wrong, "the planted bug went unnoticed"
 
