@@ -5,7 +5,7 @@
 A performance change to the engine must not change what it explores: the same seed must give the same schedules,
 the same tokens and the same traces. This runs the classic bugs of ``tests/engine/classic_bugs.py`` (ten programs,
 with their fixes), the no-op workload and the stock ``AsyncCheckpointIO`` micro workload of ``bench_engine.py``,
-each under random, pct, dfs and pos, and hashes every run's choices, arities, picks, decision steps, step count,
+each under random, pct, dfs, pos and dpor, and hashes every run's choices, arities, picks, decision steps, step count,
 preemptions and whole trace (read as each run is detached, so shrinking and located reruns count too), then each
 exploration's result (schedules, distinct interleavings, exhaustion, the failure's token, kind and rendered trace).
 Run it before and after a change, and under another ``PYTHONHASHSEED``: the ``fingerprint`` line must not change. A
@@ -79,7 +79,7 @@ def main() -> None:
     scheduler.Run.detach = detach
     try:
         for name, fn in programs:
-            for strategy in ("random", "pct", "dfs", "pos"):
+            for strategy in ("random", "pct", "dfs", "pos", "dpor"):
                 result = racecheck.explore(fn, strategy=strategy, schedules=args.schedules, seed=args.seed)
                 failure = result.failure
                 line = (name, strategy, result.ok, result.schedules, result.interleavings, result.exhausted,
