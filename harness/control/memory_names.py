@@ -1,5 +1,5 @@
 """What one run's memory hooks know (``Watch``): the logical name of every object they saw, and the accesses they
-build for the dependency relation (``racecheck.runtime.access.MemObj`` names).
+build for the dependency relation (``racecheck.runtime.access.memory``: objects of kind ``ObjKind.MEMORY``).
 
 An object is named by its type and the order in which the run first touched an object of that type
 (``Counter#1``), never by its address: the same schedule names the same objects in every process, so traces,
@@ -23,7 +23,7 @@ from collections import deque
 from typing import Any
 
 from racecheck import runtime
-from racecheck.runtime.access import ENTRY, LIST, READ, WRITE, Access, MemObj
+from racecheck.runtime.access import ENTRY, LIST, READ, WRITE, Access, memory
 
 __racecheck_engine__ = True
 
@@ -193,14 +193,14 @@ class Watch:
         key = (id(owner), name, kind)
         found = self.memo.get(key)
         if found is None:
-            found = self.memo[key] = (Access(MemObj(f"{self.name_of(owner)}.{name}"), kind),)
+            found = self.memo[key] = (Access(memory(f"{self.name_of(owner)}.{name}"), kind),)
         return found
 
     def global_(self, module: str, name: str, kind: str) -> tuple[Access, ...]:
         key = (module, name, kind)
         found = self.memo.get(key)
         if found is None:
-            found = self.memo[key] = (Access(MemObj(f"global {module}.{name}"), kind),)
+            found = self.memo[key] = (Access(memory(f"global {module}.{name}"), kind),)
         return found
 
     def cell(self, cell: Any, where: str, name: str, kind: str) -> tuple[Access, ...]:
@@ -215,7 +215,7 @@ class Watch:
                 number = self.counts.get(label, 0) + 1
                 self.counts[label] = number
                 entry = self.names[id(cell)] = (cell, f"{label}#{number}")
-            found = self.memo[key] = (Access(MemObj(entry[1]), kind),)
+            found = self.memo[key] = (Access(memory(entry[1]), kind),)
         return found
 
     def item(self, container: Any, key: Any, kind: str) -> tuple[Access, ...]:
@@ -228,9 +228,9 @@ class Watch:
             return self.whole(container, LIST if kind == READ else WRITE)
         if found is None:
             base = self.name_of(container)
-            found = (Access(MemObj(f"{base}[{self.key_text(key)}]"), kind),)
+            found = (Access(memory(f"{base}[{self.key_text(key)}]"), kind),)
             if kind != READ:
-                found += (Access(MemObj(base), ENTRY),)
+                found += (Access(memory(base), ENTRY),)
             self.memo[memo_key] = found
         return found
 
@@ -238,8 +238,8 @@ class Watch:
         """Items inserted, removed or moved (``append``, ``pop``, a new key, ``sort``): each item, and the entries
         as a whole (``WRITE``: the order and the length change, so two such changes do not commute either)."""
         base = self.name_of(container)
-        out = [Access(MemObj(f"{base}[{self.key_text(key)}]"), WRITE) for key in keys]
-        out.append(Access(MemObj(base), WRITE))
+        out = [Access(memory(f"{base}[{self.key_text(key)}]"), WRITE) for key in keys]
+        out.append(Access(memory(base), WRITE))
         return tuple(dict.fromkeys(out))
 
     def whole(self, container: Any, kind: str) -> tuple[Access, ...]:
@@ -248,7 +248,7 @@ class Watch:
         memo_key = (id(container), kind, None)
         found = self.memo.get(memo_key)
         if found is None:
-            found = self.memo[memo_key] = (Access(MemObj(self.name_of(container)), kind),)
+            found = self.memo[memo_key] = (Access(memory(self.name_of(container)), kind),)
         return found
 
     def sources(self, value: Any) -> tuple[Any, ...]:

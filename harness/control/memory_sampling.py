@@ -31,6 +31,7 @@ from typing import Any
 
 from racecheck.control import memory_discovery
 from racecheck.runtime.access import LIST, MEMORY_OBJ, READ, Access
+from racecheck.runtime.steps import Obj
 
 __racecheck_engine__ = True
 
@@ -48,10 +49,10 @@ def learns(index: int) -> bool:
     return n >= 256 and n & (n - 1) == 0 and n.bit_length() % 2 == 1
 
 
-def _group(obj: str) -> str:
+def _group(obj: Obj) -> str:
     """What two accesses must share to conflict, taken wide: an item with its whole container (``dict#2['k']``
     with ``dict#2``), an attribute exactly."""
-    return obj.split("[", 1)[0]
+    return obj.name.split("[", 1)[0]
 
 
 def shared_codes(records: Iterable[tuple[Any, int, tuple[Access, ...], bool]]) -> tuple[set[Any], set[Any], int]:
@@ -72,14 +73,14 @@ def shared_codes(records: Iterable[tuple[Any, int, tuple[Access, ...], bool]]) -
             continue
         touched = by_code.setdefault(code, set())
         for access in accesses:
-            obj = access[0]
-            if obj == MEMORY_OBJ:
+            obj = access.obj
+            if obj is MEMORY_OBJ:
                 hot.add(code)
                 continue
             group = _group(obj)
             touched.add(group)
             threads.setdefault(group, set()).add(tid)
-            if access[1] not in _READS:
+            if access.kind not in _READS:
                 written.add(group)
     shared = {group for group, tids in threads.items() if len(tids) > 1 and group in written}
     hot.update(code for code, touched in by_code.items() if not touched.isdisjoint(shared))

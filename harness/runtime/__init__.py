@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NoReturn, Protocol
 
 from racecheck.runtime.access import ANYTHING, NOTHING, WRITE, Access
+from racecheck.runtime.steps import Obj, ObjKind
 
 __racecheck_engine__ = True
 
@@ -112,18 +113,18 @@ def point(name: str, on: Any = None) -> None:
         run.schedule(f"point {name}", access=access, skip=1)
 
 
-def _point_object(run: Any, on: Any) -> str:
+def _point_object(run: Any, on: Any) -> Obj:
     """The logical identity of ``racecheck.point(..., on=obj)``'s object within ``run``."""
     if isinstance(on, str):
-        return f"on {on}"
+        return Obj(ObjKind.POINT, on)
     primitive = getattr(on, "_condition", on)  # a controlled future's operations touch its condition
-    name = getattr(primitive, "_name", None)  # a controlled primitive: its trace name, what its operations touch
-    if isinstance(name, str) and getattr(primitive, "_run", None) is run:
-        return name
+    obj = getattr(primitive, "_obj", None)  # a controlled primitive: what its operations touch
+    if isinstance(obj, Obj) and getattr(primitive, "_run", None) is run:
+        return obj
     named = run.resources.setdefault("points on", {})
     found = named.get(id(on))
-    if found is None:
-        found = named[id(on)] = (on, f"on {type(on).__name__}#{len(named) + 1}")  # keeps ``on`` alive: ids stay unique
+    if found is None:  # keeps ``on`` alive: ids stay unique
+        found = named[id(on)] = (on, Obj(ObjKind.POINT, f"{type(on).__name__}#{len(named) + 1}"))
     return found[1]
 
 

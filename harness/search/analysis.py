@@ -20,22 +20,9 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from racecheck.runtime.access import (
-    ACQUIRE,
-    ANYTHING_OBJ,
-    FAIRNESS_OBJ,
-    FAIRNESS_READ,
-    KINDS,
-    MEMORY_OBJ,
-    READ,
-    RELEASE,
-    WRITE,
-    Access,
-    ExclusiveObj,
-    MemObj,
-)
-from racecheck.search.dependency import ENABLING
-from racecheck.search.dependency import KINDS_CONFLICT as CONFLICT
+from racecheck.runtime.access import ACQUIRE, FAIRNESS_OBJ, FAIRNESS_READ, READ, RELEASE, WRITE
+from racecheck.runtime.relation import ALL_OBJECTS, Order, Relation, active
+from racecheck.runtime.steps import Access, Obj, ObjKind
 
 __racecheck_engine__ = True
 
@@ -45,31 +32,31 @@ Accesses = tuple[Access, ...]
 Step = tuple[int, int, Accesses]
 # What a thread would still have done when a failure elsewhere cut the run short: unknown, so it conflicts with every
 # step (the search then tries the thread before the steps it could have gone before, and reads what it does there).
-REST_OBJ = "the rest of a thread"
+REST_OBJ = Obj(ObjKind.REST, "the rest of a thread")
 REST = Access(REST_OBJ, WRITE)
 _SPECIAL = frozenset({FAIRNESS_OBJ, REST_OBJ})  # objects whose access conflicts with every earlier step's
 
-# How a later access of one kind to an object meets an earlier one of another: they commute (0), they conflict but
-# only ever in one order (a start before its thread's first step, an end before a join: ``dependency.ENABLING``),
-# or they conflict and could run the other way round (a race when nothing else orders them).
-ONE_WAY, REVERSIBLE = 1, 2
-_TABLE_CACHE: dict[tuple[bool, ...], tuple[Any, ...]] = {}
+# How a later access of one kind to an object meets an earlier one of another (``relation.Order``): they commute
+# (0), they conflict but only ever in one order (a start before its thread's first step, an end before a join), or
+# they conflict and could run the other way round (a race when nothing else orders them).
+ONE_WAY, REVERSIBLE = Order.ONE_WAY, Order.REVERSIBLE
+# The wildcard bits of a step (``Analysis.extend``): 1, it touched a wildcard over everything; 2, memory that the
+# unresolved-memory wildcard covers; 4, that wildcard itself.
+_ANYTHING_BIT, _MEMORY_BIT, _UNRESOLVED_BIT = 1, 2, 4
 
 
-def _tables() -> tuple[Any, ...]:
-    """The conflict table as per-kind lookups: ``order`` (later kind -> earlier kind -> 0, ``ONE_WAY`` or
-    ``REVERSIBLE``) and the kinds reversible with every kind. Read from ``dependency.KINDS_CONFLICT`` as it is when
-    an analysis is made, and cached by its values: a search makes one analysis, a test run thousands."""
-    key = tuple(CONFLICT.values())
-    tables = _TABLE_CACHE.get(key)
-    if tables is None:
-        conflict = {b: {a: CONFLICT[(a, b)] for a in KINDS} for b in KINDS}
-        reorderable = {b: {a: CONFLICT[(a, b)] and (a, b) not in ENABLING for a in KINDS} for b in KINDS}
-        order = {b: {a: REVERSIBLE if reorderable[b][a] else ONE_WAY if conflict[b][a] else 0 for a in KINDS}
-                 for b in KINDS}
-        reorder_all = frozenset(b for b in KINDS if all(reorderable[b].values()))
-        tables = _TABLE_CACHE[key] = (order, reorder_all)
-    return tables
+def _wild_bits(relation: Relation) -> dict[ObjKind, int]:
+    """Per kind of object, its wildcard bits, read from the relation's wildcards."""
+    memory_wild = relation.wildcards.get(ObjKind.ANY_MEMORY, frozenset())
+    out = {}
+    for kind in ObjKind:
+        bits = _ANYTHING_BIT if relation.wildcards.get(kind) == ALL_OBJECTS else 0
+        if kind in memory_wild:
+            bits |= _MEMORY_BIT
+        if kind is ObjKind.ANY_MEMORY and memory_wild:
+            bits |= _UNRESOLVED_BIT
+        out[kind] = bits
+    return out
 
 
 def steps_of(trace: Sequence[Any], complete: bool = True) -> list[Step]:
@@ -109,21 +96,23 @@ class Analysis:
     steps: which earlier steps conflict with a new one is an ``|`` of the masks of the kinds that conflict with its
     own. Rewinding clears the bits of the forgotten steps from every mask.
 
-    The conflict table is read from ``dependency.KINDS_CONFLICT`` when the analysis is made (``_tables``), as a
-    per-kind lookup: the inner loops ask it for every access of every step."""
+    The relation (``racecheck.runtime.relation``, the one in force unless given) is read when the analysis is made,
+    as per-kind lookups (``Relation.order_rows``): the inner loops ask it for every access of every step."""
 
-    def __init__(self) -> None:
+    def __init__(self, relation: Relation | None = None) -> None:
         self.tids: list[int] = []
         self.numbers: list[int] = []
         self.accesses: list[Accesses] = []
         self.before: list[int] = []
         self.last_of: dict[int, int] = {}
         self.of_thread: dict[int, int] = {}  # thread -> its steps
-        self.masks: dict[str, dict[str, int]] = {}  # object -> kind -> the steps with that access to it
+        self.masks: dict[Obj, dict[Any, int]] = {}  # object -> kind -> the steps with that access to it
         self.real = 0  # steps that are not pseudo-steps (pseudo-steps come last)
-        self.order, self.reorder_all = _tables()
-        self.touched: dict[str, int] = {}  # object -> every step that touched it
-        # The wildcards (``dependency.wildcard_conflict``): steps with a bare point's ``anything`` (they conflict with
+        relation = relation or active()
+        self.order, self.reorder_all = relation.order_rows, relation.reorders_all
+        self.wild_bits = _wild_bits(relation)
+        self.touched: dict[Obj, int] = {}  # object -> every step that touched it
+        # The wildcards (``Relation.wildcard_conflict``): steps with a bare point's ``anything`` (they conflict with
         # every step), steps that touched any memory, and steps with unresolved memory (they conflict with those).
         self.any_steps = 0
         self.memory_steps = 0
@@ -195,7 +184,8 @@ class Analysis:
         tids, numbers, all_accesses, before = self.tids, self.numbers, self.accesses, self.before
         last_of, of_thread = self.last_of, self.of_thread
         masks, order, touched, reorder_all = self.masks, self.order, self.touched, self.reorder_all
-        read_row = order[READ]
+        wild_bits = self.wild_bits
+        read_row = order[ObjKind.FAIRNESS][READ]
         special = _SPECIAL
         found: list[tuple[int, int]] = []
         for tid, number, accesses in steps:
@@ -223,22 +213,22 @@ class Analysis:
                         conflicting |= earlier_steps
                 reversible = conflicting
             wild = 0  # 1: anything, 2: memory, 4: unresolved memory
-            for obj, kind, _path, _parent in accesses:
-                if type(obj) is MemObj:
-                    wild |= 6 if obj == MEMORY_OBJ else 2
-                elif obj == ANYTHING_OBJ:
-                    wild |= 1
+            for access in accesses:
+                obj = access.obj
+                kind = access.kind
+                obj_kind = obj.kind
+                wild |= wild_bits[obj_kind]
                 kinds = masks.get(obj)
                 if kinds is None:
                     masks[obj] = {kind: bit}
                     touched[obj] = bit
                 else:
-                    if kind in reorder_all:  # conflicts with every kind, either way: every step that touched it
+                    if kind in reorder_all[obj_kind]:  # conflicts with every kind, either way: every step on it
                         earlier_steps = touched[obj]
                         conflicting |= earlier_steps
                         reversible |= earlier_steps
                     else:
-                        row = order[kind]
+                        row = order[obj_kind][kind]
                         for earlier_kind, earlier_steps in kinds.items():
                             how = row[earlier_kind]
                             if how:
@@ -247,7 +237,7 @@ class Analysis:
                                     reversible |= earlier_steps
                     kinds[kind] = kinds.get(kind, 0) | bit
                     touched[obj] |= bit
-                if obj in special and (obj is REST_OBJ or order[kind][READ]):
+                if obj in special and (obj is REST_OBJ or order[obj_kind][kind][READ]):
                     conflicting |= bit - 1
                     reversible |= bit - 1
             if wild or self.any_steps:
@@ -298,12 +288,14 @@ class Analysis:
     def _wild_racing(self, j: int, accesses: Accesses) -> int:
         """The earlier steps a step j (not yet added) meets through a wildcard, without recording it."""
         racing = self.any_steps
-        for obj, _kind, _path, _parent in accesses:
-            if obj == ANYTHING_OBJ:
+        wild_bits = self.wild_bits
+        for access in accesses:
+            bits = wild_bits[access.obj.kind]
+            if bits & _ANYTHING_BIT:
                 racing |= (1 << j) - 1
-            elif type(obj) is MemObj:
+            elif bits & _MEMORY_BIT:
                 racing |= self.unresolved_steps
-                if obj == MEMORY_OBJ:
+                if bits & _UNRESOLVED_BIT:
                     racing |= self.memory_steps
         return racing
 
@@ -328,18 +320,19 @@ class Analysis:
                 if start < 0 or not (self.before[start] >> k) & 1:
                     pairs |= 1 << k
         # Its implicit read of the fairness first (racing with the yields), then what it names.
-        for obj, kind, _path, _parent in ((FAIRNESS_READ,) if FAIRNESS_OBJ in masks else ()) + accesses:
+        for access in ((FAIRNESS_READ,) if FAIRNESS_OBJ in masks else ()) + accesses:
+            obj, kind = access.obj, access.kind
             kinds = masks.get(obj)
             racing = 0
             if kinds is not None:
-                if kind in reorder_all:
+                if kind in reorder_all[obj.kind]:
                     racing = self.touched[obj]
                 else:
-                    row = order[kind]
+                    row = order[obj.kind][kind]
                     for earlier_kind, steps in kinds.items():
                         if row[earlier_kind] == REVERSIBLE:
                             racing |= steps
-            if (obj is FAIRNESS_OBJ and order[kind][READ] == REVERSIBLE) or obj is REST_OBJ:
+            if (obj is FAIRNESS_OBJ and order[obj.kind][kind][READ] == REVERSIBLE) or obj is REST_OBJ:
                 racing |= (1 << j) - 1  # every earlier step read the fairness; the rest of a thread is unknown
             if not racing:
                 continue
@@ -379,7 +372,7 @@ class Analysis:
             found.append(tid)
         return found
 
-    def lock_holds(self, obj: str) -> list[tuple[int, int, int]]:
+    def lock_holds(self, obj: Obj) -> list[tuple[int, int, int]]:
         """Who held lock ``obj`` when: (acquiring step, releasing step, thread) for every hold, read from its
         ACQUIRE and RELEASE accesses (re-entrant acquires by the holder nest; a hold never released ends after the
         last step), in the order the holds ended. At the decision before step k, the lock was held by that thread
@@ -391,7 +384,7 @@ class Analysis:
         for index in bits_of(acquires | releases):
             tid = self.tids[index]
             for access in self.accesses[index]:
-                if access.obj != obj:
+                if access.obj is not obj:
                     continue
                 if access.kind == ACQUIRE:
                     found = open_holds.get(tid)
@@ -410,23 +403,23 @@ class Analysis:
             holds.append((start, len(self.tids), tid))
         return holds
 
-    def _holds(self, obj: str, holds: dict[str, list[tuple[int, int, int]]]) -> list[tuple[int, int, int]]:
+    def _holds(self, obj: Obj, holds: dict[Obj, list[tuple[int, int, int]]]) -> list[tuple[int, int, int]]:
         """``lock_holds(obj)``, cached in ``holds`` for one execution."""
         lock = holds.get(obj)
         if lock is None:
             lock = holds[obj] = self.lock_holds(obj)
         return lock
 
-    def blocking_acquire(self, k: int) -> str | None:
-        """The lock step ``k`` starts with a blocking acquire of (``access.ExclusiveObj``: its point's own access
-        comes first), or None: such an acquire cannot run while another thread holds the lock, a try-acquire can."""
+    def blocking_acquire(self, k: int) -> Obj | None:
+        """The lock step ``k`` starts with a blocking acquire of (``Access.blocking``: its point's own access comes
+        first), or None: such an acquire cannot run while another thread holds the lock, a try-acquire can."""
         accesses = self.accesses[k]
         first = accesses[0] if accesses else None
-        if first is not None and first.kind == ACQUIRE and isinstance(first.obj, ExclusiveObj):
+        if first is not None and first.kind == ACQUIRE and first.blocking:
             return first.obj
         return None
 
-    def held_by_own_thread(self, obj: str, i: int, holds: dict[str, list[tuple[int, int, int]]]) -> bool:
+    def held_by_own_thread(self, obj: Obj, i: int, holds: dict[Obj, list[tuple[int, int, int]]]) -> bool:
         """Whether step ``i`` ran inside a hold of lock ``obj`` by its own thread, taken by a blocking acquire before
         it and released at or after it: a step that blocks on taking ``obj`` cannot run before ``i`` without running
         before that acquire too (had a try-acquire taken it, the try could have failed there)."""
@@ -436,7 +429,7 @@ class Analysis:
                 return self.blocking_acquire(start) is not None
         return False
 
-    def blocked_since(self, i: int, j: int, holds: dict[str, list[tuple[int, int, int]]]) -> list[int]:
+    def blocked_since(self, i: int, j: int, holds: dict[Obj, list[tuple[int, int, int]]]) -> list[int]:
         """Where a race (i, j) must really be reversed when j takes a lock: j's thread could not take it at the
         decision before i while another thread held it, so the order to try is j before that thread's acquire.
         ``holds`` caches ``lock_holds`` per lock for one execution."""

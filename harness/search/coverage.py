@@ -34,10 +34,12 @@ from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 from racecheck.errors import user_callback
-from racecheck.runtime.access import ANYTHING_OBJ, FAIRNESS_OBJ, MEMORY_OBJ, READ, WRITE, MemObj
+from racecheck.runtime.access import FAIRNESS_OBJ, READ, WRITE
 from racecheck.runtime.chooser import Chooser
+from racecheck.runtime.relation import Relation, active
+from racecheck.runtime.steps import Access, ObjKind
 from racecheck.runtime.trace import TraceEvent
-from racecheck.search.dependency import COMMUTING, causal_past
+from racecheck.search.dependency import causal_past
 from racecheck.search.registry import is_systematic
 
 if TYPE_CHECKING:
@@ -49,13 +51,13 @@ __racecheck_engine__ = True
 
 
 # (thread, switch, access, point, marks) of a trace event: all an interleaving key depends on
-_SHAPE = itemgetter(1, 4, 5, 6, 7)
+_SHAPE = attrgetter("tid", "switch", "access", "at", "marks")
 _OBJECT = itemgetter(0)
 _COMPLETE = attrgetter("complete")
+_TEXT = attrgetter("text")
 
-_COMMUTE_GET = COMMUTING.get
-_READS = COMMUTING[READ]
 _DIGESTS: dict[tuple, str] = {}  # a key's structure -> its digest
+_RELATION: list[Relation] = [active()]  # the relation the caches were filled under
 
 # A trace's shape -> its key. An exploration meets the same few interleavings again and again (far fewer than
 # distinct schedules), and the shape is built and hashed by C-level iteration, so a repeat costs that and a lookup
@@ -81,6 +83,10 @@ def interleaving_key(events: Sequence[TraceEvent]) -> str:
     with a plain implementation of that definition on generated traces, and the dpor model test uses the same
     definition."""
     shape = tuple(map(_SHAPE, events))
+    if _RELATION[0] is not active():  # a planted relation (a test's): keys made under another one do not hold
+        _KEYS.clear()
+        _DIGESTS.clear()
+        _RELATION[0] = active()
     key = _KEYS.get(shape)
     if key is None:
         key = _digest(shape)
@@ -94,11 +100,13 @@ def interleaving_key(events: Sequence[TraceEvent]) -> str:
 def _digest(shape: tuple) -> str:
     """``interleaving_key`` of a trace's shape: its structure (per object, its groups of steps) is built in one
     pass, and only a structure not met before is turned into text and hashed."""
-    if _has_wildcard(shape):
-        shape = _expanded(shape)
+    relation = _RELATION[0]
+    if _has_wildcard(shape, relation):
+        shape = _expanded(shape, relation)
+    runs = relation.runs
     counts: dict[int, int] = {}
     running: dict[int, tuple[int, int]] = {}  # thread -> its running step
-    history: dict[str, list] = {}
+    history: dict[Any, list] = {}
     order: list[tuple[int, int]] = []  # every step, for the fairness every step reads once a yield wrote it
     yielded: set[tuple[int, int]] = set()
     for tid, switch, access, at, marks in shape:
@@ -118,13 +126,14 @@ def _digest(shape: tuple) -> str:
         for position, one in enumerate(access):
             if position >= own:
                 who = (tid, marks[position - own])
-            if one[0] == FAIRNESS_OBJ:
+            obj = one.obj
+            if obj is FAIRNESS_OBJ:
                 yielded.add(who)
                 continue
-            line = history.get(one[0])
-            together = _COMMUTE_GET(one[1])
+            line = history.get(obj)
+            together = runs[obj.kind].get(one.kind)
             if line is None:
-                history[one[0]] = [together, {who} if together is not None else who]
+                history[obj] = [together, {who} if together is not None else who]
             elif together is not None and line[-2] is together:
                 line[-1].add(who)
             else:
@@ -137,11 +146,11 @@ def _digest(shape: tuple) -> str:
             elif line and line[-2] is not None:
                 line[-1].add(who)
             else:
-                line += (_READS, {who})
-    structure = tuple((obj, _canonical(history[obj][1::2])) for obj in sorted(history))
+                line += (runs[ObjKind.FAIRNESS][READ], {who})
+    structure = tuple((obj, _canonical(history[obj][1::2])) for obj in sorted(history, key=_TEXT))
     key = _DIGESTS.get(structure)
     if key is None:
-        lines = [obj + "\x02" + "\x00".join(map(_group_text, groups)) for obj, groups in structure]
+        lines = [obj.text + "\x02" + "\x00".join(map(_group_text, groups)) for obj, groups in structure]
         text = "\x03".join(lines)
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         if len(shape) <= _CACHED_EVENTS:
@@ -151,31 +160,33 @@ def _digest(shape: tuple) -> str:
     return key
 
 
-def _has_wildcard(shape: tuple) -> bool:
+def _has_wildcard(shape: tuple, relation: Relation) -> bool:
+    wildcards = relation.wildcards
     for _tid, _switch, access, _at, _marks in shape:
         for one in access:
-            if one[0] == ANYTHING_OBJ or one[0] == MEMORY_OBJ:
+            if one.obj.kind in wildcards:
                 return True
     return False
 
 
-def _expanded(shape: tuple) -> tuple:
-    """A shape whose wildcard accesses (``dependency.wildcard_conflict``) are written out as a write of every object
-    they cover that the trace touches: a bare point's ``anything`` of every object, unresolved memory of every piece
-    of memory. Then the per-object order orders a wildcard against everything it conflicts with."""
-    objects = sorted({one[0] for _t, _s, access, _a, _m in shape for one in access if one[0] != FAIRNESS_OBJ})
-    memory = [obj for obj in objects if type(obj) is MemObj]
+def _expanded(shape: tuple, relation: Relation) -> tuple:
+    """A shape whose wildcard accesses (``Relation.covers``) are written out as a write of every object they cover
+    that the trace touches: a bare point's ``anything`` of every object, unresolved memory of every piece of memory.
+    Then the per-object order orders a wildcard against everything it conflicts with."""
+    objects = sorted({one.obj for _t, _s, access, _a, _m in shape for one in access if one.obj is not FAIRNESS_OBJ},
+                     key=_TEXT)
+    wildcards = relation.wildcards
     out = []
     for tid, switch, access, at, marks in shape:
-        if any(one[0] == ANYTHING_OBJ or one[0] == MEMORY_OBJ for one in access):
+        if any(one.obj.kind in wildcards for one in access):
             # The step's own accesses, then those that joined it at points of their own (``marks``): each keeps its
             # point, so that an access named alike whether it joined a step or made its own stays so expanded.
             own = len(access) - len(marks)
-            written = tuple(dict.fromkeys(_written(access[:own], objects, memory)))
-            joined: list[tuple[str, str]] = []
+            written = tuple(dict.fromkeys(_written(access[:own], objects, relation)))
+            joined: list[Access] = []
             joined_marks: list[int] = []
             for one, mark in zip(access[own:], marks, strict=True):
-                for expanded in _written((one,), objects, memory):
+                for expanded in _written((one,), objects, relation):
                     joined.append(expanded)
                     joined_marks.append(mark)
             access, marks = written + tuple(joined), tuple(joined_marks)
@@ -183,16 +194,15 @@ def _expanded(shape: tuple) -> tuple:
     return tuple(out)
 
 
-def _written(access: Sequence[Any], objects: list[str], memory: list[str]) -> list[tuple[str, str]]:
-    """``access`` with each wildcard written out as a write of every object it covers."""
-    out: list[tuple[str, str]] = []
+def _written(access: Sequence[Access], objects: list[Any], relation: Relation) -> list[Access]:
+    """``access`` with each wildcard written out as a write of every object it covers (itself included)."""
+    out: list[Access] = []
     for one in access:
-        if one[0] == ANYTHING_OBJ:
-            out.extend((obj, WRITE) for obj in objects)
-        elif one[0] == MEMORY_OBJ:
-            out.extend((obj, WRITE) for obj in memory)
+        wild = one.obj
+        if relation.is_wildcard(wild):
+            out.extend(Access(obj, WRITE) for obj in objects if obj is wild or relation.covers(wild, obj))
         else:
-            out.append((one[0], one[1]))
+            out.append(Access(wild, one.kind))
     return out
 
 

@@ -36,36 +36,14 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Any
 
-from racecheck.runtime.access import (
-    ANYTHING_OBJ,
-    BEGIN,
-    CLOCK_OBJ,
-    CREATE,
-    ENTRY,
-    FAIRNESS_OBJ,
-    JOIN,
-    LIST,
-    MEMORY_OBJ,
-    OPEN,
-    READ,
-    REMOVE,
-    RENAME,
-    WAIT,
-    WRITE,
-    MemObj,
-)
-from racecheck.search.dependency import KINDS_CONFLICT
+from racecheck.runtime.access import BEGIN, thread_obj
+from racecheck.runtime.relation import Relation, Role, active
+from racecheck.runtime.steps import Obj
 
 __racecheck_engine__ = True
 
 MODES = ("report", "fail", "ignore")
-_ACQUIRE_ONLY = frozenset({READ, WAIT, JOIN, BEGIN})
-_ENGINE_OBJECTS = frozenset({CLOCK_OBJ, FAIRNESS_OBJ, ANYTHING_OBJ, MEMORY_OBJ, "external", "fs faults",
-                             "fs temp names", "the rest of a thread"})
-_IGNORE, _SYNC, _CHECKED = 0, 1, 2
-_WORDS = {READ: "read", WRITE: "write", LIST: "read all of", ENTRY: "add/remove an entry of", CREATE: "create",
-          REMOVE: "remove", RENAME: "rename", OPEN: "open"}
-_FILE_WORDS = {READ: "read", WRITE: "write", LIST: "list", ENTRY: "change an entry of"}
+_IGNORE, _SYNC, _CHECKED = Role.IGNORED, Role.SYNC, Role.DATA
 _REAL = object()  # marks a real lock's take or give among a step's operations
 RERUNS = 16  # runs again with source lines, beyond one per new kind of race, that an exploration may spend
 RERUN_EVERY = 8  # ... and no more than one of them per this many runs: each costs a whole run (a small Trainer.fit's
@@ -126,34 +104,28 @@ class DataRace:
 
 # One race as found in one run: (object, (thread, kind, location, event index, point) for each side).
 Side = tuple[int, str, str, int, int]
-Found = tuple[str, Side, Side]
+Found = tuple[Obj, Side, Side]
 
 _NUMBER = re.compile(r"(@T\d+)?#\d+")
 
 
-def object_kind(obj: str) -> str:
+def object_kind(obj: Obj | str) -> str:
     """``obj`` without what differs from run to run: object numbers (``Counter#2.value`` -> ``Counter.value``), an
-    item's key (``dict#2['k']`` -> ``dict[...]``), a file's path (``file``)."""
-    if obj.startswith(("file ", "dir ")):
+    item's key (``dict#2['k']`` -> ``dict[...]``), a file's path (``file``). A report read back from JSON names its
+    object by text only: there a file is told by the text a file's object has always had."""
+    if isinstance(obj, Obj):
+        if obj.is_file:
+            return obj.kind.value
+        obj = obj.text
+    elif obj.startswith(("file ", "dir ")):  # text at the edge: a report's JSON
         return obj.split(" ", 1)[0]
     base, bracket, _rest = obj.partition("[")
     return _NUMBER.sub("", base) + ("[...]" if bracket else "")
 
 
-def _category(obj: Any) -> int:
-    if type(obj) is MemObj:
-        return _IGNORE if obj == MEMORY_OBJ else _CHECKED
-    if obj.startswith(("file ", "dir ")):
-        return _CHECKED
-    if obj.startswith("on ") or obj in _ENGINE_OBJECTS:  # ``racecheck.point(on=...)`` names state, orders nothing
-        return _IGNORE
-    return _SYNC
-
-
-def op_word(obj: str, kind: str) -> str:
-    """How a report names an access of ``kind`` to ``obj``."""
-    words = _FILE_WORDS if obj.startswith(("file ", "dir ")) else _WORDS
-    return words.get(kind, kind)
+def op_word(obj: Obj, kind: str) -> str:
+    """How a report names an access of ``kind`` to ``obj`` (``Relation.word``)."""
+    return Relation.word(obj, kind)
 
 
 def find(run: Any) -> list[Found]:
@@ -172,17 +144,19 @@ class _Finder:
         trace = run.trace
         self.where: dict[tuple[int, int], str] = run.where or {}
         real_sync = run.real_sync or ()
-        self.n = 1 + max(max(e[1] for e in trace), max((op[0] for op in real_sync), default=0))
+        self.n = 1 + max(max(e.tid for e in trace), max((op[0] for op in real_sync), default=0))
         self.clocks: list[list[int]] = [[0] * self.n for _ in range(self.n)]
         for tid in range(self.n):
             self.clocks[tid][tid] = 1
         self.sync: dict[Any, list[int]] = {}
         self.active: set[int] = set()  # threads that have begun
         self.started: set[str] = set()
-        self.shadow: dict[str, dict[tuple[int, str], tuple[int, int, int, str]]] = {}
+        self.shadow: dict[Obj, dict[tuple[int, str], tuple[int, int, int, str]]] = {}
         self.found: list[Found] = []
         self.pairs: set[tuple] = set()
-        self.categories: dict[Any, int] = {}
+        self.relation = active()
+        # object -> (its role, its kind's conflict table): looked up once per object and run
+        self.categories: dict[Any, tuple[Role, dict]] = {}
         self.real: dict[int, list[tuple[int, int, int]]] = {}  # thread -> its real-lock operations, in order
         for tid, point, change, lock in real_sync:
             self.real.setdefault(tid, []).append((point, change, lock))
@@ -194,14 +168,14 @@ class _Finder:
         running = -1
         mixed = False  # the slice holds operations made at points of their own (merged accesses, real locks)
         for index, event in enumerate(trace):
-            tid, switch, access, at, marks = event[1], event[4], event[5], event[6], event[7]
+            tid, switch, access, at, marks = event.tid, event.switch, event.access, event.at, event.marks
             if switch != "info":
                 self._play(slice_ops, mixed)
                 slice_ops = []
                 running = tid
                 mixed = bool(marks)
                 own = len(access) - len(marks)
-                loc = event[3]
+                loc = event.loc
                 for position, one in enumerate(access):
                     if position < own:
                         slice_ops.append((at, 0, position, one, loc, index, at, tid))
@@ -225,7 +199,7 @@ class _Finder:
                     running = tid
                     mixed = False
                 for position, one in enumerate(access):
-                    slice_ops.append((at, 2, index * 64 + position, one, event[3], index, at, tid))
+                    slice_ops.append((at, 2, index * 64 + position, one, event.loc, index, at, tid))
         self._play(slice_ops, mixed)
         return self.found
 
@@ -237,9 +211,9 @@ class _Finder:
         following: dict[int, float] = {}
         for index in range(len(trace) - 1, -1, -1):
             event = trace[index]
-            if event[4] != "info":
-                out[index] = following.get(event[1], float("inf"))
-                following[event[1]] = event[6]
+            if event.switch != "info":
+                out[index] = following.get(event.tid, float("inf"))
+                following[event.tid] = event.at
         return out
 
     def _play(self, ops: list[tuple], mixed: bool) -> None:
@@ -249,18 +223,19 @@ class _Finder:
             return
         if mixed:
             ops.sort(key=_order)
-        categories, clocks, shadow, conflict = self.categories, self.clocks, self.shadow, KINDS_CONFLICT
+        categories, clocks, shadow = self.categories, self.clocks, self.shadow
         for op in ops:
             one = op[3]
-            obj = one[0]
-            if obj is _REAL:
+            if one[0] is _REAL:
                 self._real(op)
                 continue
-            category = categories.get(obj)
-            if category is None:
-                category = categories[obj] = _category(obj)
+            obj = one.obj
+            found = categories.get(obj)
+            if found is None:
+                found = categories[obj] = (self.relation.role(obj), self.relation.conflict_rows[obj.kind])
+            category, conflict = found
             if category == _CHECKED:  # inline: the most frequent case by far
-                kind, tid = one[1], op[7]
+                kind, tid = one.kind, op[7]
                 clock = clocks[tid]
                 entry = (clock[tid], op[5], op[6], op[4])
                 last = shadow.get(obj)
@@ -272,20 +247,20 @@ class _Finder:
                         self._found(obj, (other, other_kind, loc, index, point), (tid, kind, op[4], op[5], op[6]))
                 last[(tid, kind)] = entry
             elif category == _SYNC:
-                self._sync(op, obj, one[1])
+                self._sync(op, obj, one.kind)
 
-    def _found(self, obj: str, first: Side, second: Side) -> None:
+    def _found(self, obj: Obj, first: Side, second: Side) -> None:
         pair = (obj, first[0], first[1], first[4], second[0], second[1], second[4])
         if pair not in self.pairs:
             self.pairs.add(pair)
             self.found.append((obj, first, second))
 
-    def _sync(self, op: tuple, obj: str, kind: str) -> None:
+    def _sync(self, op: tuple, obj: Obj, kind: str) -> None:
         tid = self._owner(op)
         self.active.add(tid)
         clock = self.clocks[tid]
         held = self.sync.get(obj)
-        if kind == BEGIN and held is None and obj == f"thread T{tid}":
+        if kind == BEGIN and held is None and obj is thread_obj(tid):
             # a thread nobody started: the test function, or a crash's recovery check, after everything so far
             for other in self.active:
                 _join(clock, self.clocks[other])
@@ -293,7 +268,7 @@ class _Finder:
             return
         if held is not None:
             _join(clock, held)
-        if kind not in _ACQUIRE_ONLY:
+        if self.relation.publishes(kind):
             self.sync[obj] = clock.copy()
             clock[tid] += 1
 
@@ -335,12 +310,13 @@ def race_lines(races: Iterable[DataRace]) -> list[str]:
     return [f"data races: {len(harmful)}{also}", *(f"  {race.describe()}" for race in harmful)]
 
 
-def is_benign(patterns: Iterable[str], obj: str, locations: Iterable[str]) -> bool:
+def is_benign(patterns: Iterable[str], obj: Obj | str, locations: Iterable[str]) -> bool:
     """Whether a race on ``obj`` between accesses at ``locations`` is marked intended by one of ``patterns``
     (``Config.benign``): an object's kind or name (``Stats.hits``, ``*.hits``, ``global app.config.flag``,
     ``file /tmp/*``), or a source line of either access (``stats.py:14``, a path's tail); ``*`` and ``?`` match
     as in file names."""
     kind = object_kind(obj)
+    obj = str(obj)
     for pattern in patterns:
         if fnmatchcase(kind, pattern) or fnmatchcase(obj, pattern):
             return True
@@ -367,9 +343,9 @@ def describe_found(found: Found) -> str:
 
 def _as_race(found: Found, schedule: int, token: str, benign: bool) -> DataRace:
     obj, (t1, k1, l1, i1, _p1), (t2, k2, l2, i2, _p2) = found
-    obj = str.__str__(obj)  # a plain str: a ``MemObj`` name does not cross to another process (execnet)
-    return DataRace(obj, RaceAccess(f"T{t1}", op_word(obj, k1), l1, i1), RaceAccess(f"T{t2}", op_word(obj, k2), l2, i2),
-                    schedule, token, benign)
+    # the report names the object by its text: a plain str crosses to another process (execnet) and to JSON
+    return DataRace(obj.text, RaceAccess(f"T{t1}", op_word(obj, k1), l1, i1),
+                    RaceAccess(f"T{t2}", op_word(obj, k2), l2, i2), schedule, token, benign)
 
 
 def _coarse(found: Found) -> tuple:

@@ -1,8 +1,9 @@
-"""The dependency relation: which two steps of different threads commute, and which conflict.
+"""Steps and their dependence: which two steps of different threads commute, which conflict, and a run's causal
+past, over the one relation of ``racecheck.runtime.relation`` (which owns the table of kinds and objects).
 
 Two steps conflict when they touch one object and their kinds do not commute on it; two steps commute when every
-pair of their accesses does. The relation reads only the structured accesses the primitives and the fake
-filesystem record (``racecheck.runtime.access``), never display text. Why each pair is what it is:
+pair of their accesses does. Only the typed accesses the primitives and the fake filesystem record are read
+(``racecheck.runtime.steps``), never display text. Why each pair is what it is (the relation's rows say it too):
 
 * Reads of one object commute (``is_set``, ``qsize``, ``stat``, reading a file, looking a directory up): neither
   changes what the other sees.
@@ -34,111 +35,50 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from racecheck.runtime.access import (
-    ANYTHING_OBJ,
-    BEGIN,
-    END,
-    ENTRY,
-    FAIRNESS_OBJ,
-    FAIRNESS_READ,
-    JOIN,
-    KINDS,
-    LIST,
-    MEMORY_OBJ,
-    READ,
-    START,
-    YIELDED,
-    Access,
-    MemObj,
-)
+from racecheck.runtime.access import FAIRNESS_OBJ, FAIRNESS_READ, YIELDED
+from racecheck.runtime.relation import Relation, active, most_specific, shown
+from racecheck.runtime.steps import Access, Obj, Step
 
 __racecheck_engine__ = True
 
-# Kinds that commute with each other on one object: looking (reads, listings), and a directory's entry changes.
-_COMMUTING_GROUPS = (frozenset({READ, LIST}), frozenset({ENTRY}))
-# kind -> the group of kinds it commutes with on one object (the same frozenset object for every kind of a group);
-# a kind missing here commutes with nothing on its object.
-COMMUTING: dict[str, frozenset[str]] = {kind: group for group in _COMMUTING_GROUPS for kind in group}
-_COMMUTE = COMMUTING
+__all__ = ["accesses_conflict", "causal_past", "conflicts", "dependent", "most_specific", "shown", "steps"]
 
 
-def accesses_conflict(a: Access, b: Access) -> bool:
-    """Two accesses by different threads conflict: one object, kinds that do not commute; or one of them is a
-    wildcard that covers the other (``wildcard_conflict``)."""
-    if a.obj != b.obj:
-        return wildcard_conflict(a.obj, b.obj)
-    group = _COMMUTE.get(a.kind)
-    if group is not None and b.kind in group:
-        return False
-    return (a.kind, b.kind) not in _UNRELATED
+def accesses_conflict(a: Access, b: Access, relation: Relation | None = None) -> bool:
+    """Two accesses by different threads conflict (``Relation.conflict``; the relation in force by default)."""
+    return (relation or active()).conflict(a, b)
 
 
-def wildcard_conflict(a: str, b: str) -> bool:
-    """Two different objects that conflict all the same: a bare point's ``anything`` with every object, unresolved
-    ``memory`` with every piece of memory (``MemObj``)."""
-    if a == ANYTHING_OBJ or b == ANYTHING_OBJ:
-        return True
-    if type(a) is MemObj and type(b) is MemObj:
-        return a == MEMORY_OBJ or b == MEMORY_OBJ
-    return False
-
-
-# A join and the first step of the thread it waits for: the join needs the thread's end, which its first step
-# comes before anyway, so the two never meet.
-_UNRELATED = frozenset({(BEGIN, JOIN), (JOIN, BEGIN)})
-
-
-def _kinds_conflict(a: str, b: str) -> bool:
-    group = _COMMUTE.get(a)
-    return (group is None or b not in group) and (a, b) not in _UNRELATED
-
-
-# (kind, kind) -> whether two accesses of one object with those kinds conflict: ``accesses_conflict`` once the
-# object is known to be the same, as a lookup (the search's inner loops ask it most).
-KINDS_CONFLICT: dict[tuple[str, str], bool] = {(a, b): _kinds_conflict(a, b) for a in KINDS for b in KINDS}
-
-
-# Conflicts that only ever go one way: a thread's start comes before its first step, its end before a join on it
-# returns. They order steps (happens-before) but never race: the other order cannot happen.
-ENABLING = frozenset({(START, BEGIN), (END, JOIN)})
-
-
-def dependent(left: Iterable[Access], right: Iterable[Access]) -> bool:
+def dependent(left: Iterable[Access], right: Iterable[Access], relation: Relation | None = None) -> bool:
     """Two steps (each a tuple of accesses) of different threads conflict when any pair of their accesses does."""
+    conflict = (relation or active()).conflict
     right = right if isinstance(right, tuple) else tuple(right)
     for a in left:
         for b in right:
-            if accesses_conflict(a, b):
+            if conflict(a, b):
                 return True
     return False
 
 
-def conflicts(left: Iterable[Access], right: Iterable[Access]) -> frozenset[str]:
+def conflicts(left: Iterable[Access], right: Iterable[Access], relation: Relation | None = None) -> frozenset[Obj]:
     """The objects on which two steps conflict (empty: they commute), as a report names a race: the scheduler's
     fairness is left out (it orders steps around a yield, it is no object of the program)."""
+    relation = relation or active()
     right = tuple(right)
     found = set()
     for a in left:
         for b in right:
-            if a.obj != FAIRNESS_OBJ and accesses_conflict(a, b):
+            if a.obj is not FAIRNESS_OBJ and relation.conflict(a, b):
                 # a wildcard names what it met: the other side's object
-                wildcard = a.obj == ANYTHING_OBJ or (a.obj == MEMORY_OBJ and b.obj != ANYTHING_OBJ)
-                found.add(b.obj if wildcard else a.obj)
+                found.add(b.obj if a.obj is not b.obj and relation.covers(a.obj, b.obj) else a.obj)
     return frozenset(found)
 
 
-def commuting_run(kind: str) -> frozenset[str] | None:
-    """The kinds that commute with ``kind`` on one object (None: it commutes with nothing there). An interleaving's
-    identity treats a run of mutually commuting accesses to one object as a set."""
-    return _COMMUTE.get(kind)
-
-
-
-def steps(events: Sequence[Any]) -> list[tuple[Any, int, tuple[Access, ...]]]:
-    """The scheduling steps of a trace, each as (its event, the thread's step number counted from 0, everything the
-    step touched). A note (a release, a notify: ``switch == "info"``) adds its accesses to the step its thread is
-    running. A step's number within its thread is its identity in every schedule equivalent to this one."""
-    out: list[tuple[Any, int, tuple[Access, ...]]] = []
+def steps(events: Sequence[Any]) -> list[Step]:
+    """The scheduling steps of a trace (``Step``: its event, the thread's step number counted from 0, everything
+    the step touched). A note (a release, a notify: ``switch == "info"``) adds its accesses to the step its thread
+    is running. A step's number within its thread is its identity in every schedule equivalent to this one."""
+    out: list[Step] = []
     counts: dict[int, int] = {}
     last: dict[int, int] = {}
     for event in events:
@@ -146,76 +86,62 @@ def steps(events: Sequence[Any]) -> list[tuple[Any, int, tuple[Access, ...]]]:
         if event.switch == "info":
             at = last.get(tid)
             if at is not None and event.access:
-                step, nth, touched = out[at]
-                out[at] = (step, nth, touched + tuple(a for a in event.access if a not in touched))
+                step = out[at]
+                touched = step.accesses
+                out[at] = Step(step.event, step.nth, touched + tuple(a for a in event.access if a not in touched))
             continue
         nth = counts.get(tid, 0)
         counts[tid] = nth + 1
         last[tid] = len(out)
-        out.append((event, nth, tuple(event.access)))
+        out.append(Step(event, nth, tuple(event.access)))
     return out
 
 
-def _meets(touched: tuple[Access, ...], tid: int, kept: dict[str, list[tuple[int, str]]],
-           wild: list[tuple[int, Access]]) -> bool:
+def _meets(touched: tuple[Access, ...], tid: int, kept: dict[Obj, list[tuple[int, Access]]],
+           wild: list[tuple[int, Access]], relation: Relation) -> bool:
     """Whether a step of ``tid`` conflicts with a kept step of another thread (``causal_past``)."""
+    conflict = relation.conflict
     for a in touched:
-        for t, kind in kept.get(a.obj, ()):
-            if t != tid and accesses_conflict(a, Access(a.obj, kind)):
+        for t, other in kept.get(a.obj, ()):
+            if t != tid and conflict(a, other):
                 return True
-        if a.obj == ANYTHING_OBJ or a.obj == MEMORY_OBJ:
-            if any(t != tid and accesses_conflict(a, Access(obj, kind))
-                   for obj, seen in kept.items() for t, kind in seen):
+        if relation.is_wildcard(a.obj):
+            if any(t != tid and conflict(a, other) for seen in kept.values() for t, other in seen):
                 return True
         for t, w in wild:
-            if t != tid and accesses_conflict(a, w):
+            if t != tid and conflict(a, w):
                 return True
     return False
 
 
-def shown(obj: str) -> str:
-    """How a report names an object: a file or directory by its path, unresolved memory as shared memory, a bare
-    point's wildcard as shared state, anything else by its name."""
-    if obj == MEMORY_OBJ:
-        return "shared memory"
-    if obj == ANYTHING_OBJ:
-        return "shared state"
-    kind, _, rest = obj.partition(" ")
-    return rest if kind in ("file", "dir") and rest else obj
-
-
-def most_specific(objs: Iterable[str]) -> str:
-    """Of the objects two steps conflict on, the one a report names: a file before a directory's entries, the
-    deepest path first (an ancestor only read on the way), otherwise in name order."""
-    return min(objs, key=lambda obj: (obj.startswith("dir "), -len(obj) if obj.startswith("file ") else 0, obj))
-
-
-def causal_past(events: Sequence[Any], tid: int) -> list[Any]:
+def causal_past(events: Sequence[Any], tid: int, relation: Relation | None = None) -> list[Any]:
     """The events of the steps that happen before thread ``tid``'s last step, that step included (program order
     and conflicts), with their notes: the part of a run that decided what that step did. A run that stops at an
     exception in ``tid`` stops wherever the other threads happened to be; two equivalent runs agree on this part
     only, so that is what a failing run's interleaving is made of."""
+    relation = relation or active()
     found = steps(events)
-    if any(YIELDED[0] in touched for _, _, touched in found):  # every step reads the fairness a yield wrote
-        found = [(event, nth, (*touched, FAIRNESS_READ)) for event, nth, touched in found]
-    last = max((k for k, (event, _, _) in enumerate(found) if event.tid == tid), default=None)
+    if any(YIELDED[0] in step.accesses for step in found):  # every step reads the fairness a yield wrote
+        found = [Step(step.event, step.nth, (*step.accesses, FAIRNESS_READ)) for step in found]
+    last = max((k for k, step in enumerate(found) if step.event.tid == tid), default=None)
     if last is None:
         return list(events)
     keep = [False] * len(found)
     threads: set[int] = set()
-    kept: dict[str, list[tuple[int, str]]] = {}  # object -> (thread, kind) of the kept steps touching it
+    kept: dict[Obj, list[tuple[int, Access]]] = {}  # object -> (thread, access) of the kept steps touching it
     wild: list[tuple[int, Access]] = []  # the kept wildcard accesses (``anything``, unresolved memory)
     for k in range(last, -1, -1):
-        event, _, touched = found[k]
-        if k != last and event.tid not in threads and not _meets(touched, event.tid, kept, wild):
+        step = found[k]
+        step_tid = step.event.tid
+        if k != last and step_tid not in threads and not _meets(step.accesses, step_tid, kept, wild, relation):
             continue
         keep[k] = True
-        threads.add(event.tid)
-        for a in touched:
-            kept.setdefault(a.obj, []).append((event.tid, a.kind))
-            if a.obj == ANYTHING_OBJ or a.obj == MEMORY_OBJ:
-                wild.append((event.tid, a))
-    kept_steps = {id(found[k][0]) for k in range(len(found)) if keep[k]}
+        threads.add(step_tid)
+        for a in step.accesses:
+            kept.setdefault(a.obj, []).append((step_tid, Access(a.obj, a.kind)))
+            if relation.is_wildcard(a.obj):
+                wild.append((step_tid, a))
+    kept_steps = {id(found[k].event) for k in range(len(found)) if keep[k]}
     out = []
     owner: dict[int, bool] = {}
     for event in events:

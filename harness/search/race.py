@@ -80,9 +80,9 @@ def candidates(events: Sequence[TraceEvent]) -> list[tuple[int, int, str]]:
     found = steps(events)
     pairs: list[tuple[int, int, int, str]] = []
     for j in range(len(found) - 1, 0, -1):
-        later, _, touched = found[j]
+        later, touched = found[j].event, found[j].accesses
         for i in range(j - 1, -1, -1):
-            earlier, _, before = found[i]
+            earlier, before = found[i].event, found[i].accesses
             if earlier.tid == later.tid:
                 continue
             if conflicts(before, touched):
@@ -191,7 +191,7 @@ def find_race(
             continue  # every order that reverses this pair reverses another: its swap would isolate nothing
         (first, first_nth, _), (second, second_nth, _) = found[i], found[j]
         spent += 1
-        run = execute(SwapChooser([(names[k], found[k][0].op) for k in order], values, by_place))
+        run = execute(SwapChooser([(names[k], found[k].event.op) for k in order], values, by_place))
         swapped = steps(run.trace)
         if not _reversed(found, swapped, i, j):
             continue

@@ -19,7 +19,7 @@ out: the scheduler's fairness (an order of scheduling, no object of the program)
 ``racecheck.point()``, a line point, memory the engine could not name), which conflict with everything so that the
 search misses nothing, but say nothing of which pair a swap reordered. Two refinements the accesses allow:
 
-* a put and a get of a first-in first-out queue (``access.FifoObj``) where the get takes an item queued before that
+* a put and a get of a first-in first-out queue (``ObjKind.FIFO_QUEUE``) where the get takes an item queued before that
   put commute: the get takes the same item and the queue ends the same in either order (an executor's sentinel put
   by ``shutdown`` and its worker's get of an earlier work item);
 * a name made or removed (``mkdir``, ``rmdir``, a file created or deleted) commutes with a step that only looks
@@ -30,49 +30,28 @@ Steps are named across runs by their place (``identities``): the thread, its ope
 memory points since the last of those.
 
 Which pairs a report prefers (``rank``): the program's own objects (files, locks, queues, attributes, items) first,
-then memory the engine could not name, then what the stand-ins keep for themselves (``access.EngineObj``: an
+then memory the engine could not name, then what the stand-ins keep for themselves (``Obj.engine``: an
 executor's work queue, lock and idle count, a future's condition) and the scheduler's fairness.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from racecheck.runtime.access import (
-    ANYTHING_OBJ,
-    CREATE,
-    FAIRNESS_OBJ,
-    GET,
-    LIST,
-    MEMORY_OBJ,
-    PUT,
-    READ,
-    REMOVE,
-    Access,
-    EngineObj,
-    FifoObj,
-    is_memory,
-)
-from racecheck.search.dependency import ENABLING, accesses_conflict, conflicts, most_specific
+from racecheck.runtime.access import CREATE, FAIRNESS_OBJ, GET, LIST, PUT, READ, REMOVE
+from racecheck.runtime.relation import ENGINE, PROGRAM, UNNAMED, Order, active, most_specific
+from racecheck.runtime.relation import report_rank as rank
+from racecheck.runtime.steps import Access, Obj, ObjKind, Step
+from racecheck.search.dependency import conflicts
 
 __racecheck_engine__ = True
 
-Step = tuple[Any, int, tuple[Access, ...]]  # (event, the thread's step number, what the step touched)
-
-PROGRAM, UNNAMED, ENGINE = 0, 1, 2  # ranks of a pair's object: tried in this order
-
-
-def rank(obj: str) -> int:
-    """How a report ranks a pair on ``obj``: the program's objects, unnamed memory, the engine's bookkeeping."""
-    if isinstance(obj, EngineObj) or obj == FAIRNESS_OBJ:
-        return ENGINE
-    if obj in (MEMORY_OBJ, ANYTHING_OBJ):
-        return UNNAMED
-    return PROGRAM
+__all__ = ["ENGINE", "PROGRAM", "UNNAMED", "conflict_objects", "fifo_free", "identities", "isolating_order",
+           "looks_below", "matched", "memory_step", "named", "one_way", "ordering", "other_reversed", "queue_counts",
+           "rank"]
 
 
-def named(left: tuple[Access, ...], right: tuple[Access, ...]) -> tuple[int, str]:
+def named(left: tuple[Access, ...], right: tuple[Access, ...]) -> tuple[int, Obj]:
     """The object a pair of conflicting steps is named by, and its rank: of the objects both name, the best-ranked
     and most specific; when they meet only through a wildcard, the object ``dependency.conflicts`` names (what the
     wildcard met), ranked as unnamed."""
@@ -83,33 +62,36 @@ def named(left: tuple[Access, ...], right: tuple[Access, ...]) -> tuple[int, str
     return best, most_specific(obj for obj in objs if rank(obj) == best)
 
 
-UNKNOWN = frozenset({ANYTHING_OBJ, MEMORY_OBJ, FAIRNESS_OBJ})  # what names no object: wildcards, and fairness
+def _unknown(obj: Obj) -> bool:
+    """What names no object: the wildcards, and fairness."""
+    return obj is FAIRNESS_OBJ or active().is_wildcard(obj)
 
 
 def conflict_objects(left: tuple[Access, ...], right: tuple[Access, ...],
-                     wildcards: bool = True) -> dict[str, set[tuple[str, str]]]:
+                     wildcards: bool = True) -> dict[Obj, set[tuple[str, str]]]:
     """The objects two steps of different threads conflict on (fairness left out), each with the pairs of kinds
     that conflict there (``left``'s kind first). A wildcard is filed under the object it met; ``wildcards=False``
     leaves wildcards out (a bare point, a line point, memory the engine could not name), keeping only conflicts on
     objects both steps name."""
-    found: dict[str, set[tuple[str, str]]] = {}
+    relation = active()
+    found: dict[Obj, set[tuple[str, str]]] = {}
     for a in left:
-        if a.obj == FAIRNESS_OBJ or not wildcards and a.obj in UNKNOWN:
+        if a.obj is FAIRNESS_OBJ or not wildcards and _unknown(a.obj):
             continue
         for b in right:
-            if b.obj == FAIRNESS_OBJ or not wildcards and b.obj != a.obj:
+            if b.obj is FAIRNESS_OBJ or not wildcards and b.obj is not a.obj:
                 continue
-            if accesses_conflict(a, b):
-                wildcard = a.obj == ANYTHING_OBJ or (a.obj == MEMORY_OBJ and b.obj != ANYTHING_OBJ)
+            if relation.conflict(a, b):
+                wildcard = a.obj is not b.obj and relation.covers(a.obj, b.obj)
                 found.setdefault(b.obj if wildcard else a.obj, set()).add((a.kind, b.kind))
     return found
 
 
-def looks_below(made: tuple[Access, ...], looker: tuple[Access, ...], obj: str) -> bool:
+def looks_below(made: tuple[Access, ...], looker: tuple[Access, ...], obj: Obj) -> bool:
     """Whether ``made`` only makes or removes the name ``obj`` (a file object) and ``looker`` only reads ``obj`` on the
     way to a path below it: then neither order changes what either finds (see the module docstring)."""
-    mine = [a for a in made if a.obj == obj]
-    if not mine or not obj.startswith("file ") or any(a.kind not in (CREATE, REMOVE) for a in mine):
+    mine = [a for a in made if a.obj is obj]
+    if not mine or obj.kind is not ObjKind.FILE or any(a.kind not in (CREATE, REMOVE) for a in mine):
         return False
     top = mine[0].path
     if not top:
@@ -119,18 +101,19 @@ def looks_below(made: tuple[Access, ...], looker: tuple[Access, ...], obj: str) 
     return bool(below) and all(a.kind == READ for a in at) and all(a.kind in (READ, LIST) for a in below)
 
 
-def queue_counts(found: Sequence[Step]) -> list[dict[str, tuple[int, int]]]:
+def queue_counts(found: Sequence[Step]) -> list[dict[Obj, tuple[int, int]]]:
     """For each step, for each FIFO queue it touches: how many steps put on it and got from it before this one."""
-    puts: dict[str, int] = {}
-    gets: dict[str, int] = {}
-    out: list[dict[str, tuple[int, int]]] = []
-    for _event, _nth, touched in found:
-        here: dict[str, tuple[int, int]] = {}
+    puts: dict[Obj, int] = {}
+    gets: dict[Obj, int] = {}
+    out: list[dict[Obj, tuple[int, int]]] = []
+    for step in found:
+        touched = step.accesses
+        here: dict[Obj, tuple[int, int]] = {}
         for a in touched:
-            if isinstance(a.obj, FifoObj) and a.obj not in here:
+            if a.obj.kind is ObjKind.FIFO_QUEUE and a.obj not in here:
                 here[a.obj] = (puts.get(a.obj, 0), gets.get(a.obj, 0))
         for obj in here:
-            kinds = {a.kind for a in touched if a.obj == obj}
+            kinds = {a.kind for a in touched if a.obj is obj}
             if PUT in kinds:
                 puts[obj] = puts.get(obj, 0) + 1
             if GET in kinds:
@@ -139,29 +122,29 @@ def queue_counts(found: Sequence[Step]) -> list[dict[str, tuple[int, int]]]:
     return out
 
 
-def _only(touched: tuple[Access, ...], obj: str, kind: str) -> bool:
-    return all(a.kind == kind for a in touched if a.obj == obj)
+def _only(touched: tuple[Access, ...], obj: Obj, kind: str) -> bool:
+    return all(a.kind == kind for a in touched if a.obj is obj)
 
 
-def fifo_free(obj: str, put: tuple[Access, ...], get: tuple[Access, ...], get_counts: tuple[int, int]) -> bool:
+def fifo_free(obj: Obj, put: tuple[Access, ...], get: tuple[Access, ...], get_counts: tuple[int, int]) -> bool:
     """Whether a put and a get of FIFO queue ``obj`` commute where they met: the step ``get`` only gets from it,
     ``put`` only puts on it, and when the get ran more items had been put than got (``get_counts``: puts and gets
     before it, in a trace where the get came before that put), so it took an item queued earlier."""
-    if not isinstance(obj, FifoObj) or not _only(put, obj, PUT) or not _only(get, obj, GET):
+    if obj.kind is not ObjKind.FIFO_QUEUE or not _only(put, obj, PUT) or not _only(get, obj, GET):
         return False
     puts_before, gets_before = get_counts
     return puts_before > gets_before
 
 
-def ordering(found: Sequence[Step], counts: list[dict[str, tuple[int, int]]], x: int, y: int) -> bool:
+def ordering(found: Sequence[Step], counts: list[dict[Obj, tuple[int, int]]], x: int, y: int) -> bool:
     """Whether step ``x`` and the later step ``y`` of another thread conflict in the trace ``found`` (an ordering
     edge): a put of a FIFO queue and a later get that took an item put before it do not."""
-    put, get = found[x][2], found[y][2]
+    put, get = found[x].accesses, found[y].accesses
     objs = conflict_objects(put, get, wildcards=False)
     for obj in list(objs):
         if looks_below(put, get, obj) or looks_below(get, put, obj):
             del objs[obj]
-        elif isinstance(obj, FifoObj) and _only(put, obj, PUT) and _only(get, obj, GET):
+        elif obj.kind is ObjKind.FIFO_QUEUE and _only(put, obj, PUT) and _only(get, obj, GET):
             get_index = counts[y].get(obj, (0, 0))[1]  # gets of the queue before this one
             put_index = counts[x].get(obj, (0, 0))[0]  # puts before this one
             if get_index < put_index:  # FIFO: the get took the item of an earlier put
@@ -172,19 +155,21 @@ def ordering(found: Sequence[Step], counts: list[dict[str, tuple[int, int]]], x:
 def one_way(found: Sequence[Step], i: int, j: int) -> bool:
     """Whether step j needs step i to have run: i starts j's thread, or ends the thread j joins. That order cannot
     be reversed (whatever else the two steps touch), so the pair is never a race."""
-    objs = conflict_objects(found[i][2], found[j][2])
-    return any(pair in ENABLING for kinds in objs.values() for pair in kinds)
+    relation = active()
+    objs = conflict_objects(found[i].accesses, found[j].accesses)
+    return any(relation.order(later, earlier, obj.kind) == Order.ONE_WAY
+               for obj, kinds in objs.items() for earlier, later in kinds)
 
 
 class _Reach:
     """The named objects a set of steps touched, to rule out cheaply that another step conflicts with any of them."""
 
     def __init__(self, touched: tuple[Access, ...]) -> None:
-        self.objs: set[str] = set()
+        self.objs: set[Obj] = set()
         self.add(touched)
 
     def add(self, touched: tuple[Access, ...]) -> None:
-        self.objs.update(a.obj for a in touched if a.obj not in UNKNOWN)
+        self.objs.update(a.obj for a in touched if not _unknown(a.obj))
 
     def may_meet(self, touched: tuple[Access, ...]) -> bool:
         return any(a.obj in self.objs for a in touched)
@@ -199,13 +184,13 @@ def isolating_order(found: Sequence[Step], i: int, j: int) -> list[int] | None:
         return None
     counts = queue_counts(found)
     after = [i]
-    threads = {found[i][0].tid}
-    reach = _Reach(found[i][2])
+    threads = {found[i].tid}
+    reach = _Reach(found[i].accesses)
     moved: list[int] = []
     for k in range(i + 1, j + 1):
-        tid = found[k][0].tid
-        tainted = tid in threads or reach.may_meet(found[k][2]) and any(
-            found[t][0].tid != tid and ordering(found, counts, t, k) for t in after if not (t == i and k == j))
+        tid = found[k].tid
+        tainted = tid in threads or reach.may_meet(found[k].accesses) and any(
+            found[t].tid != tid and ordering(found, counts, t, k) for t in after if not (t == i and k == j))
         if not tainted:
             continue
         if k == j:
@@ -213,7 +198,7 @@ def isolating_order(found: Sequence[Step], i: int, j: int) -> list[int] | None:
         after.append(k)
         moved.append(k)
         threads.add(tid)
-        reach.add(found[k][2])
+        reach.add(found[k].accesses)
     held = set(moved)
     kept = [k for k in range(i + 1, j) if k not in held]
     return [*range(i), *kept, j, i, *moved, *range(j + 1, len(found))]
@@ -226,7 +211,7 @@ def memory_step(access: tuple[Access, ...]) -> bool:
     """Whether a step is a plain memory access (a point only where another thread could run), by what it touches
     first (nothing, for an access to memory its thread keeps to itself); every other step (a stand-in's
     operation, a thread's first step) is one in every schedule."""
-    return not access or is_memory(access[0].obj)
+    return not access or access[0].obj.is_memory
 
 
 def identities(found: Sequence[Step]) -> list[Place]:
@@ -236,13 +221,14 @@ def identities(found: Sequence[Step]) -> list[Place]:
     those. A memory access is a step only where another thread could run, and code may make more or fewer of them
     from one run to the next (a cache filled by an earlier run), so they are counted only from the last operation
     of a stand-in. A trace without points (made by hand) names each step by its thread's step number."""
-    if not all(event.at >= 0 for event, _, _ in found):
-        return [(event.tid, nth, 0) for event, nth, _ in found]
+    if not all(step.event.at >= 0 for step in found):
+        return [(step.event.tid, step.nth, 0) for step in found]
     tracker = PlaceTracker()
     out = []
-    for event, _, touched in found:
-        out.append(tracker.place(event.tid, event.at, touched))
-        tracker.advance(event.tid, event.at, touched)
+    for step in found:
+        event = step.event
+        out.append(tracker.place(event.tid, event.at, step.accesses))
+        tracker.advance(event.tid, event.at, step.accesses)
     return out
 
 
@@ -271,10 +257,12 @@ def matched(original: Sequence[Step], swapped: Sequence[Step]) -> dict[Place, in
     """Place (``identities``) -> position in ``swapped`` for the steps both traces share: a thread's steps while
     they do the same operation at the same place as in the original, up to its first difference (a point the
     original ran inside a step, where no other thread could run, is no difference)."""
-    ops = {ident: (event.op, event.loc) for ident, (event, _, _) in zip(identities(original), original, strict=True)}
+    ops = {ident: (step.event.op, step.event.loc)
+           for ident, step in zip(identities(original), original, strict=True)}
     diverged: set[int] = set()
     out: dict[tuple[int, int], int] = {}
-    for position, (ident, (event, _, _)) in enumerate(zip(identities(swapped), swapped, strict=True)):
+    for position, (ident, step) in enumerate(zip(identities(swapped), swapped, strict=True)):
+        event = step.event
         if event.tid in diverged or ident not in ops:
             continue
         if ops[ident] == (event.op, event.loc):
@@ -294,11 +282,11 @@ def other_reversed(original: Sequence[Step], swapped: Sequence[Step], i: int, j:
         if at[x] is None:
             continue
         for y in range(x + 1, len(original)):
-            if at[y] is None or at[y] > at[x] or original[x][0].tid == original[y][0].tid or (x, y) == (i, j):
+            if at[y] is None or at[y] > at[x] or original[x].tid == original[y].tid or (x, y) == (i, j):
                 continue
-            objs = conflict_objects(original[x][2], original[y][2], wildcards=False)
+            left, right = original[x].accesses, original[y].accesses
+            objs = conflict_objects(left, right, wildcards=False)
             for obj in list(objs):
-                left, right = original[x][2], original[y][2]
                 if (looks_below(left, right, obj) or looks_below(right, left, obj)
                         or fifo_free(obj, left, right, counts[at[y]].get(obj, (0, 0)))):
                     del objs[obj]

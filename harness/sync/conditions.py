@@ -10,6 +10,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.runtime.access import NOTIFY, WAIT, on
+from racecheck.runtime.steps import ObjKind
 from racecheck.sync.locks import ControlledRLock
 from racecheck.sync.primitive import Primitive, attempt, wait_timeout
 
@@ -27,16 +28,17 @@ class _Waiter:
 
 class ControlledCondition(Primitive):
     _kind = "Condition"
+    _obj_kind = ObjKind.CONDITION
 
     def __init__(self, run: Any, lock: Any = None, name: str | None = None) -> None:
         super().__init__(run, name)
-        self._lock = lock if lock is not None else ControlledRLock(run, name=self._name)
+        self._lock = lock if lock is not None else ControlledRLock(run, name=self._obj)
         self._waiters: deque[_Waiter] = deque()
         self.acquire = self._lock.acquire
         self.release = self._lock.release
 
     def _accesses(self) -> None:
-        self._wait_access, self._notify_access = on(self._name, WAIT), on(self._name, NOTIFY)
+        self._wait_access, self._notify_access = on(self._obj, WAIT), on(self._obj, NOTIFY)
 
     def __enter__(self) -> bool:
         return self._lock.acquire()

@@ -16,6 +16,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.runtime.access import ACQUIRE, READ, RELEASE, WAIT, WRITE, on
+from racecheck.runtime.steps import ObjKind
 from racecheck.sync.primitive import Primitive, attempt, wait_timeout
 
 __racecheck_engine__ = True
@@ -29,6 +30,7 @@ BrokenBarrierError = _real_threading.BrokenBarrierError
 
 class ControlledEvent(Primitive):
     _kind = "Event"
+    _obj_kind = ObjKind.EVENT
 
     def __init__(self, run: Any) -> None:
         super().__init__(run)
@@ -36,7 +38,7 @@ class ControlledEvent(Primitive):
         self._sets = 0  # how many times set() woke waiters: a waiter woken by a set returns True
 
     def _accesses(self) -> None:
-        name = self._name
+        name = self._obj
         self._read_access, self._write_access, self._wait_access = on(name, READ), on(name, WRITE), on(name, WAIT)
 
     def is_set(self) -> bool:
@@ -65,6 +67,7 @@ class ControlledEvent(Primitive):
 
 class ControlledSemaphore(Primitive):
     _kind = "Semaphore"
+    _obj_kind = ObjKind.SEMAPHORE
 
     def __init__(self, run: Any, value: int = 1, bound: int | None = None) -> None:
         if value < 0:
@@ -74,7 +77,7 @@ class ControlledSemaphore(Primitive):
         self._bound = bound
 
     def _accesses(self) -> None:
-        self._acquire_access, self._release_access = on(self._name, ACQUIRE), on(self._name, RELEASE)
+        self._acquire_access, self._release_access = on(self._obj, ACQUIRE), on(self._obj, RELEASE)
 
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         if not blocking and timeout is not None:
@@ -112,6 +115,7 @@ _FILLING, _DRAINING, _RESETTING, _BROKEN = 0, 1, -1, -2
 
 class ControlledBarrier(Primitive):
     _kind = "Barrier"
+    _obj_kind = ObjKind.BARRIER
 
     def __init__(self, run: Any, parties: int, action: Any = None, timeout: float | None = None) -> None:
         super().__init__(run)
@@ -122,7 +126,7 @@ class ControlledBarrier(Primitive):
         self._count = 0
 
     def _accesses(self) -> None:
-        name = self._name
+        name = self._obj
         self._arrive_access, self._wait_access, self._write_access = on(name, ACQUIRE), on(name, WAIT), on(name, WRITE)
         self._release_access = on(name, RELEASE)
 

@@ -17,7 +17,7 @@ import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.runtime.access import MEMORY, WRITE, EngineFifoObj, EngineObj, on
+from racecheck.runtime.access import MEMORY, WRITE, Obj, ObjKind, on
 from racecheck.runtime.locations import thread_bottom
 from racecheck.sync.futures import Future, callbacks_of, has_callbacks
 from racecheck.sync.locks import ControlledLock
@@ -107,15 +107,15 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
         self._name = run.new_object_id("Executor")
         self._max_workers = max_workers
         run.new_object_id("SimpleQueue")  # counted as it always was, so that later queues keep their numbers
-        self._work_queue = ControlledSimpleQueue(run, name=EngineFifoObj(f"{self._name}.queue"))
+        self._work_queue = ControlledSimpleQueue(run, name=Obj(ObjKind.FIFO_QUEUE, f"{self._name}.queue", engine=True))
         self._idle = 0  # workers waiting for work (the stdlib's idle semaphore; checked without a point)
         self._threads: list[Any] = []
         self._shutdown = False
         self._broken: str | bool = False
-        self._shutdown_lock = ControlledLock(run, name=EngineObj(f"{self._name}.lock"))
+        self._shutdown_lock = ControlledLock(run, name=Obj(ObjKind.LOCK, f"{self._name}.lock", engine=True))
         # The idle count is read by submit after its put and written by a worker after a work item, in steps that
         # name other objects: both touch it, so the search orders them.
-        self._idle_access = on(EngineObj(f"{self._name}.idle"), WRITE)
+        self._idle_access = on(Obj(ObjKind.ENGINE_STATE, f"{self._name}.idle", engine=True), WRITE)
         self._thread_name_prefix = thread_name_prefix or self._name.replace("#", "-")
         self._initializer = initializer
         self._initargs = initargs

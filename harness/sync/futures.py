@@ -13,7 +13,8 @@ import concurrent.futures._base as _futures_base
 from typing import Any
 
 from racecheck import runtime
-from racecheck.runtime.access import WAIT, Access, EngineObj
+from racecheck.runtime.access import WAIT, Access
+from racecheck.runtime.steps import Obj, ObjKind
 from racecheck.sync.conditions import ControlledCondition
 from racecheck.sync.primitive import attempt
 
@@ -51,11 +52,11 @@ class Future(_RealFuture):
         if run is None or not _OWN_INIT:
             super().__init__()
             if run is not None:
-                self._condition = ControlledCondition(run, name=EngineObj(run.new_object_id("Future")))
+                self._condition = ControlledCondition(run, name=_condition_obj(run))
             return
         # The stdlib's fields without its real Condition, which would be replaced at once (a Condition, an RLock
         # and a deque per future, a large part of the cost of a submit); checked at import.
-        self._condition = ControlledCondition(run, name=EngineObj(run.new_object_id("Future")))
+        self._condition = ControlledCondition(run, name=_condition_obj(run))
         self._state = _PENDING
         self._result = None
         self._exception = None
@@ -73,11 +74,16 @@ def callbacks_of(future: Any) -> list[Any]:
     return list(future._done_callbacks)
 
 
+def _condition_obj(run: Any) -> Obj:
+    """A future's condition: the stand-in's own (the program never names it), which its waits and state touch."""
+    return Obj(ObjKind.CONDITION, run.new_object_id("Future"), engine=True)
+
+
 def _waits_on(futures: list[Any]) -> tuple[Access, ...]:
     """A wait on ``futures``: it touches each one's condition, which every change of a future's state goes through
     (a future made outside the run has no controlled condition and names nothing)."""
-    names = {getattr(getattr(f, "_condition", None), "_name", None) for f in futures}
-    return tuple(Access(name, WAIT) for name in sorted(n for n in names if isinstance(n, str)))
+    objs = {getattr(getattr(f, "_condition", None), "_obj", None) for f in futures}
+    return tuple(Access(obj, WAIT) for obj in sorted(o for o in objs if isinstance(o, Obj)))
 
 
 def _future_is_done(future: Any) -> bool:

@@ -34,9 +34,9 @@ def _lock_timeout(blocking: bool, timeout: float) -> float | None:
 
 class _LockAccesses(Primitive):
     def _accesses(self) -> None:
-        self._acquire_access = exclusive_acquire(self._name)  # blocks while another thread holds it
-        self._try_access = on(self._name, ACQUIRE)  # a try or a timeout: may return False while it is held
-        self._release_access = on(self._name, RELEASE)
+        self._acquire_access = exclusive_acquire(self._obj)  # blocks while another thread holds it
+        self._try_access = on(self._obj, ACQUIRE)  # a try or a timeout: may return False while it is held
+        self._release_access = on(self._obj, RELEASE)
 
 
 class ControlledLock(_LockAccesses):

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck.runtime.access import READ, on
+from racecheck.runtime.steps import Obj, ObjKind
 
 __racecheck_engine__ = True
 
@@ -41,15 +42,19 @@ class Primitive:
     The name is also the object its operations touch (``racecheck.runtime.access``): each primitive builds the
     access tuples of its operations once, in ``_accesses``, so an operation adds no allocation."""
 
-    _kind = "Object"
+    _kind = "Object"  # the trace's name for it, numbered per run ("Lock#2")
+    _obj_kind = ObjKind.LOCK  # what its operations touch, to the dependency relation
 
-    def __init__(self, run: Any, name: str | None = None) -> None:
+    def __init__(self, run: Any, name: str | Obj | None = None) -> None:
+        """``name``: a name of the caller's choosing, or the object itself when another primitive shares it (a
+        condition and its own lock are one object)."""
         self._run = run
-        self._name = name or run.new_object_id(self._kind)
+        self._obj = name if isinstance(name, Obj) else Obj(self._obj_kind, name or run.new_object_id(self._kind))
+        self._name = self._obj.text
         self._accesses()
 
     def _accesses(self) -> None:
-        """Build the access tuples of the operations from ``_name``."""
+        """Build the access tuples of the operations from ``_obj``."""
 
     def __repr__(self) -> str:
         return f"<racecheck {self._name}>"

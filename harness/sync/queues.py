@@ -10,7 +10,8 @@ from collections import deque
 from typing import Any
 
 from racecheck import runtime
-from racecheck.runtime.access import GET, NOTIFY, PUT, READ, WAIT, FifoObj, on
+from racecheck.runtime.access import GET, NOTIFY, PUT, READ, WAIT, on
+from racecheck.runtime.steps import ObjKind
 from racecheck.sync.primitive import Primitive, attempt
 
 __racecheck_engine__ = True
@@ -20,16 +21,14 @@ class _QueueCore(Primitive):
     """What SimpleQueue and Queue share: FIFO storage, get, non-blocking variants, qsize/empty."""
 
     _kind = "SimpleQueue"
-    _fifo = True  # a get takes the oldest item: its name says so to the racing pair (``access.FifoObj``)
+    _obj_kind = ObjKind.FIFO_QUEUE  # a get takes the oldest item: the racing pair reads it (``race_order``)
 
     def __init__(self, run: Any, name: str | None = None) -> None:
         super().__init__(run, name)
         self._items: Any = self._new_container()
 
     def _accesses(self) -> None:
-        if self._fifo and not isinstance(self._name, FifoObj):
-            self._name = FifoObj(self._name)
-        name = self._name
+        name = self._obj
         self._put_access, self._get_access, self._read_access = on(name, PUT), on(name, GET), on(name, READ)
         self._done_access, self._join_access = on(name, NOTIFY), on(name, WAIT)
 
@@ -128,7 +127,7 @@ class ControlledQueue(_QueueCore):
 
 class ControlledLifoQueue(ControlledQueue):
     _kind = "LifoQueue"
-    _fifo = False
+    _obj_kind = ObjKind.QUEUE
 
     def _new_container(self) -> Any:
         return []
@@ -139,7 +138,7 @@ class ControlledLifoQueue(ControlledQueue):
 
 class ControlledPriorityQueue(ControlledQueue):
     _kind = "PriorityQueue"
-    _fifo = False
+    _obj_kind = ObjKind.QUEUE
 
     def _new_container(self) -> Any:
         return []

@@ -22,12 +22,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from racecheck.runtime import access as acc
 from racecheck.runtime.chooser import Chooser
+from racecheck.runtime.relation import RELATION
 from racecheck.runtime.trace import TraceEvent
-from racecheck.search import dependency
 from racecheck.search.coverage import ChoiceTree, Progress, Steering, interleaving_key, schedule_digest
 
-LOCK1 = acc.on("Lock#1", acc.ACQUIRE)
-LOCK2 = acc.on("Lock#2", acc.ACQUIRE)
+LOCK1 = acc.on(acc.Obj(acc.ObjKind.LOCK, "Lock#1"), acc.ACQUIRE)
+LOCK2 = acc.on(acc.Obj(acc.ObjKind.LOCK, "Lock#2"), acc.ACQUIRE)
 
 
 def _events(*steps):
@@ -87,24 +87,24 @@ def _reference_key(events):
         for position, one in enumerate(event.access + extra):
             at = who if position < own or position >= len(event.access) else (event.tid, event.marks[position - own])
             flat.append((one.obj, one.kind, at))
-    objects = sorted({obj for obj, _, _ in flat if obj != acc.FAIRNESS_OBJ}) if any(
+    objects = sorted({obj for obj, _, _ in flat if obj != acc.FAIRNESS_OBJ}, key=str) if any(
         obj in (acc.ANYTHING_OBJ, acc.MEMORY_OBJ) for obj, _, _ in flat) else []
     history = {}
     for obj, kind, who in flat:
         if obj == acc.ANYTHING_OBJ or obj == acc.MEMORY_OBJ:
-            covered = [o for o in objects if obj == acc.ANYTHING_OBJ or acc.is_memory(o)]
+            covered = [o for o in objects if obj == acc.ANYTHING_OBJ or o.is_memory]
             touched = [(o, acc.WRITE) for o in covered]
         else:
             touched = [(obj, kind)]
         for o, k in touched:
             line = history.setdefault(o, [])
-            group = dependency.commuting_run(k)
+            group = RELATION.commuting_run(k, o.kind)
             if line and group is not None and line[-1][0] == group:
                 line[-1][1].append(who)
             else:
                 line.append((group, [who]))
     texts = []
-    for obj in sorted(history):
+    for obj in sorted(history, key=str):
         groups = []
         for group, members in history[obj]:
             if group is not None:
@@ -114,20 +114,23 @@ def _reference_key(events):
                 groups.append("\x01".join(sorted(f"{tid}.{point}" for tid, point in first.items())))
             elif not (groups and groups[-1][0] is None and groups[-1][1] == members[0][0]):
                 groups.append((None, members[0][0], f"{members[0][0]}.{members[0][1]}"))
-        texts.append(obj + "\x02" + "\x00".join(g if isinstance(g, str) else g[2] for g in groups))
+        texts.append(obj.text + "\x02" + "\x00".join(g if isinstance(g, str) else g[2] for g in groups))
     text = "\x03".join(texts)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+QUEUE1 = acc.Obj(acc.ObjKind.FIFO_QUEUE, "Queue#1")
+EVENT1 = acc.Obj(acc.ObjKind.EVENT, "Event#1")
+CONDITION1 = acc.Obj(acc.ObjKind.CONDITION, "Condition#1")
 _ACCESSES = [
-    LOCK1, acc.on("Lock#1", acc.RELEASE), LOCK2, acc.on("Queue#1", acc.PUT), acc.on("Queue#1", acc.GET),
-    acc.on("Queue#1", acc.READ), acc.on("Event#1", acc.READ), acc.on("Event#1", acc.WRITE),
+    LOCK1, acc.on(acc.Obj(acc.ObjKind.LOCK, "Lock#1"), acc.RELEASE), LOCK2, acc.on(QUEUE1, acc.PUT),
+    acc.on(QUEUE1, acc.GET), acc.on(QUEUE1, acc.READ), acc.on(EVENT1, acc.READ), acc.on(EVENT1, acc.WRITE),
     acc.on_thread(1, acc.START), acc.on_thread(1, acc.JOIN), acc.on_thread(1, acc.BEGIN), (), acc.MEMORY,
     acc.file_access(acc.READ, "/r/a", root="/r"), acc.file_access(acc.READ, "/r/a/b", root="/r"),
     acc.file_access(acc.REMOVE, "/r/a/b", True, "/r"),
     acc.file_access(acc.RENAME, "/r/a/b", True, "/r") + acc.file_access(acc.RENAME, "/r/c/d", True, "/r"),
     acc.file_access(acc.CREATE, "/r/a/c", True, "/r"), acc.file_access(acc.READ, "/r/a", root="/r")
-    + acc.listing("/r/a"), acc.on("Condition#1", acc.WAIT), acc.on("Condition#1", acc.NOTIFY), acc.YIELDED,
+    + acc.listing("/r/a"), acc.on(CONDITION1, acc.WAIT), acc.on(CONDITION1, acc.NOTIFY), acc.YIELDED,
     LOCK1 + acc.YIELDED,
 ]
 

@@ -14,13 +14,13 @@ import pytest
 import racecheck
 import sampled_programs
 from racecheck.control.memory_sampling import learns, shared_codes
-from racecheck.runtime.access import LIST, MEMORY_OBJ, READ, WRITE, Access, MemObj
+from racecheck.runtime.access import LIST, MEMORY_OBJ, READ, WRITE, Access, memory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _a(obj: str, kind: str) -> Access:
-    return Access(MemObj(obj), kind)
+    return Access(memory(obj), kind)
 
 
 # ----- the learning, as pure logic ----------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import random
 import pytest
 import racecheck
 from classic_bugs import BUGS
-from racecheck.runtime.access import ACQUIRE, READ, on
+from racecheck.runtime.access import ACQUIRE, READ, Obj, ObjKind, on
 from racecheck.runtime.scheduler import Run
 from racecheck.runtime.trace import TraceEvent
 from racecheck.search.pos import POSChooser
@@ -45,15 +45,16 @@ class _Rec:
 
 def test_only_racing_pending_operations_are_redrawn():
     """What races is read from the accesses of the step that ran and of each pending operation, not their text."""
-    lock1, lock2 = on("Lock#1", ACQUIRE), on("Lock#2", ACQUIRE)
+    lock1, lock2 = on(Obj(ObjKind.LOCK, "Lock#1"), ACQUIRE), on(Obj(ObjKind.LOCK, "Lock#2"), ACQUIRE)
     chooser = POSChooser(random.Random(0))
     run = Run.__new__(Run)
     run.trace = []
-    run.threads = [_Rec(0, lock1), _Rec(1, lock1), _Rec(2, lock2), _Rec(3, on("Queue#1", READ))]
+    qsize = on(Obj(ObjKind.FIFO_QUEUE, "Queue#1"), READ)
+    run.threads = [_Rec(0, lock1), _Rec(1, lock1), _Rec(2, lock2), _Rec(3, qsize)]
     for rec in run.threads:
         chooser.priority[(rec.tid, 0)] = 0.5
     run.trace.append(TraceEvent(1, 0, "acquire Lock#2", "", "", lock1))
-    run.trace.append(TraceEvent(1, 0, "qsize", "", "info", on("Queue#1", READ)))  # a note: part of that step
+    run.trace.append(TraceEvent(1, 0, "qsize", "", "info", qsize))  # a note: part of that step
     chooser._catch_up(run)
     assert (0, 0) not in chooser.priority  # it ran: its next operation draws afresh
     assert chooser.priority[(1, 0)] != 0.5  # races with it: re-drawn

@@ -20,6 +20,8 @@ from racecheck.search.session import Session
 ROOT = "/d"
 
 
+LOCK2 = acc.Obj(acc.ObjKind.LOCK, "Lock#2")
+
 def _event(step, tid, op, access, switch=""):
     return TraceEvent(step, tid, op, "", switch, access)
 
@@ -34,7 +36,7 @@ def _trace(*rows):
 def test_a_pair_whose_reversal_drags_another_conflicting_pair_along_has_no_isolating_order():
     """T0 writes a then b; T1 reads b then a. Reversing (T0 write a, T1 read a) needs T1's read of b before T0's
     write of b too: no order reverses that pair alone. (T0 write b, T1 read b) has one."""
-    a, b = acc.MemObj("Box#1.a"), acc.MemObj("Box#1.b")
+    a, b = acc.memory("Box#1.a"), acc.memory("Box#1.b")
     events = _trace((0, "write a", acc.on(a, acc.WRITE)), (0, "write b", acc.on(b, acc.WRITE)),
                     (1, "read b", acc.on(b, acc.READ)), (1, "read a", acc.on(a, acc.READ)))
     found = steps(events)
@@ -46,19 +48,20 @@ def test_a_pair_whose_reversal_drags_another_conflicting_pair_along_has_no_isola
 def test_steps_that_commute_with_the_first_stay_before_the_second():
     """A third thread's step between the pair that conflicts with neither stays where it was; one that follows the
     first step (it conflicts with it) moves after the second with it."""
-    lock = acc.on("Lock#1", acc.ACQUIRE)
-    events = _trace((0, "acquire Lock#1", lock), (2, "read Box#1.c", acc.on(acc.MemObj("Box#1.c"), acc.READ)),
-                    (2, "acquire Lock#2", acc.on("Lock#2", acc.ACQUIRE)), (1, "acquire Lock#1", lock))
+    lock = acc.on(acc.Obj(acc.ObjKind.LOCK, "Lock#1"), acc.ACQUIRE)
+    events = _trace((0, "acquire Lock#1", lock), (2, "read Box#1.c", acc.on(acc.memory("Box#1.c"), acc.READ)),
+                    (2, "acquire Lock#2", acc.on(LOCK2, acc.ACQUIRE)),
+                    (1, "acquire Lock#1", lock))
     assert isolating_order(steps(events), 0, 3) == [1, 2, 3, 0]
     events = _trace((0, "acquire Lock#1", lock), (2, "acquire Lock#1", lock), (1, "read Box#1.c",
-                    acc.on(acc.MemObj("Box#1.c"), acc.READ)), (1, "acquire Lock#1", lock))
+                    acc.on(acc.memory("Box#1.c"), acc.READ)), (1, "acquire Lock#1", lock))
     assert isolating_order(steps(events), 0, 3) is None  # T2's acquire follows T0's and comes before T1's
 
 
 def test_a_start_and_the_first_step_it_enables_are_no_pair_to_reverse():
     start = acc.on_thread(1, acc.START)
-    begin = acc.on_thread(1, acc.BEGIN) + acc.on(acc.MemObj("Box#1.c"), acc.READ)
-    events = _trace((0, "start T1", start + acc.on(acc.MemObj("Box#1.c"), acc.WRITE)), (1, "begin", begin))
+    begin = acc.on_thread(1, acc.BEGIN) + acc.on(acc.memory("Box#1.c"), acc.READ)
+    events = _trace((0, "start T1", start + acc.on(acc.memory("Box#1.c"), acc.WRITE)), (1, "begin", begin))
     assert isolating_order(steps(events), 0, 1) is None
 
 
@@ -66,7 +69,8 @@ def test_a_put_and_a_get_of_an_earlier_item_of_a_fifo_queue_order_nothing():
     """An executor's shutdown puts its sentinel after a work item is queued; the worker's get of that item is the
     same in either order, so the pair after it can be reversed alone. On a LIFO queue the get would take the
     sentinel instead: there the put and the get stay ordered."""
-    for queue, free in ((acc.EngineFifoObj("Executor#1.queue"), True), ("LifoQueue#1", False)):
+    fifo = acc.Obj(acc.ObjKind.FIFO_QUEUE, "Executor#1.queue", engine=True)
+    for queue, free in ((fifo, True), (acc.Obj(acc.ObjKind.QUEUE, "LifoQueue#1"), False)):
         put, get = acc.on(queue, acc.PUT), acc.on(queue, acc.GET)
         f = acc.file_access(acc.READ, "/d/a", root=ROOT)
         rename = acc.file_access(acc.RENAME, "/d/a", True, ROOT)
@@ -90,7 +94,7 @@ def test_making_a_directory_commutes_with_a_lookup_below_it():
 
 def test_the_program_s_objects_come_before_the_engine_s_bookkeeping():
     """A later pair on an executor's idle count is tried after an earlier pair on a file."""
-    idle = acc.on(acc.EngineObj("Executor#1.idle"), acc.WRITE)
+    idle = acc.on(acc.Obj(acc.ObjKind.ENGINE_STATE, "Executor#1.idle", engine=True), acc.WRITE)
     events = _trace((0, "stat /d/a", acc.file_access(acc.READ, "/d/a", root=ROOT)),
                     (1, "rename -> /d/a", acc.file_access(acc.RENAME, "/d/a", True, ROOT)),
                     (0, "put Executor#1.queue", idle), (1, "acquire Future#1", idle))
@@ -98,7 +102,7 @@ def test_the_program_s_objects_come_before_the_engine_s_bookkeeping():
 
 
 def test_the_check_of_the_swapped_trace_finds_a_second_reversed_pair():
-    a, b = acc.MemObj("Box#1.a"), acc.MemObj("Box#1.b")
+    a, b = acc.memory("Box#1.a"), acc.memory("Box#1.b")
     original = steps(_trace((0, "write a", acc.on(a, acc.WRITE)), (0, "write b", acc.on(b, acc.WRITE)),
                             (1, "read b", acc.on(b, acc.READ)), (1, "read a", acc.on(a, acc.READ))))
     both = steps(_trace((1, "read b", acc.on(b, acc.READ)), (1, "read a", acc.on(a, acc.READ)),

@@ -25,19 +25,19 @@ def test_two_reads_never_conflict_and_one_thread_never_races_itself():
     stat_b = _event(2, 1, "fs.stat /d/a", acc.file_access(acc.READ, "/d/a", root=ROOT))
     remove = _event(3, 1, "fs.remove /d/a", acc.file_access(acc.REMOVE, "/d/a", True, ROOT))
     assert conflicting(stat_a, stat_b) == frozenset()
-    assert conflicting(stat_a, remove) == {"file /d/a"}
+    assert conflicting(stat_a, remove) == {acc.file_obj("/d/a")}
     assert conflicting(_event(1, 1, "fs.stat /d/a", stat_a.access), remove) == frozenset()
 
 
 def test_the_pair_is_read_from_accesses_not_from_the_text():
     """Two steps whose texts name one lock but whose accesses name different objects do not race; a note's
     accesses count for the step its thread is running."""
-    events = [_event(1, 1, "acquire Lock#1", acc.on("Lock#1", acc.ACQUIRE)),
-              _event(2, 2, "acquire Lock#1", acc.on("Lock#9", acc.ACQUIRE))]
+    events = [_event(1, 1, "acquire Lock#1", acc.on(acc.Obj(acc.ObjKind.LOCK, "Lock#1"), acc.ACQUIRE)),
+              _event(2, 2, "acquire Lock#1", acc.on(acc.Obj(acc.ObjKind.LOCK, "Lock#9"), acc.ACQUIRE))]
     assert candidates(events) == []
-    events = [_event(1, 1, "put Queue#1", acc.on("Queue#1", acc.PUT)),
-              _event(1, 1, "release Lock#1", acc.on("Lock#1", acc.RELEASE), "info"),
-              _event(2, 2, "acquire Lock#1", acc.on("Lock#1", acc.ACQUIRE))]
+    events = [_event(1, 1, "put Queue#1", acc.on(acc.Obj(acc.ObjKind.FIFO_QUEUE, "Queue#1"), acc.PUT)),
+              _event(1, 1, "release Lock#1", acc.on(acc.Obj(acc.ObjKind.LOCK, "Lock#1"), acc.RELEASE), "info"),
+              _event(2, 2, "acquire Lock#1", acc.on(acc.Obj(acc.ObjKind.LOCK, "Lock#1"), acc.ACQUIRE))]
     assert candidates(events) == [(0, 1, "Lock#1")]
 
 
@@ -49,7 +49,7 @@ def test_a_file_pair_names_the_file_not_the_directories_above_it():
 
 
 def test_the_isolating_order_moves_the_first_threads_steps_after_the_second():
-    lock = acc.on("Lock#1", acc.ACQUIRE)
+    lock = acc.on(acc.Obj(acc.ObjKind.LOCK, "Lock#1"), acc.ACQUIRE)
     events = [_event(s, t, op, access) for s, (t, op, access) in enumerate(
         [(0, "begin", acc.on_thread(0, acc.BEGIN)), (0, "acquire Lock#1", lock),
          (1, "begin", acc.on_thread(1, acc.BEGIN)), (0, "point x", acc.MEMORY), (1, "acquire Lock#1", lock)], start=1)]

@@ -18,7 +18,7 @@ from racecheck.runtime.access import CREATE, READ, REMOVE, Access
 
 
 def _kinds(accesses: tuple, obj: str) -> set[str]:
-    return {a.kind for a in accesses if isinstance(a, Access) and a.obj == obj}
+    return {a.kind for a in accesses if isinstance(a, Access) and str(a.obj) == obj}
 
 
 def test_a_mkdir_that_creates_declares_and_keeps_create():

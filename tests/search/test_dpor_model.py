@@ -14,8 +14,9 @@ from typing import NamedTuple
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from racecheck.runtime.access import ENTRY, LIST, READ, WRITE, Access
-from racecheck.search import dependency, dpor
+from racecheck.runtime import relation
+from racecheck.runtime.access import ENTRY, LIST, READ, WRITE, Access, file_obj, memory
+from racecheck.search import dpor
 
 KINDS = (READ, WRITE, ENTRY, LIST)
 
@@ -69,7 +70,7 @@ def execute(program: Sequence[Sequence[tuple[Access, ...]]], chooser) -> list[tu
 
 def class_key(program, order) -> tuple:
     """The identity of an interleaving's class: per object, the order of accesses, runs of commuting ones as sets."""
-    per_object: dict[str, list] = {}
+    per_object: dict = {}
     for tid, nth in order:
         for access in program[tid][nth]:
             per_object.setdefault(access.obj, []).append((access.kind, (tid, nth)))
@@ -77,7 +78,7 @@ def class_key(program, order) -> tuple:
     for obj in sorted(per_object):
         groups: list = []
         for kind, who in per_object[obj]:
-            run = dependency.commuting_run(kind)
+            run = relation.active().commuting_run(kind, obj.kind)
             if groups and run is not None and groups[-1][0] == run:
                 groups[-1][1].add(who)
             else:
@@ -117,7 +118,7 @@ def search(program, bound=None):
     return keys, runs, strategy
 
 
-accesses = st.lists(st.builds(lambda o, k: Access(f"o{o}", k), st.integers(0, 2), st.sampled_from(KINDS)),
+accesses = st.lists(st.builds(lambda o, k: Access(memory(f"o{o}"), k), st.integers(0, 2), st.sampled_from(KINDS)),
                     min_size=0, max_size=2).map(tuple)
 programs = st.lists(st.lists(accesses, min_size=1, max_size=3), min_size=2, max_size=3).filter(
     lambda p: sum(map(len, p)) <= 8)
@@ -134,14 +135,14 @@ def test_the_search_reaches_every_class_that_brute_force_finds(program):
 
 
 def test_threads_on_their_own_objects_are_one_class_in_one_schedule():
-    program = [[(Access("file /a", WRITE),), (Access("file /a", WRITE),)],
-               [(Access("file /b", WRITE),), (Access("file /b", WRITE),)]]
+    program = [[(Access(file_obj("/a"), WRITE),), (Access(file_obj("/a"), WRITE),)],
+               [(Access(file_obj("/b"), WRITE),), (Access(file_obj("/b"), WRITE),)]]
     found, runs, _ = search(program)
     assert len(found) == 1 and runs == 1
 
 
 def test_two_writers_of_one_object_are_two_classes():
-    program = [[(Access("x", WRITE),)], [(Access("x", WRITE),)]]
+    program = [[(Access(memory("x"), WRITE),)], [(Access(memory("x"), WRITE),)]]
     found, runs, _ = search(program)
     assert len(found) == 2 and runs == 2
 
@@ -150,17 +151,17 @@ def test_the_program_that_needs_source_sets():
     """Found by the generated test: T1's step commutes with T2's second one but both conflict with T0's, so the
     class T2.0 < T1.0 < T0.0 < T2.1 is reached only if T1 (an initial of the reversal), not T0 (the thread of the
     racing step, asleep there), is tried after T2's first step."""
-    program = [[(Access("o2", READ),)],
-               [(Access("o0", READ), Access("o2", ENTRY))],
-               [(Access("o0", WRITE),), (Access("o2", ENTRY),)]]
+    program = [[(Access(memory("o2"), READ),)],
+               [(Access(memory("o0"), READ), Access(memory("o2"), ENTRY))],
+               [(Access(memory("o0"), WRITE),), (Access(memory("o2"), ENTRY),)]]
     expected = {class_key(program, order) for order in all_orders(program)}
     found, _, _ = search(program)
     assert found == expected
 
 
-PLANTED = [[(Access("o0", WRITE),), (Access("o1", READ),)],
-           [(Access("o1", WRITE),)],
-           [(Access("o0", READ),), (Access("o1", WRITE),)]]
+PLANTED = [[(Access(memory("o0"), WRITE),), (Access(memory("o1"), READ),)],
+           [(Access(memory("o1"), WRITE),)],
+           [(Access(memory("o0"), READ),), (Access(memory("o1"), WRITE),)]]
 
 
 def _classes_missed(program) -> int:
@@ -172,9 +173,8 @@ def _classes_missed(program) -> int:
 def test_a_planted_bug_in_the_dependency_relation_is_caught(monkeypatch):
     assert _classes_missed(PLANTED) == 0
     # Planted: reads are taken to commute with writes, so write/read races go unseen.
-    monkeypatch.setitem(dependency.KINDS_CONFLICT, (READ, WRITE), False)
-    monkeypatch.setitem(dependency.KINDS_CONFLICT, (WRITE, READ), False)
-    assert _classes_missed(PLANTED) > 0
+    with relation.planted(relation.RELATION.with_rows(*relation.commute(READ, WRITE))):
+        assert _classes_missed(PLANTED) > 0
 
 
 def test_a_planted_bug_in_the_sleep_sets_is_caught(monkeypatch):
@@ -186,7 +186,8 @@ def test_a_planted_bug_in_the_sleep_sets_is_caught(monkeypatch):
 
 @pytest.mark.parametrize("bound", [0, 1])
 def test_a_preemption_bound_still_bounds(bound):
-    program = [[(Access("x", WRITE),), (Access("x", WRITE),)], [(Access("x", WRITE),), (Access("x", WRITE),)]]
+    write = (Access(memory("x"), WRITE),)
+    program = [[write, write], [write, write]]
     _, runs_bounded, _ = search(program, bound)
     _, runs_free, _ = search(program)
     assert runs_bounded < runs_free

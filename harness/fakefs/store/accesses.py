@@ -31,9 +31,11 @@ from racecheck.fakefs.semantics import WINDOWS, semantics_for
 from racecheck.fakefs.store.nodes import Handle, Inode
 from racecheck.fakefs.store.paths import display
 from racecheck.runtime.access import WRITE, Access, file_access, listing
+from racecheck.runtime.steps import Obj, ObjKind
 
-FAULTS = (Access("fs faults", WRITE),)
-TEMP_NAMES = (Access("fs temp names", WRITE),)  # the store's counter of temporary names, shared by every thread
+FAULTS = (Access(Obj(ObjKind.FS_STATE, "fs faults"), WRITE),)
+# the store's counter of temporary names, shared by every thread
+TEMP_NAMES = (Access(Obj(ObjKind.FS_STATE, "fs temp names"), WRITE),)
 
 _windows_key = semantics_for(WINDOWS).key
 
