@@ -107,3 +107,8 @@ def release_quietly(baton: Any) -> None:
         baton.release()
     except RuntimeError:
         pass
+
+
+def never() -> bool:
+    """The predicate of a wait that only time can end (a sleep)."""
+    return False

@@ -23,15 +23,15 @@ from racecheck import runtime
 from racecheck.errors import Abort, Crashed, Deadlock, InternalError, StepLimitExceeded, UncontrolledBlocking
 from racecheck.runtime import teardown as run_end
 from racecheck.runtime.access import END, NOTHING, ON_CLOCK, START, YIELDED, Access, on_thread
-from racecheck.runtime.chooser import Chooser
+from racecheck.runtime.chooser import Chooser, Decision, RunView
 from racecheck.runtime.cleanup import Cleaned
 from racecheck.runtime.fairness import after_pick, fair_candidates, note_yield
 from racecheck.runtime.latch import Latch
 from racecheck.runtime.locations import BOTTOM_CODE_IDS, caller_location, code_location, thread_bottom
 from racecheck.runtime.memory_steps import MemorySteps
-from racecheck.runtime.records import FailureInfo, RunConfig, ThreadRecord, release_quietly, unwind
+from racecheck.runtime.records import FailureInfo, RunConfig, ThreadRecord, never, release_quietly, unwind
 from racecheck.runtime.trace import TraceEvent, add_access, set_access
-from racecheck.runtime.watchdog import describe_stuck
+from racecheck.runtime.watchdog import describe_stuck, describe_waiters
 
 __racecheck_engine__ = True
 
@@ -39,6 +39,7 @@ _state = runtime.thread_state  # ``_state.thread``: the calling thread's record 
 _tid_of = attrgetter("tid")  # the thread ids of candidates without a comprehension (a function call in 3.11)
 VALUE_PICK = 0  # ``Run.picked`` for a value decision; a thread decision records the thread's id + 1
 _event = tuple.__new__  # _event(TraceEvent, fields): a TraceEvent without its Python-level __new__, made at every step
+_decision = tuple.__new__  # the same for a Decision, made at every decision
 
 
 @dataclass
@@ -92,6 +93,9 @@ class Run(MemorySteps):
         # The thread last seen to be the only one that can run: until the run changes (a step, a note, any other
         # engine operation), a memory access of that thread is no decision and joins its running step.
         self._alone: ThreadRecord | None = None
+        # What the chooser may read of the run (``chooser.RunView``), handed to it now and with every decision.
+        self.view: RunView | None = RunView(self)
+        self.chooser.begin(self.view)
 
     @property
     def root(self) -> ThreadRecord | None:
@@ -170,7 +174,7 @@ class Run(MemorySteps):
         if seconds == 0:
             self.schedule("sleep 0", yielding=True)
         else:
-            self.schedule(f"sleep {seconds:g}", enabled=_never, timeout=seconds, yielding=True)
+            self.schedule(f"sleep {seconds:g}", enabled=never, timeout=seconds, yielding=True)
 
     def choose(self, n: int, label: str) -> int:
         """A value decision (see ``runtime.RunContract.choose``)."""
@@ -387,8 +391,9 @@ class Run(MemorySteps):
         current_enabled = alive and chosen is me
         if len(candidates) > 1:
             try:
-                index = self.chooser.pick_thread(
-                    [*map(_tid_of, candidates)], current_enabled, yielding, me.tid if alive else None)
+                index = self.chooser.pick_thread(_decision(Decision, (
+                    [*map(_tid_of, candidates)], current_enabled, yielding, me.tid if alive else None, steps,
+                    self.view)))
             except Exception as exc:  # noqa: BLE001 - a strategy's bug is racecheck's own failure
                 return self._internal(exc, me, alive)
             self.arities.append(len(candidates))
@@ -425,7 +430,7 @@ class Run(MemorySteps):
             self.done.set()  # the run is complete; background threads still parked are torn down
             self._stop(me, alive)
             return []
-        self._fail("deadlock", Deadlock(self._describe_waiters(unfinished)), me)
+        self._fail("deadlock", Deadlock(describe_waiters(unfinished)), me)
         self._stop(me, alive)
         return []
 
@@ -456,10 +461,6 @@ class Run(MemorySteps):
         if alive:
             unwind(me)
 
-    def _describe_waiters(self, unfinished: list[ThreadRecord]) -> str:
-        waits = "; ".join(f"T{r.tid} waits: {r.op} @{r.loc}" for r in unfinished)
-        return f"deadlock: no thread can run ({waits})"
-
     def _internal(self, exc: Exception, me: ThreadRecord, alive: bool = True) -> None:
         """The chooser raised at a decision: the run ends with racecheck's own failure (``InternalError``, which the
         search raises), never one of the program's; ``me`` unwinds (if alive) like any thread of a stopped run."""
@@ -487,14 +488,11 @@ class Run(MemorySteps):
     teardown = run_end.teardown
     drop_locations = run_end.drop_locations
     detach = run_end.detach
+    ending = run_end.ending
 
     def reset_for_phase(self) -> None:
         """Prepare a second phase (recovery after a crash) on the same run: same choice stream and clock."""
         self.aborting = False
         self._recovering = True
         self.done = Latch()
-
-
-def _never() -> bool:
-    return False
 

@@ -177,3 +177,52 @@ class Step(NamedTuple):
     @property
     def tid(self) -> int:
         return self.event.tid
+
+
+class Pending(NamedTuple):
+    """What a thread of the run is about to do, or did last: the operation at its point, its source line, what
+    that operation touches, how many points it has passed (its place among its own scheduling points), and its
+    state: ``running`` (launched and not finished), ``finished``, or ``not started``. ``runnable``: whether it
+    could run at this moment (a running thread that waits on something that has not happened is not); None where
+    it was not asked."""
+
+    tid: int
+    op: str
+    loc: str
+    access: tuple[Access, ...]
+    points: int
+    state: str
+    runnable: bool | None
+
+
+class Outcome(str, enum.Enum):
+    """How a run ended: it passed, or the kind of its failure (the kinds ``FailureInfo`` names)."""
+
+    PASSED = "passed"
+    EXCEPTION = "exception"
+    DEADLOCK = "deadlock"
+    STEP_LIMIT = "step-limit"
+    UNCONTROLLED_BLOCKING = "uncontrolled-blocking"
+    DATA_RACE = "data-race"
+    NONDETERMINISM = "nondeterminism"
+    INTERNAL = "internal"
+    DIVERGENCE = "divergence"
+    CRASHED = "crashed"  # a simulated power loss stopped it (and recovery, if any, passed)
+
+    __hash__ = str.__hash__
+    __format__ = str.__format__
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class RunEnd(NamedTuple):
+    """What a chooser is told when its run has ended (``Chooser.end``): the outcome, the run's steps and decisions
+    (the thread picked at each, thread id + 1, or 0 for a value), its trace, and what each thread that had not
+    finished was about to do (the operation it waited in)."""
+
+    outcome: Outcome
+    steps: int
+    picked: tuple[int, ...]
+    trace: tuple[Any, ...]
+    waiting: tuple[Pending, ...]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from racecheck.errors import RacecheckError
 from racecheck.runtime import cleanup
 from racecheck.runtime.records import release_quietly
+from racecheck.runtime.steps import Outcome, Pending, RunEnd
 
 if TYPE_CHECKING:
     from racecheck.runtime.scheduler import Run
@@ -103,5 +104,20 @@ def detach(run: Run) -> None:
         rec.thread = None
         rec.enabled = None
     run.chooser = None
+    run.view = None  # the view refers back to the run
     run.launch = None  # the session's carriers: a run kept in a result must not keep them
     run.watch = None  # it keeps every object the run named alive
+
+
+def ending(run: Run) -> RunEnd:
+    """What the run's chooser is told of its end (``Chooser.end``): the outcome, steps, picks, trace, and what each
+    thread that did not reach its end (``exit``) was about to do: a deadlocked or parked thread's next operation,
+    or for a thread that a failure elsewhere stopped, the operation it was stopped in."""
+    failure = run.failure
+    if failure is not None:
+        outcome = Outcome(failure.kind)
+    else:
+        outcome = Outcome.CRASHED if run.crashed else Outcome.PASSED
+    waiting = tuple(Pending(rec.tid, rec.op, rec.loc, tuple(rec.access), rec.points, "waiting", False)
+                    for rec in run.threads if rec.launched and rec.op != "exit")
+    return RunEnd(outcome, run.steps, tuple(run.picked), tuple(run.trace), waiting)

@@ -132,3 +132,9 @@ def _current_frame_key(rec: ThreadRecord | None) -> tuple | None:
         return (frame.f_code.co_filename, frame.f_lineno)
     except Exception:  # noqa: BLE001
         return None
+
+
+def describe_waiters(unfinished: list[ThreadRecord]) -> str:
+    """A deadlock in words: what each thread that cannot run waits in, and where."""
+    waits = "; ".join(f"T{r.tid} waits: {r.op} @{r.loc}" for r in unfinished)
+    return f"deadlock: no thread can run ({waits})"

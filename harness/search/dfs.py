@@ -42,9 +42,9 @@ class DFSChooser(Chooser):
         self.frames.append(_Frame(arity, choice, costly))
         return choice
 
-    def pick_thread(self, enabled, current_enabled, yielding, current=None):
+    def pick_thread(self, decision):
         # Leaving a thread that could go on is a preemption, unless it yielded (CHESS's fairness: it waits anyway).
-        return self._next(len(enabled), current_enabled and not yielding)
+        return self._next(len(decision.enabled), decision.current_enabled and not decision.yielding)
 
     def pick_value(self, n, label):
         return self._next(n, False)

@@ -57,10 +57,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from racecheck import runtime
 from racecheck.errors import ReplayDivergence
 from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, Access
-from racecheck.runtime.chooser import Chooser
+from racecheck.runtime.chooser import Chooser, Decision, RunView
+from racecheck.runtime.steps import Outcome, RunEnd
 from racecheck.search.analysis import REST, Analysis, Step, at_the_block, bits_of, steps_of
 from racecheck.search.dependency import dependent
 from racecheck.search.strategy import Strategy
@@ -126,7 +126,8 @@ class DPORChooser(Chooser):
         self.branch = len(prefix) - 1  # the position of the prefix's last decision, where this execution turns
         self.position = 0  # decisions made so far
         self.nodes: list[Node] = []  # the decisions after the prefix
-        self.run: Any = None
+        self.view: RunView | None = None  # the run, as ``begin`` hands it
+        self.run_end: RunEnd | None = None  # how it ended, as ``end`` tells it
         self.sleep: dict[int, Accesses] = {}
         self.seen = 0  # trace events already taken into account (every one of them part of a finished step)
         # The step at which the run ran into a sleeping thread (it ran alone, or every candidate was asleep): from
@@ -153,7 +154,7 @@ class DPORChooser(Chooser):
     def _finished(self, complete: bool) -> int:
         """How many trace events belong to finished steps: at a thread decision every one (the current thread is at
         its next point); at a value decision the running step has not finished (its notes are still to come)."""
-        trace = self.run.trace
+        trace = self.view.trace
         end = len(trace)
         if not complete:
             end -= 1
@@ -169,7 +170,7 @@ class DPORChooser(Chooser):
         end = self._finished(complete)
         if end <= self.seen:
             return
-        for tid, number, accesses in steps_of(self.run.trace[self.seen:end]):
+        for tid, number, accesses in steps_of(self.view.trace[self.seen:end]):
             if tid in self.sleep and self.blocked is None:
                 self.blocked = number
             accesses = (*accesses, FAIRNESS_READ)
@@ -194,12 +195,12 @@ class DPORChooser(Chooser):
 
     def _turn(self, node: Node, complete: bool) -> int:
         """The branch: asleep are those asleep on arrival, plus the siblings explored before this option."""
-        run = self.run
+        view = self.view
         self.preemptions = node.used + (1 if node.costly and node.chosen else 0)
         self.sleep = dict(node.sleep)
-        if run is not None:
+        if view is not None:
             if node.kind == THREAD:
-                self.branch_at = len(run.trace)
+                self.branch_at = len(view.trace)
                 for index in bits_of(node.done & ~(1 << node.chosen)):
                     tid = node.options[index]
                     if tid in node.explored:
@@ -210,8 +211,8 @@ class DPORChooser(Chooser):
     def _new(self, kind: str, options: Any, costly: bool) -> int:
         """A decision past the prefix: the first option not asleep, recorded as a new node."""
         self.position += 1
-        run = self.run
-        step = run.steps if run is not None else 0
+        view = self.view
+        step = view.steps if view is not None else 0
         chosen = 0
         sleep = self.sleep
         if sleep:
@@ -232,8 +233,15 @@ class DPORChooser(Chooser):
         self.nodes.append(node)
         return chosen
 
-    def pick_thread(self, enabled, current_enabled, yielding, current=None):
+    def begin(self, view: RunView) -> None:
+        self.view = view
+
+    def end(self, run_end: RunEnd) -> None:
+        self.run_end = run_end
+
+    def pick_thread(self, decision: Decision):
         # ``enabled`` is a list the scheduler makes for this call and never changes: a node keeps it as it is.
+        enabled = decision.enabled
         position = self.position
         if position < self.branch:  # replaying the prefix: the options it offered before, the choice it made
             node = self.prefix[position]
@@ -241,22 +249,18 @@ class DPORChooser(Chooser):
                 self._diverged()
             self.position = position + 1
             return node.chosen
-        if self.run is None:
-            self.run = runtime.current_run()
         if position == self.branch:
             return self._turn(self._replayed(THREAD, enabled), True)
-        if self.sleep and self.run is not None:
+        if self.sleep and self.view is not None:
             self._absorb(True)
-        return self._new(THREAD, enabled, current_enabled and not yielding)
+        return self._new(THREAD, enabled, decision.current_enabled and not decision.yielding)
 
     def pick_value(self, n, label):
         if self.position < self.branch:
             return self._replayed(VALUE, range(n)).chosen
-        if self.run is None:
-            self.run = runtime.current_run()
         if self.position == self.branch:
             return self._turn(self._replayed(VALUE, range(n)), False)
-        if self.sleep and self.run is not None:
+        if self.sleep and self.view is not None:
             self._absorb(False)
         return self._new(VALUE, range(n), False)
 
@@ -264,9 +268,10 @@ class DPORChooser(Chooser):
         """The execution's steps once it has ended, as ``(base, steps)``: the first ``base`` are the steps
         ``analysis`` holds already (the replayed prefix; a replay runs the same steps, so they are not read
         again), ``steps`` the rest, with the waiting threads' operations as pseudo-steps at the end."""
-        if self.run is None:
+        run_end = self.run_end
+        if run_end is None:
             return 0, []
-        trace = self.run.trace
+        trace = run_end.trace
         base = start = 0
         if self.branch_at is not None:
             last = self.branch_at - 1
@@ -281,16 +286,14 @@ class DPORChooser(Chooser):
         steps = steps_of(trace[start:] if start else trace, True)
         # A failure other than a deadlock stops the run wherever the other threads were: what they would still have
         # done is unknown (``REST``), where a deadlocked or parked thread's next operation is all there is.
-        failure = getattr(self.run, "failure", None)
-        cut = failure is not None and failure.kind != "deadlock"
-        for rec in getattr(self.run, "threads", ()):
-            # Unwound at the end (a deadlock, a failure elsewhere, a parked background thread): its record keeps
-            # the operation it waited in; a thread that ended says "exit".
-            if getattr(rec, "launched", False) and getattr(rec, "op", "exit") != "exit":
-                if cut:
-                    steps.append((rec.tid, -1, (*getattr(rec, "access", ()), REST)))
-                elif getattr(rec, "access", ()):
-                    steps.append((rec.tid, -1, tuple(rec.access)))
+        cut = run_end.outcome not in (Outcome.PASSED, Outcome.CRASHED, Outcome.DEADLOCK)
+        for waiting in run_end.waiting:
+            # Unwound at the end (a deadlock, a failure elsewhere, a parked background thread): the operation it
+            # waited in.
+            if cut:
+                steps.append((waiting.tid, -1, (*waiting.access, REST)))
+            elif waiting.access:
+                steps.append((waiting.tid, -1, tuple(waiting.access)))
         return base, steps
 
 

@@ -17,10 +17,10 @@ and replay of the same test.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from racecheck.runtime.chooser import Chooser
+from racecheck.runtime.chooser import Chooser, Decision
 
 __racecheck_engine__ = True
 
@@ -32,20 +32,22 @@ class KeepRunning(Chooser):
     """The non-preemptive schedule: the current thread runs until it blocks or ends, then the oldest runnable
     thread; every value is 0 (no fault, no crash)."""
 
-    def pick_thread(self, enabled: Sequence[int], current_enabled: bool, yielding: bool,
-                    current: int | None = None) -> int:
+    def pick_thread(self, decision: Decision) -> int:
         return 0
 
     def pick_value(self, n: int, label: str) -> int:
         return 0
+
+    def fresh(self) -> Chooser:
+        return type(self)()
 
 
 class Newest(KeepRunning):
     """Strict priority to the newest thread: whenever the most recently started runnable thread can run, it does,
     so work handed to another thread is done before its caller goes on."""
 
-    def pick_thread(self, enabled: Sequence[int], current_enabled: bool, yielding: bool,
-                    current: int | None = None) -> int:
+    def pick_thread(self, decision: Decision) -> int:
+        enabled = decision.enabled
         return max(range(len(enabled)), key=enabled.__getitem__)
 
 
@@ -53,8 +55,8 @@ class Oldest(KeepRunning):
     """Strict priority to the oldest thread: the test's own thread runs whenever it can, its helpers only when it
     waits for them."""
 
-    def pick_thread(self, enabled: Sequence[int], current_enabled: bool, yielding: bool,
-                    current: int | None = None) -> int:
+    def pick_thread(self, decision: Decision) -> int:
+        enabled = decision.enabled
         return min(range(len(enabled)), key=enabled.__getitem__)
 
 
@@ -62,11 +64,14 @@ class Seeded(KeepRunning):
     """A random walk with a fixed seed (values stay 0: the probes vary the order only)."""
 
     def __init__(self, seed: int) -> None:
+        self.seed = seed
         self.rng = random.Random(f"racecheck-not-a-race:{seed}")
 
-    def pick_thread(self, enabled: Sequence[int], current_enabled: bool, yielding: bool,
-                    current: int | None = None) -> int:
-        return self.rng.randrange(len(enabled))
+    def pick_thread(self, decision: Decision) -> int:
+        return self.rng.randrange(len(decision.enabled))
+
+    def fresh(self) -> Chooser:
+        return Seeded(self.seed)
 
 
 def probes() -> list[Chooser]:

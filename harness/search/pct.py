@@ -41,7 +41,8 @@ class PCTChooser(Chooser):
             self.low.remove(tid)
         self.low.append(tid)
 
-    def pick_thread(self, enabled, current_enabled, yielding, current=None):
+    def pick_thread(self, decision):
+        enabled, current = decision.enabled, decision.current
         known = self.known
         if not known.issuperset(enabled):  # a thread seen for the first time (only in a run's first decisions)
             for tid in enabled:
@@ -55,7 +56,7 @@ class PCTChooser(Chooser):
             if self.decisions in self.change_points:
                 self.fired += 1
                 self._lower(current)
-            elif yielding:
+            elif decision.yielding:
                 # A yielding thread waits for someone else: below everyone, so a polling loop cannot starve them.
                 self._lower(current)
         for tid in self.high:  # the highest priority first; ``enabled`` holds a few distinct ids

@@ -9,18 +9,16 @@ matter, and every partial order of racing operations gets a fair share of sample
 
 What races is read from the accesses every step records and every waiting thread's pending operation names
 (``racecheck.search.dependency``): a step that ran (with its notes: a release, a notify) re-draws the priority of
-every other thread's pending operation it conflicts with. The chooser reads the run's trace and the records
-through the runtime; it decides only where the scheduler asks (more than one thread can run), and applies the
-priority updates for every step that ran since, asked or not.
+every other thread's pending operation it conflicts with. The chooser reads the trace and the pending operations
+from the decision it is handed (``Decision.view``); it decides only where the scheduler asks (more than one thread
+can run), and applies the priority updates for every step that ran since, asked or not.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from racecheck import runtime
-from racecheck.runtime.chooser import Chooser
+from racecheck.runtime.chooser import Chooser, Decision, RunView
 from racecheck.search.dependency import dependent
 from racecheck.search.strategy import Strategy
 
@@ -37,9 +35,10 @@ class POSChooser(Chooser):
         self.done: dict[int, int] = {}  # steps each thread has run
         self.seen = 0  # trace events already accounted for
 
-    def _catch_up(self, run: Any) -> None:
+    def _catch_up(self, view: RunView) -> None:
         """Account for the steps that ran since the last decision: each one re-draws its racing operations."""
-        trace = run.trace
+        trace = view.trace
+        pending: list | None = None
         while self.seen < len(trace):
             event = trace[self.seen]
             self.seen += 1
@@ -49,19 +48,19 @@ class POSChooser(Chooser):
             ran = event.access
             if not ran:
                 continue
-            for rec in run.threads:
-                if rec.tid == event.tid or rec.finished or not rec.launched:
+            if pending is None:
+                pending = [p for p in view.pending() if p.state == "running"]
+            for other in pending:
+                if other.tid == event.tid:
                     continue
-                key = (rec.tid, self.done.get(rec.tid, 0))
-                if key in self.priority and dependent(ran, rec.access):
+                key = (other.tid, self.done.get(other.tid, 0))
+                if key in self.priority and dependent(ran, other.access):
                     self.priority[key] = self.rng.random()
 
-    def pick_thread(self, enabled, current_enabled, yielding, current=None):
-        run = runtime.current_run()
-        if run is not None:
-            self._catch_up(run)
+    def pick_thread(self, decision: Decision):
+        self._catch_up(decision.view)
         best, best_priority = 0, -1.0
-        for index, tid in enumerate(enabled):
+        for index, tid in enumerate(decision.enabled):
             key = (tid, self.done.get(tid, 0))
             value = self.priority.get(key)
             if value is None:

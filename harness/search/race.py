@@ -18,8 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from racecheck import runtime
-from racecheck.runtime.chooser import Chooser
+from racecheck.runtime.chooser import Chooser, Decision, RunView
 from racecheck.runtime.trace import TraceEvent, normalize_addresses
 from racecheck.search.dependency import conflicts, shown, steps
 from racecheck.search.race_order import Place, PlaceTracker, identities, isolating_order, matched, named, other_reversed
@@ -104,6 +103,8 @@ class SwapChooser(Chooser):
     (fault and data choices) replay the original ones in sequence."""
 
     def __init__(self, order: Sequence[tuple[Place, str]], values: Sequence[int], by_place: bool = True) -> None:
+        self.made = (order, values, by_place)
+        self.view: RunView | None = None
         self.order = list(order)
         self.ops = dict(self.order)
         self.values = list(values)
@@ -119,33 +120,40 @@ class SwapChooser(Chooser):
         self.steps: dict[int, int] = {}  # thread -> steps made (by_place=False)
         self.left: set[int] = set()  # threads that left the original run
 
+    def begin(self, view: RunView) -> None:
+        self.view = view
+
+    def fresh(self) -> SwapChooser:
+        return SwapChooser(*self.made)
+
     def _pending(self) -> dict[int, Place]:
         """The place of the step each thread of the run is about to make; marks the threads that left the run."""
-        run = runtime.current_run()
-        if run is None:
+        view = self.view
+        if view is None:
             return {}
-        trace = run.trace
+        trace = view.trace
         for event in trace[self.seen:]:
             if event.switch != "info":
                 self.tracker.advance(event.tid, event.at, event.access)
                 self.steps[event.tid] = self.steps.get(event.tid, 0) + 1
         self.seen = len(trace)
         pending = {}
-        for rec in run.threads:
+        for thread in view.pending():
             if self.by_place:
-                place = self.tracker.place(rec.tid, rec.points, rec.access)
+                place = self.tracker.place(thread.tid, thread.points, thread.access)
             else:
-                place = (rec.tid, self.steps.get(rec.tid, 0), 0)
+                place = (thread.tid, self.steps.get(thread.tid, 0), 0)
             expected = self.ops.get(place)
-            if expected is not None and expected != rec.op:
-                self.left.add(rec.tid)
-            pending[rec.tid] = place
+            if expected is not None and expected != thread.op:
+                self.left.add(thread.tid)
+            pending[thread.tid] = place
         return pending
 
-    def pick_thread(self, enabled, current_enabled, yielding, current=None):
+    def pick_thread(self, decision: Decision):
+        enabled, current = decision.enabled, decision.current
         pending = self._pending()
         positions = {tid: index for index, tid in enumerate(enabled) if tid not in self.left}
-        if current_enabled and current in positions and current in pending:
+        if decision.current_enabled and current in positions and current in pending:
             starts = self.starts.get(current, ())
             here = pending[current][1:]
             index = bisect_right(starts, here)

@@ -16,8 +16,8 @@ class RandomChooser(Chooser):
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
-    def pick_thread(self, enabled, current_enabled, yielding, current=None):
-        return self.rng.randrange(len(enabled))
+    def pick_thread(self, decision):
+        return self.rng.randrange(len(decision.enabled))
 
     def pick_value(self, n, label):
         return self.rng.randrange(n)

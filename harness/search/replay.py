@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from racecheck.runtime.chooser import Chooser
+from racecheck.runtime.chooser import Chooser, Decision, RunView
 from racecheck.runtime.scheduler import VALUE_PICK
+from racecheck.runtime.steps import RunEnd
 from racecheck.search.divergence import LIKELY_CAUSE, event_text
 
 __racecheck_engine__ = True
@@ -21,12 +22,13 @@ __racecheck_engine__ = True
 class Replayer(Chooser):
     """Feeds recorded choices back (past their end, 0: keep the current thread, no fault) and, given the recorded
     picks and steps, checks every decision against them. ``divergence`` is the first mismatch, as a sentence.
-    ``run`` is set by the caller once the Run exists; what this run picked so far is ``run.picked``."""
+    What it reads of the run is what ``begin`` hands it (``view``)."""
 
     def __init__(
         self, choices: Sequence[int], picked: Sequence[int] | None = None, steps: Sequence[int] | None = None
     ) -> None:
-        self.run: Any = None
+        self.made = (choices, picked, steps)
+        self.view: RunView | None = None
         self.choices = list(choices)
         self.expected = None if not picked and not steps else list(picked or ())
         self.expected_steps = list(steps) if steps else None
@@ -36,9 +38,14 @@ class Replayer(Chooser):
     def _recorded(self, position: int) -> int:
         return self.choices[position] if position < len(self.choices) else 0
 
-    def pick_thread(
-        self, enabled: Sequence[int], current_enabled: bool, yielding: bool, current: int | None = None
-    ) -> int:
+    def begin(self, view: RunView) -> None:
+        self.view = view
+
+    def fresh(self) -> Replayer:
+        return Replayer(*self.made)
+
+    def pick_thread(self, decision: Decision) -> int:
+        enabled = decision.enabled
         position = self.position
         self.position += 1
         index = self._recorded(position)
@@ -67,22 +74,21 @@ class Replayer(Chooser):
             value = 0
         return value
 
-    def finish(self) -> None:
+    def end(self, run_end: RunEnd) -> None:
         """After the run: did it end where the recorded schedule ended?"""
-        run = self.run
-        if self.divergence is not None or run is None:
+        if self.divergence is not None:
             return
-        if self.expected is not None and len(run.picked) < len(self.expected):
-            missing = self.expected[len(run.picked)]
+        if self.expected is not None and len(run_end.picked) < len(self.expected):
+            missing = self.expected[len(run_end.picked)]
             who = f"T{missing - 1} to run next" if missing > VALUE_PICK else "a value to be drawn"
-            self._diverge(f"the run ended, but the token expected {who}", step=run.steps)
-        elif self.expected_steps and run.steps != self.expected_steps[-1]:
+            self._diverge(f"the run ended, but the token expected {who}", step=run_end.steps)
+        elif self.expected_steps and run_end.steps != self.expected_steps[-1]:
             end = self.expected_steps[-1]
-            if run.steps > end:
-                went_on = self._at_step(end + 1)
+            if run_end.steps > end:
+                went_on = self._at_step(end + 1, run_end.trace)
                 self._diverge(f"the token's schedule ended here, but the run went on: {went_on}", end + 1)
             else:
-                self._diverge(f"the run ended, but the token's schedule went on until step {end}", run.steps)
+                self._diverge(f"the run ended, but the token's schedule went on until step {end}", run_end.steps)
 
     def _expected(self, position: int) -> int | None:
         if self.expected is None:
@@ -95,7 +101,7 @@ class Replayer(Chooser):
         """A decision must come at the step the token recorded it; say which thread ran where it did not."""
         if self.expected_steps is None or position >= len(self.expected_steps) - 1:
             return False
-        want, now = self.expected_steps[position], self.run.steps if self.run is not None else 0
+        want, now = self.expected_steps[position], self.view.steps if self.view is not None else 0
         if want == now:
             return False
         expected = self._expected(position)
@@ -104,10 +110,10 @@ class Replayer(Chooser):
         else:
             who = "a value to be drawn (a fault or data choice)"
         if now > want:
-            instead = self._at_step(want)
+            instead = self._at_step(want, self.view.trace if self.view is not None else ())
             self._diverge(f"the token expected {who}; ran instead: {instead}, the only one that could", want)
         else:
-            picked = self.run.picked if self.run is not None else ()
+            picked = self.view.picked if self.view is not None else ()
             alone = f"T{picked[-1] - 1}" if picked and picked[-1] > VALUE_PICK else "one thread"
             self._diverge(
                 f"the token expected {alone} to run on alone until step {want}, but here other threads could run "
@@ -133,34 +139,34 @@ class Replayer(Chooser):
             self._diverge(f"the token chose among more threads than could run here (only {names}); {instead}")
 
     def _describe(self, tid: int, now: bool = False) -> str:
-        run = self.run
-        if run is None:
+        view = self.view
+        if view is None:
             return "state unknown"
-        if tid >= len(run.threads):
+        pending = view.thread(tid)
+        if pending is None:
             return "it was never started in this run"
-        rec = run.threads[tid]
-        if rec.finished:
+        if pending.state == "finished":
             return "it had already finished"
-        if not rec.launched:
+        if pending.state == "not started":
             return "it was not started yet"
-        where = f"'{rec.op}' @{rec.loc}" if rec.loc else f"'{rec.op}'"
+        where = f"'{pending.op}' @{pending.loc}" if pending.loc else f"'{pending.op}'"
         if now:  # detected later than it happened: where the thread is now, not whether it could run then
             return f"now at {where}"
-        return f"at {where}, {'runnable' if rec.can_run() else 'blocked'}"
+        return f"at {where}, {'runnable' if pending.runnable else 'blocked'}"
 
     def _running(self) -> str:
-        run = self.run
-        rec = None if run is None else run.current
-        return "no thread" if rec is None else f"T{rec.tid} at '{rec.op}'"
+        running = None if self.view is None else self.view.running
+        return "no thread" if running is None else f"T{running.tid} at '{running.op}'"
 
-    def _at_step(self, step: int) -> str:
+    @staticmethod
+    def _at_step(step: int, trace: Sequence[Any]) -> str:
         """What the trace shows at ``step`` (thread, operation, source line)."""
-        for event in reversed(self.run.trace if self.run is not None else ()):
+        for event in reversed(trace):
             if event.step == step and event.switch != "info":
                 return event_text(event)
         return f"the thread running at step {step}"
 
     def _diverge(self, what: str, step: int | None = None) -> None:
         if step is None:
-            step = self.run.steps if self.run is not None else 0
+            step = self.view.steps if self.view is not None else 0
         self.divergence = f"replay diverged from the token at step {step}: {what}. Likely cause: {LIKELY_CAUSE}"

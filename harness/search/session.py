@@ -9,7 +9,6 @@ it is given (``run_once``, ``run_batch``), and runs a schedule again from its re
 
 from __future__ import annotations
 
-import copy
 import gc
 import sys
 import types
@@ -218,21 +217,24 @@ class Session:
     def run_once(self, chooser: Chooser, locate: bool = True, learn: bool = False) -> Run:
         """One schedule: extensions' begin hooks, the test function, end hooks, crash recovery; always torn down.
         ``locate``: give every trace event its source location (see ``Run.locate``). A run during which code came
-        under memory watch (``Run.stale``) is run again with the chooser put back as it was, until one is not: the
-        caller's chooser is the one that made the returned run, so what it read (a replay's divergence) is that
-        run's, not the stale attempt's. It watches every access (``learn``: and lists them for sampling)."""
+        under memory watch (``Run.stale``) is run again with ``chooser.fresh()``, until one is not. It watches every
+        access (``learn``: and lists them for sampling). ``played`` says which chooser made the run it returns."""
+        return self.played(chooser, locate, learn)[0]
+
+    def played(self, chooser: Chooser, locate: bool = True, learn: bool = False) -> tuple[Run, Chooser]:
+        """``run_once``, with the chooser that made the returned run: ``chooser`` itself, or the fresh one the last
+        attempt ran with (what a caller reads of it, a replay's divergence, is that run's, not a stale attempt's)."""
         if self.sampling is not None:
             self.sampling.watch_all()
-        for _attempt in range(STALE_RETRIES):
+        for attempt in range(STALE_RETRIES):
             self.next_mode = "warm-up" if learn else "whole"
-            pristine = copy.deepcopy(chooser.__dict__) if self.config.memory else None
             run = self.run_batch(_once(chooser), lambda run: False, locate)
             assert run is not None
-            if not run.stale or pristine is None or learn:  # the warm-up is thrown away: what it reached, it did
-                return run
-            chooser.__dict__.clear()
-            chooser.__dict__.update(pristine)
-        return run
+            # the warm-up is thrown away: what it reached, it did; without memory watched no run is stale
+            if not run.stale or not self.config.memory or learn or attempt == STALE_RETRIES - 1:
+                break
+            chooser = chooser.fresh()
+        return run, chooser
 
     def warm_up(self) -> None:
         """One run of the test before the first schedule, thrown away: what the code under test does once per
@@ -302,12 +304,10 @@ class Session:
                         run.locate = True
                     self.sampling.begin_learning()
                 run.sampled = self.next_mode == "sampled"
-                if isinstance(chooser, Widening):
-                    run.cold_codes = chooser.cold
+                if chooser.cold_codes is not None:  # a widening run: the sampled run's unwatched code
+                    run.cold_codes = chooser.cold_codes
         if self.carriers is not None:
             run.launch = self.carriers.start
-        if isinstance(chooser, Replayer):
-            chooser.run = run
         for ext in self.extensions:
             ext.begin_run(run, self.config)
         return run
@@ -350,8 +350,7 @@ class Session:
             # watch before it runs, so what ran unwatched is code reached only from C or the engine (as in any run)
             self.sampling.learn(run.learning)
             run.learning = None
-        if isinstance(chooser, Replayer):
-            chooser.finish()
+        chooser.end(run.ending())
         if run.failure is not None and run.failure.kind == "internal":
             raise run.failure.exception  # racecheck's own failure ends the exploration (the batch hands it over)
 
@@ -425,7 +424,7 @@ class Session:
             replayer: Replayer = Widening(run.choices, run.picked, self.sampling.cold)
         else:
             replayer = Replayer(run.choices, run.picked, run.recorded_steps())
-        return self.run_once(replayer), replayer
+        return self.played(replayer)
 
     def token(self, run: Run, strategy: str, seed: int, index: int) -> str:
         """The token that replays ``run`` (its choices, trimmed, and what each decision picked and when), naming

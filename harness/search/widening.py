@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from racecheck.runtime.chooser import Decision
 from racecheck.search.replay import Replayer
 
 __racecheck_engine__ = True
@@ -24,11 +25,13 @@ class Widening(Replayer):
 
     def __init__(self, choices: Sequence[int], picked: Sequence[int], cold: frozenset[Any]) -> None:
         super().__init__(choices, picked)
-        self.cold = cold
+        self.cold_codes = cold
 
-    def pick_thread(
-        self, enabled: Sequence[int], current_enabled: bool, yielding: bool, current: int | None = None
-    ) -> int:
-        if current is not None and current == self.run.cold_point and current_enabled:
+    def fresh(self) -> Widening:
+        return Widening(self.made[0], self.made[1], self.cold_codes)
+
+    def pick_thread(self, decision: Decision) -> int:
+        current = decision.current
+        if current is not None and current == decision.view.cold_point and decision.current_enabled:
             return 0
-        return super().pick_thread(enabled, current_enabled, yielding, current)
+        return super().pick_thread(decision)

@@ -291,7 +291,7 @@ def test_choice_tree_keeps_unshared_paths_compact_and_splits_them_when_followed(
 
 def test_steering_takes_the_first_option_not_run_to_its_end():
     class Always(Chooser):
-        def pick_thread(self, enabled, current_enabled, yielding, current=None):
+        def pick_thread(self, decision):
             return 0
 
         def pick_value(self, n, label):

@@ -10,6 +10,7 @@ import threading
 
 import racecheck
 from classic_bugs import lost_update
+from racecheck.runtime.chooser import Decision
 from racecheck.search import not_a_race
 
 
@@ -49,6 +50,7 @@ def test_a_replay_judges_only_when_asked_and_agrees():
 
 def test_the_probes_disagree_with_each_other():
     """Each probe orders two runnable threads its own way; the strict priorities pick opposite threads."""
-    picks = {type(p).__name__: p.pick_thread([0, 1], True, False, 0) for p in not_a_race.probes()[:3]}
+    picks = {type(p).__name__: p.pick_thread(Decision([0, 1], True, False, 0, 0, None))
+             for p in not_a_race.probes()[:3]}
     assert picks == {"KeepRunning": 0, "Newest": 1, "Oldest": 0}
-    assert [p.pick_thread([2, 1], True, False, 2) for p in not_a_race.probes()[1:3]] == [0, 1]
+    assert [p.pick_thread(Decision([2, 1], True, False, 2, 0, None)) for p in not_a_race.probes()[1:3]] == [0, 1]

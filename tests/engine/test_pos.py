@@ -7,6 +7,7 @@ import pytest
 import racecheck
 from classic_bugs import BUGS
 from racecheck.runtime.access import ACQUIRE, READ, Obj, ObjKind, on
+from racecheck.runtime.chooser import RunView
 from racecheck.runtime.scheduler import Run
 from racecheck.runtime.trace import TraceEvent
 from racecheck.search.pos import POSChooser
@@ -41,6 +42,7 @@ def test_same_seed_same_schedules():
 class _Rec:
     def __init__(self, tid, access):
         self.tid, self.access, self.finished, self.launched = tid, access, False, True
+        self.op, self.loc, self.points = "op", "", 0
 
 
 def test_only_racing_pending_operations_are_redrawn():
@@ -55,7 +57,7 @@ def test_only_racing_pending_operations_are_redrawn():
         chooser.priority[(rec.tid, 0)] = 0.5
     run.trace.append(TraceEvent(1, 0, "acquire Lock#2", "", "", lock1))
     run.trace.append(TraceEvent(1, 0, "qsize", "", "info", qsize))  # a note: part of that step
-    chooser._catch_up(run)
+    chooser._catch_up(RunView(run))
     assert (0, 0) not in chooser.priority  # it ran: its next operation draws afresh
     assert chooser.priority[(1, 0)] != 0.5  # races with it: re-drawn
     assert chooser.priority[(2, 0)] == 0.5  # another lock (whatever the text says): untouched

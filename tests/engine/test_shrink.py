@@ -12,6 +12,7 @@ import itertools
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from racecheck.runtime.chooser import Decision
 from racecheck.search.shrink import Probe, fewest_preemptions, normalize, shrink
 
 # ----- synthetic probes over bare choice lists ---------------------------------------------------------------------
@@ -157,7 +158,7 @@ def _simulate(lengths: tuple[int, ...], chooser) -> tuple[list[tuple[int, int]],
             return events, choices, preemptions
         index = 0
         if len(candidates) > 1:
-            index = chooser.pick_thread(candidates, alive, False, current if alive else None)
+            index = chooser.pick_thread(Decision(candidates, alive, False, current if alive else None, 0, None))
             choices.append(index)
         if alive and index:
             preemptions += 1
@@ -171,10 +172,10 @@ class _Replay:
         self.choices = list(choices)
         self.position = 0
 
-    def pick_thread(self, enabled, current_enabled, yielding, current=None):
+    def pick_thread(self, decision):
         value = self.choices[self.position] if self.position < len(self.choices) else 0
         self.position += 1
-        return value if value < len(enabled) else 0
+        return value if value < len(decision.enabled) else 0
 
 
 def _all_schedules(lengths: tuple[int, ...]):
@@ -198,9 +199,9 @@ def _arities(lengths, choices):
     seen: list[int] = []
 
     class Recording(_Replay):
-        def pick_thread(self, enabled, current_enabled, yielding, current=None):
-            seen.append(len(enabled))
-            return super().pick_thread(enabled, current_enabled, yielding, current)
+        def pick_thread(self, decision):
+            seen.append(len(decision.enabled))
+            return super().pick_thread(decision)
 
     _simulate(lengths, Recording(choices))
     return seen

@@ -635,8 +635,9 @@ class _SpyChooser(Chooser):
     def __init__(self, log):
         self.log = log
 
-    def pick_thread(self, enabled, current_enabled, yielding, current=None):
-        self.log.append((current_thread_record().op, yielding))
+    def pick_thread(self, decision):
+        self.log.append((current_thread_record().op, decision.yielding))
+        enabled = decision.enabled
         return list(enabled).index(0) if 0 in enabled else 0  # T0 whenever it can: the busy thread stays runnable
 
     def pick_value(self, n, label):

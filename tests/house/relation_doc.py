@@ -1,4 +1,5 @@
-"""docs/dependency.md's tables of the relation against ``racecheck.runtime.relation``: the doc shows what the code decides.
+"""docs/dependency.md's tables of the relation against ``racecheck.runtime.relation``: the doc shows what the code
+decides.
 
     python tests/house/relation_doc.py            # print what differs
     python tests/house/relation_doc.py --write    # rewrite the three tables in place from the relation

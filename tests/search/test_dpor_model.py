@@ -16,6 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from racecheck.runtime import relation
 from racecheck.runtime.access import ENTRY, LIST, READ, WRITE, Access, file_obj, memory
+from racecheck.runtime.chooser import Decision
+from racecheck.runtime.steps import Outcome, RunEnd
 from racecheck.search import dpor
 
 KINDS = (READ, WRITE, ENTRY, LIST)
@@ -44,10 +46,10 @@ def event(step: int, tid: int, access: tuple, switch: str) -> Event:
 
 
 def execute(program: Sequence[Sequence[tuple[Access, ...]]], chooser) -> list[tuple[int, int]]:
-    """Run ``program`` under ``chooser`` (any object with pick_thread); returns the (thread, its nth step) order."""
+    """Run ``program`` under ``chooser`` (a ``Chooser``: begun with the model run as its view, told of the end);
+    returns the (thread, its nth step) order."""
     run = ModelRun()
-    if isinstance(chooser, dpor.DPORChooser):
-        chooser.run = run
+    chooser.begin(run)  # the view a chooser reads: the trace so far and the step count
     left = [list(thread) for thread in program]
     done = [0] * len(program)
     current = 0
@@ -58,13 +60,14 @@ def execute(program: Sequence[Sequence[tuple[Access, ...]]], chooser) -> list[tu
         run.steps += 1
         index = 0
         if len(candidates) > 1:
-            index = chooser.pick_thread(candidates, bool(left[current]), False, current)
+            index = chooser.pick_thread(Decision(candidates, bool(left[current]), False, current, run.steps, run))
         chosen = candidates[index]
         switch = "" if chosen == current else ("preempt" if left[current] else "switch")
         run.trace.append(event(run.steps, chosen, left[chosen].pop(0), switch))
         order.append((chosen, done[chosen]))
         done[chosen] += 1
         current = chosen
+    chooser.end(RunEnd(Outcome.PASSED, run.steps, (), tuple(run.trace), ()))
     return order
 
 
