@@ -54,7 +54,7 @@ class RunView:
     def cold_point(self) -> int:
         """The thread whose access in code a sampled run left unwatched makes this decision (-1: none), for a run
         that widens a sampled one (``racecheck.search.widening``)."""
-        return self._run.cold_point
+        return self._run.memory_steps.cold_point
 
     def thread(self, tid: int) -> Pending | None:
         """What thread ``tid`` is about to do (None: the run has no such thread)."""

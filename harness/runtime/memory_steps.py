@@ -7,12 +7,18 @@ make, and making a step anyway would cost a trace event for every attribute read
 access joins the step its thread is running instead (``merge_memory``), at a point of its own
 (``TraceEvent.marks``), so that the step names it alike in every schedule however the steps were cut. Which
 threads could run changes only when the run does something (a step, a note, any operation of a stand-in), so the
-answer is kept until then (``Run._alone``).
+answer is kept until then (``Run.alone``).
+
+``MemorySteps`` is a component of the run, not a part of its class: it holds the memory-access state and its own
+records, and reads of the run only the narrow interface it is given (the trace, the threads, whether the run is
+stopping or locating, ``alone``, ``candidates`` and ``schedule``). The run hands its hooks' entry points out as its
+own (``Run.memory`` is this component's bound ``memory``): no extra call per access.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from racecheck import runtime
@@ -30,24 +36,29 @@ _state = runtime.thread_state
 
 
 class MemorySteps:
-    """The memory-access half of ``racecheck.runtime.scheduler.Run`` (its own attributes are the run's).
+    """The memory accesses of one run (``racecheck.runtime.scheduler.Run``), as steps or parts of steps.
 
     For the data-race report (``racecheck.search.data_races``) it also keeps, made when first needed: ``where``,
     the source line of each memory access that joined a running step ((thread, point) -> location, in runs with
-    locations), ``real_sync``, the takes and gives of real locks made before the run, and ``races``, what the
-    search found in the run."""
+    locations), and ``real_sync``, the takes and gives of real locks made before the run."""
 
-    where: dict[tuple[int, int], str] | None = None
-    real_sync: list[tuple[int, int, int, int]] | None = None  # (thread, point, +1 take / -1 give, id of the lock)
-    races: Any = None
-    # Sampled watching (``racecheck.control.memory_sampling``): a learning run lists (code, thread, accesses, whether
-    # another thread had been started) of every access it saw; a sampled run ran the code that showed no shared access
-    # as written; a run widening a sampled one's decisions knows that code (``cold_codes``) and names the thread whose
-    # access in it makes the current decision (``cold_point``; -1: none), a decision the sampled run did not have.
-    learning: list[tuple[Any, int, tuple[Access, ...], bool]] | None = None
-    sampled = False
-    cold_codes: Any = None
-    cold_point = -1
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.where: dict[tuple[int, int], str] | None = None
+        self.real_sync: list[tuple[int, int, int, int]] | None = None  # (thread, point, +1 take / -1 give, lock id)
+        # Sampled watching (``racecheck.control.memory_sampling``): a learning run lists (code, thread, accesses,
+        # whether another thread had been started) of every access it saw; a run widening a sampled one's decisions
+        # knows the code the sampled run left unwatched (``cold_codes``) and names the thread whose access in it makes
+        # the current decision (``cold_point``; -1: none), a decision the sampled run did not have.
+        self.learning: list[tuple[Any, int, tuple[Access, ...], bool]] | None = None
+        self.cold_codes: Any = None
+        self.cold_point = -1
+
+    def entry_points(self) -> tuple[Callable[..., Any], ...]:
+        """What the run hands out as its own: ``memory``, ``memory_point``, ``replace_memory``, ``merge_memory``,
+        ``real_lock``, ``flush_memory``, ``touch_running``."""
+        return (self.memory, self.memory_point, self.replace_memory, self.merge_memory, self.real_lock,
+                self.flush_memory, self.touch_running)
 
     def real_lock(self, me: ThreadRecord, change: int, lock: Any) -> None:
         """Thread ``me`` took (+1) or gave back (-1) a real lock made before the run, at its current point."""
@@ -69,45 +80,47 @@ class MemorySteps:
         touched with ``replace_memory``; False when no other thread could run, the caller then adds what it touched
         to the running step with ``merge_memory``."""
         me = _state.thread
-        if self.aborting:
+        run = self.run
+        if run.aborting:
             unwind(me)
-        if self._alone is me or me.real_held:
+        if run.alone is me or me.real_held:
             return False
-        if len(self._candidates(me, True)) > 1:
+        if len(run.candidates(me, True)) > 1:
             if self.learning is not None:
                 self.learning.append((accessing_code(), me.tid, declared, True))
             if self.cold_codes is not None and accessing_code() in self.cold_codes:
                 self.cold_point = me.tid
             try:
-                self.schedule(f"{op} {declared[0][0] if shown is None else shown}", access=declared, skip=skip + 1)
+                run.schedule(f"{op} {declared[0].obj if shown is None else shown}", access=declared, skip=skip + 1)
             finally:
                 self.cold_point = -1
             return True
-        self._alone = me
+        run.alone = me
         return False
 
     def replace_memory(self, access: tuple[Access, ...]) -> None:
         """What the step ``memory_point`` just began touched, read from the state it met."""
         me = _state.thread
-        if not self.aborting:
-            set_access(self.trace, me.tid, access)
+        if not self.run.aborting:
+            set_access(self.run.trace, me.tid, access)
 
     def merge_memory(self, access: tuple[Access, ...]) -> None:
         """A memory access where no other thread could run: it joins the running step, at a point of its own."""
         me = _state.thread
+        run = self.run
         if self.learning is not None:  # before any other thread started, nothing can race with it
-            self.learning.append((accessing_code(), me.tid, access, len(self.threads) > 1))
+            self.learning.append((accessing_code(), me.tid, access, len(run.threads) > 1))
         merged = me.merged
         if not merged:
-            me.merged_at = _running_index(self.trace, me.tid)
+            me.merged_at = _running_index(run.trace, me.tid)
         me.points = point = me.points + 1
         kinds = me.merged_kinds
         for one in access:
-            obj, kind = one[0], one[1]
+            obj, kind = one.obj, one.kind
             if kinds.get(obj) != kind:  # a repeat of the last access to it adds nothing
                 kinds[obj] = kind
                 merged.append((one, point))
-        if self.locate:  # its own line, for a data race report (a step's accesses share the step's)
+        if run.locate:  # its own line, for a data race report (a step's accesses share the step's)
             if self.where is None:
                 self.where = {}
             self.where[(me.tid, point)] = caller_location(2)
@@ -119,12 +132,12 @@ class MemorySteps:
         step of its own that access makes where another thread could run: then an interleaving's key is the same
         however the steps were cut."""
         if not me.merged:
-            add_access(self.trace, me.tid, access)
+            add_access(self.run.trace, me.tid, access)
             return
         point = me.points
         kinds = me.merged_kinds
         for one in access:
-            obj, kind = one[0], one[1]
+            obj, kind = one.obj, one.kind
             if kinds.get(obj) != kind:
                 kinds[obj] = kind
                 me.merged.append((one, point))
@@ -137,10 +150,11 @@ class MemorySteps:
         me.merged_at = -1
         if index < 0 or not merged:
             return
-        event = self.trace[index]
-        self.trace[index] = event._replace(
-            access=event[5] + tuple(one for one, _point in merged),
-            marks=event[7] + tuple(point for _one, point in merged),
+        trace = self.run.trace
+        event = trace[index]
+        trace[index] = event._replace(
+            access=event.access + tuple(one for one, _point in merged),
+            marks=event.marks + tuple(point for _one, point in merged),
         )
 
 
@@ -157,6 +171,6 @@ def accessing_code() -> Any:
 def _running_index(trace: list[TraceEvent], tid: int) -> int:
     """The index of thread ``tid``'s running step in ``trace``: its last event that is not a note (-1: none)."""
     index = len(trace) - 1
-    while index >= 0 and (trace[index][4] == "info" or trace[index][1] != tid):
+    while index >= 0 and (trace[index].switch == "info" or trace[index].tid != tid):
         index -= 1
     return index

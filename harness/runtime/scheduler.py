@@ -38,12 +38,11 @@ __racecheck_engine__ = True
 _state = runtime.thread_state  # ``_state.thread``: the calling thread's record (runtime.current_thread_record)
 _tid_of = attrgetter("tid")  # the thread ids of candidates without a comprehension (a function call in 3.11)
 VALUE_PICK = 0  # ``Run.picked`` for a value decision; a thread decision records the thread's id + 1
-_event = tuple.__new__  # _event(TraceEvent, fields): a TraceEvent without its Python-level __new__, made at every step
-_decision = tuple.__new__  # the same for a Decision, made at every decision
+_new = tuple.__new__  # _new(TraceEvent or Decision, fields): without the Python-level __new__ (one per step, decision)
 
 
 @dataclass
-class Run(MemorySteps):
+class Run:
     """One execution under control."""
 
     chooser: Chooser
@@ -79,22 +78,25 @@ class Run(MemorySteps):
         self.cleanups: list[tuple[str, Callable[[], bool]]] = []  # undone if the run cannot be unwound
         self.cleaned: list[Cleaned] = []  # what was undone after threads that could not be unwound (cleanup.py)
         self.leaks_reported = False  # teardown has reported the threads it could not unwind
-        # Source locations in the trace ("file.py:12" at each point) cost a stack walk at every point: explore turns
-        # them off for schedules nobody reads, and runs a failing one again with them on before reporting it.
+        # Source lines in the trace cost a stack walk per point: off for schedules nobody reads (a failure reruns)
         self.locate = True
-        # How a controlled thread's OS side starts: a reused carrier (``runtime.carrier_pool``), or None: a new one.
-        self.launch: Callable[[Any], None] | None = None
+        self.launch: Callable[[Any], None] | None = None  # a controlled thread's OS side: a carrier, or None: new
         # What watches this run's plain memory (``racecheck.control.memory_names.Watch``), None when nothing does;
         # its hooks call ``memory`` before every access they see.
         self.watch: Any = None
         # Code was brought under memory watch while this run was going: some of it may have run unwatched here, so
         # the run is not the one its decisions stand for, and is run again (``racecheck.search.session``).
         self.stale = False
-        # The thread last seen to be the only one that can run: until the run changes (a step, a note, any other
-        # engine operation), a memory access of that thread is no decision and joins its running step.
-        self._alone: ThreadRecord | None = None
-        # What the chooser may read of the run (``chooser.RunView``), handed to it now and with every decision.
-        self.view: RunView | None = RunView(self)
+        # The only thread that can run, as last seen: its memory accesses join its step until the run changes.
+        self.alone: ThreadRecord | None = None
+        # Plain memory accesses: a component (``memory_steps``) whose entry points, called by the memory hooks and
+        # real locks, are the run's own (bound methods: no extra call per access).
+        self.memory_steps = MemorySteps(self)
+        (self.memory, self.memory_point, self.replace_memory, self.merge_memory, self.real_lock, self.flush_memory,
+         self.touch_running) = self.memory_steps.entry_points()
+        self.races: Any = None  # its data races (``racecheck.search.data_races``), found once it ended
+        self.sampled = False  # it left code unwatched (``racecheck.control.memory_sampling``)
+        self.view: RunView | None = RunView(self)  # what the chooser may read: handed now and at every decision
         self.chooser.begin(self.view)
 
     @property
@@ -193,17 +195,17 @@ class Run(MemorySteps):
         """A traced effect that only a thread of this run may have (a release): ``caller_record``'s checks, then the
         event ``note`` would add, so a thread outside the run raises instead of tracing into it."""
         me = self.caller_record()
-        self._alone = None
+        self.alone = None
         loc = caller_location(2 + skip) if self.locate else ""
-        self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info", access, me.points, ())))
+        self.trace.append(_new(TraceEvent, (self.steps, me.tid, op, loc, "info", access, me.points, ())))
 
     def note(self, op: str, skip: int = 0, access: tuple[Access, ...] = NOTHING) -> None:
         """A traced effect that is not a scheduling point (a release, a notify)."""
         me = _state.thread
         if me is not None and me.run is self:
-            self._alone = None
+            self.alone = None
             loc = caller_location(2 + skip) if self.locate else ""
-            self.trace.append(_event(TraceEvent, (self.steps, me.tid, op, loc, "info", access, me.points, ())))
+            self.trace.append(_new(TraceEvent, (self.steps, me.tid, op, loc, "info", access, me.points, ())))
 
     def touch(self, access: tuple[Access, ...]) -> None:
         """The caller's running step also touches ``access`` (see ``runtime.RunContract.touch``)."""
@@ -226,7 +228,7 @@ class Run(MemorySteps):
             raise RuntimeError("racecheck: a controlled object was used by a thread outside its run")
         if self.aborting:
             unwind(me)
-        self._alone = None  # the caller is about to change something another thread may wait on
+        self.alone = None  # the caller is about to change something another thread may wait on
         return me
 
     def crash(self, reason: str) -> NoReturn:
@@ -324,7 +326,7 @@ class Run(MemorySteps):
             return
         rec.points += 1
         self.trace.append(
-            _event(TraceEvent, (self.steps, rec.tid, "exit", "", "info", on_thread(rec.tid, END), rec.points, ()))
+            _new(TraceEvent, (self.steps, rec.tid, "exit", "", "info", on_thread(rec.tid, END), rec.points, ()))
         )
         rec.op = "exit"
         rec.access = NOTHING
@@ -343,7 +345,7 @@ class Run(MemorySteps):
         self.picked.append(VALUE_PICK)
         self.decision_steps.append(self.steps)
 
-    def _candidates(self, me: ThreadRecord, alive: bool) -> list[ThreadRecord]:
+    def candidates(self, me: ThreadRecord, alive: bool) -> list[ThreadRecord]:
         """Who could run now: ``me`` first (choice 0 = no preemption), then the others by logical id.
         ``can_run`` inlined: this runs at every step, over every thread."""
         out = [me] if alive and (me.enabled is None or me.timed_out or me.enabled()) else []
@@ -369,7 +371,7 @@ class Run(MemorySteps):
 
         The hot path of every controlled program (every point of every thread): the common cases (one candidate,
         or a decision without yields in play) touch no more than they need."""
-        self._alone = None
+        self.alone = None
         self.steps = steps = self.steps + 1
         if steps > self._max_steps:
             self._fail(
@@ -379,7 +381,7 @@ class Run(MemorySteps):
             )
             self._stop(me, alive)
             return
-        candidates = self._candidates(me, alive)
+        candidates = self.candidates(me, alive)
         if not candidates:
             candidates = self._wake_or_finish(me, alive)
             if not candidates:
@@ -391,7 +393,7 @@ class Run(MemorySteps):
         current_enabled = alive and chosen is me
         if len(candidates) > 1:
             try:
-                index = self.chooser.pick_thread(_decision(Decision, (
+                index = self.chooser.pick_thread(_new(Decision, (
                     [*map(_tid_of, candidates)], current_enabled, yielding, me.tid if alive else None, steps,
                     self.view)))
             except Exception as exc:  # noqa: BLE001 - a strategy's bug is racecheck's own failure
@@ -404,12 +406,12 @@ class Run(MemorySteps):
         if self._yielders:
             self._yielders = after_pick(self._yielders, chosen)
         if chosen is me:
-            self.trace.append(_event(TraceEvent, (steps, me.tid, me.op, me.loc, "", me.access, me.points, ())))
+            self.trace.append(_new(TraceEvent, (steps, me.tid, me.op, me.loc, "", me.access, me.points, ())))
             return
         if current_enabled:
             self.preemptions += 1
         switch = "preempt" if current_enabled else "switch"
-        self.trace.append(_event(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, switch, chosen.access,
+        self.trace.append(_new(TraceEvent, (steps, chosen.tid, chosen.op, chosen.loc, switch, chosen.access,
                                               chosen.points, ())))
         self.current = chosen
         chosen.baton.release()
@@ -421,7 +423,7 @@ class Run(MemorySteps):
     def _wake_or_finish(self, me: ThreadRecord, alive: bool) -> list[ThreadRecord]:
         """Nobody can run: let virtual time pass to the next deadline, or end the run (complete, or deadlock)."""
         while self._advance_clock():
-            candidates = self._candidates(me, alive)
+            candidates = self.candidates(me, alive)
             if candidates:
                 return candidates
         unfinished = [r for r in self.threads if r.launched and not r.finished]
@@ -444,7 +446,7 @@ class Run(MemorySteps):
                 # Twice in a row is a spin: in real time the threads it waits for (timed sleeps, timeouts) would
                 # wake up, so virtual time moves to the next deadline.
                 if self._lonely_yielder is me and self._advance_clock():
-                    candidates = self._candidates(me, True)
+                    candidates = self.candidates(me, True)
                 self._lonely_yielder = me
             else:
                 self._lonely_yielder = None

@@ -105,6 +105,7 @@ def detach(run: Run) -> None:
         rec.enabled = None
     run.chooser = None
     run.view = None  # the view refers back to the run
+    run.memory_steps.run = None  # so does the memory component (its records stay for the data-race report)
     run.launch = None  # the session's carriers: a run kept in a result must not keep them
     run.watch = None  # it keeps every object the run named alive
 

@@ -142,8 +142,8 @@ class _Finder:
 
     def __init__(self, run: Any) -> None:
         trace = run.trace
-        self.where: dict[tuple[int, int], str] = run.where or {}
-        real_sync = run.real_sync or ()
+        self.where: dict[tuple[int, int], str] = run.memory_steps.where or {}
+        real_sync = run.memory_steps.real_sync or ()
         self.n = 1 + max(max(e.tid for e in trace), max((op[0] for op in real_sync), default=0))
         self.clocks: list[list[int]] = [[0] * self.n for _ in range(self.n)]
         for tid in range(self.n):
@@ -390,7 +390,7 @@ class RaceLog:
         """Take the races of ``run`` (schedule index ``schedule``; ``token()`` replays it). A run without source
         lines only marks its races as seen, unless ``located`` says no run with them can be had."""
         self.runs += 1
-        if run.real_sync:
+        if run.memory_steps.real_sync:
             self.real_locks = True
         if not run.races:
             return

@@ -299,13 +299,13 @@ class Session:
             run.watch = Watch()
             if self.sampling is not None:
                 if self.next_mode in ("learn", "warm-up"):
-                    run.learning = []
+                    run.memory_steps.learning = []
                     if self.next_mode == "learn":  # with source lines: the data races it reports need no rerun
                         run.locate = True
                     self.sampling.begin_learning()
                 run.sampled = self.next_mode == "sampled"
                 if chooser.cold_codes is not None:  # a widening run: the sampled run's unwatched code
-                    run.cold_codes = chooser.cold_codes
+                    run.memory_steps.cold_codes = chooser.cold_codes
         if self.carriers is not None:
             run.launch = self.carriers.start
         for ext in self.extensions:
@@ -344,12 +344,13 @@ class Session:
         if run.leaked and run.locate:
             run.drop_locations()
         self._judge_races(run)
-        if run.learning is not None and self.sampling is not None:
+        learning = run.memory_steps.learning
+        if learning is not None and self.sampling is not None:
             self.sampling.end_learning()
             # A run that brought code under watch as it went is learned from too: discovery brings a callee under
             # watch before it runs, so what ran unwatched is code reached only from C or the engine (as in any run)
-            self.sampling.learn(run.learning)
-            run.learning = None
+            self.sampling.learn(learning)
+            run.memory_steps.learning = None
         chooser.end(run.ending())
         if run.failure is not None and run.failure.kind == "internal":
             raise run.failure.exception  # racecheck's own failure ends the exploration (the batch hands it over)

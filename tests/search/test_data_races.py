@@ -236,8 +236,10 @@ def _fake_run(pair: int) -> object:
     """A run without source lines whose one race is a known kind on a pair of accesses not seen before."""
     from types import SimpleNamespace
 
-    found = (f"Box#{pair}.value", (1, "write", "", 3, pair), (2, "read", "", 5, pair))
-    return SimpleNamespace(locate=False, races=[found], sampled=False, real_sync=False)
+    from racecheck.runtime.access import memory
+
+    found = (memory(f"Box#{pair}.value"), (1, "write", "", 3, pair), (2, "read", "", 5, pair))
+    return SimpleNamespace(locate=False, races=[found], sampled=False, memory_steps=SimpleNamespace(real_sync=None))
 
 
 def _located_runs(runs: int) -> int:
