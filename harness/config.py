@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from racecheck.search.data_races import MODES as DATA_RACE_MODES
-from racecheck.search.registry import DEFAULT_BOUND, STRATEGY_NAMES, default_of
+from racecheck.search.registry import DEFAULT_BOUND, DEFAULT_STRATEGY, STRATEGY_NAMES, default_of
 
 __racecheck_engine__ = True
 
@@ -37,7 +37,7 @@ LOCATION_MODES = ("failures", "always")
 class Config:
     """How to explore: strategy, budget, what to control, limits. Immutable; derive variants with ``replace``."""
 
-    strategy: str = "pct"  # "random", "pct", "dfs", "pos" or "dpor"
+    strategy: str = DEFAULT_STRATEGY  # a name of ``racecheck.search.registry``: "random", "pct", "dfs", "pos", "dpor"
     schedules: int = 1000  # at most this many schedules (dfs may stop earlier: result.exhausted)
     seed: int = 0
     instrument: tuple[Any, ...] = ()  # modules or dotted names ("pkg.*") to control besides fn's own module

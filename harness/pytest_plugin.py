@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from racecheck.search.registry import STRATEGY_NAMES
+from racecheck.search.registry import DEFAULT_STRATEGY, STRATEGY_NAMES
 
 __racecheck_engine__ = True  # never instrumented; trace locations skip these frames and point at the test
 
 STRATEGIES = STRATEGY_NAMES
-DEFAULTS = {"schedules": 1000, "strategy": "pct", "seed": 0, "max_failures": 1, "progress": "auto"}
+DEFAULTS = {"schedules": 1000, "strategy": DEFAULT_STRATEGY, "seed": 0, "max_failures": 1, "progress": "auto"}
 PROGRESS_MODES = ("auto", "on", "off")
 FS_CHOICES = ("posix", "windows")
 

@@ -33,22 +33,26 @@ class StrategyEntry:
     summary: str
     systematic: bool = False  # enumerates its space: no duplicate steering, one unit under --jobs (see above)
     defaults: tuple[tuple[str, Any], ...] = ()  # (option, value) where the strategy's default is its own
+    # samples schedules independently, so its runs may watch memory sampled (``racecheck.control.memory_sampling``):
+    # a systematic strategy's next schedule depends on what each one touched, so it watches every access
+    samples_memory: bool = False
 
 
 ENTRIES: tuple[StrategyEntry, ...] = (
     StrategyEntry("random", "racecheck.search.random_walk", "RandomWalk", (),
-                  "uniform choice among the runnable threads at every point"),
+                  "uniform choice among the runnable threads at every point", samples_memory=True),
     StrategyEntry("pct", "racecheck.search.pct", "PCT", ("depth",),
-                  "probabilistic concurrency testing: random priorities, depth-1 change points"),
+                  "probabilistic concurrency testing: random priorities, depth-1 change points", samples_memory=True),
     StrategyEntry("dfs", "racecheck.search.dfs", "BoundedDFS", ("preemption_bound",),
                   "exhaustive depth-first search within a preemption bound", systematic=True),
     StrategyEntry("pos", "racecheck.search.pos", "POS", (),
-                  "partial order sampling: random priorities reset on conflicting accesses"),
+                  "partial order sampling: random priorities reset on conflicting accesses", samples_memory=True),
     StrategyEntry("dpor", "racecheck.search.dpor", "DPOR", ("preemption_bound",),
                   "partial-order reduction: one schedule per class of equivalent interleavings, no bound",
                   systematic=True, defaults=(("preemption_bound", None),)),
 )
 
+DEFAULT_STRATEGY = "pct"  # what an exploration uses when none is named: Config, the CLI and the plugin read it here
 DEFAULT_BOUND = 2  # Config.preemption_bound="default" for a strategy without a default of its own
 
 BY_NAME: dict[str, StrategyEntry] = {entry.name: entry for entry in ENTRIES}
@@ -81,6 +85,12 @@ def is_systematic(name: str) -> bool:
     is not a strategy (a replay)."""
     found = BY_NAME.get(name)
     return found is not None and found.systematic
+
+
+def samples_memory(name: str) -> bool:
+    """Whether strategy ``name`` may watch memory sampled (see ``StrategyEntry.samples_memory``)."""
+    found = BY_NAME.get(name)
+    return found is not None and found.samples_memory
 
 
 def make_strategy(name: str, seed: int, depth: int, preemption_bound: int | None) -> Any:

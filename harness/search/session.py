@@ -32,6 +32,7 @@ from racecheck.runtime.records import FailureInfo
 from racecheck.runtime.scheduler import Run, RunConfig
 from racecheck.search import data_races
 from racecheck.search.divergence import compare_runs
+from racecheck.search.registry import samples_memory
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, outcome
 from racecheck.search.shrink import normalize
@@ -186,7 +187,7 @@ class Session:
 
     def _sample(self, stack: ExitStack) -> None:
         cfg = self.config
-        if cfg.sample_memory and cfg.strategy in memory_sampling.SAMPLING_STRATEGIES and not cfg.check_determinism:
+        if cfg.sample_memory and samples_memory(cfg.strategy) and not cfg.check_determinism:
             self.sampling = sampling = memory_sampling.Sampling(self.watching)
             stack.callback(sampling.watch_all)  # before the watch gives every function its own code back
 

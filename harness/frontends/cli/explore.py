@@ -15,6 +15,7 @@ from racecheck.frontends import functions, parallel
 from racecheck.frontends.cli import options as config_options
 from racecheck.frontends.cli.cells import InputError, check_instrument, prepare_report_dir
 from racecheck.frontends.cli.run import exploration_options, explore_and_report
+from racecheck.search.registry import DEFAULT_STRATEGY
 
 __racecheck_engine__ = True
 
@@ -38,7 +39,7 @@ def explore_cmd(function: str, jobs: int, tx: tuple[str, ...], report_dir: str |
         raise InputError(str(exc))
     chosen = config_options.given(flags)
     fs = chosen.pop("fs", None) or "real"
-    strategy = chosen.pop("strategy", "pct")
+    strategy = chosen.pop("strategy", DEFAULT_STRATEGY)
     schedules = chosen.pop("schedules", 1000)
     seed = chosen.pop("seed", 0)
     instrument = tuple(str(name) for name in chosen.pop("instrument", ()))

@@ -27,6 +27,7 @@ from racecheck.frontends.cli.cells import (
 )
 from racecheck.report.words import count
 from racecheck.search.data_races import MODES as DATA_RACE_MODES
+from racecheck.search.registry import DEFAULT_STRATEGY
 from racecheck.search.registry import STRATEGY_NAMES as STRATEGIES
 
 __racecheck_engine__ = True
@@ -77,7 +78,7 @@ def exploration_options(command: Any) -> Any:
 @click.command()
 @click.argument("scenarios", nargs=-1)
 @click.option("--target", default=None, metavar="MOD:ATTR", help="checkpoint IO to test (default: stock Lightning)")
-@click.option("--strategy", type=click.Choice(STRATEGIES), default="pct", show_default=True)
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY, show_default=True)
 @click.option("--schedules", type=click.IntRange(1, 10_000_000), default=1000, show_default=True)
 @click.option("--seed", type=click.IntRange(-(2**62), 2**62), default=0, show_default=True)
 @click.option("--fs", "fs", type=click.Choice(FS_CHOICES), default="both", show_default=True,
