@@ -220,7 +220,7 @@ class Relation:
     def word(obj: Obj, kind: Kind) -> str:
         """How a report names an access of ``kind`` to ``obj``."""
         words = _FILE_WORDS if obj.is_file else _WORDS
-        return words.get(kind, kind.value)
+        return words.get(kind, str(kind))
 
 
 def shown(obj: Obj) -> str:

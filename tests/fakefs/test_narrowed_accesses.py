@@ -14,7 +14,7 @@ import pytest
 import racecheck
 from fakerun_helpers import bound_run
 from racecheck import fakefs
-from racecheck.runtime.access import CREATE, READ, REMOVE, Access
+from racecheck.runtime.access import CREATE, READ, REMOVE, Access, ObjKind
 
 
 def _kinds(accesses: tuple, obj: str) -> set[str]:
@@ -38,7 +38,7 @@ def test_a_mkdir_of_a_directory_that_is_there_only_read_its_name(exist_ok):
             with pytest.raises(FileExistsError):
                 store.mkdir("/racefs/d")
     assert _kinds(run.accesses[-1], "file /racefs/d") == {READ}
-    assert not any(a.obj.startswith("dir ") for a in run.accesses[-1])  # no entry changed
+    assert not any(a.obj.kind is ObjKind.DIR for a in run.accesses[-1])  # no entry changed
 
 
 def test_a_remove_of_a_name_that_is_not_there_only_read_it():
