@@ -61,34 +61,34 @@ class FakeRawIO(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         handle = self._for("reading")
         view = memoryview(buffer).cast("B")
-        chunk = handle.store.h_read(handle, len(view))
+        chunk = handle.ops.h_read(handle, len(view))
         view[: len(chunk)] = chunk
         return len(chunk)
 
     def readall(self) -> bytes:
         handle = self._for("reading")
-        return handle.store.h_read(handle, -1)
+        return handle.ops.h_read(handle, -1)
 
     def write(self, data: Any) -> int:
         handle = self._for("writing")
-        return handle.store.h_write(handle, bytes(data))
+        return handle.ops.h_write(handle, bytes(data))
 
     def seek(self, offset: int, whence: int = 0) -> int:
         handle = self._live()
-        return handle.store.h_seek(handle, offset, whence)
+        return handle.ops.h_seek(handle, offset, whence)
 
     def tell(self) -> int:
         return self._live().pos
 
     def truncate(self, size: int | None = None) -> int:
         handle = self._for("writing")
-        return handle.store.h_truncate(handle, handle.pos if size is None else size)
+        return handle.ops.h_truncate(handle, handle.pos if size is None else size)
 
     def close(self) -> None:
         if not self.closed:
             try:
                 if self._closefd:
-                    self._h.store.h_close(self._h)
+                    self._h.ops.h_close(self._h)
             finally:
                 super().close()
 

@@ -7,6 +7,9 @@ reads ``os.sep`` or ``os.path.join`` sees the real thing. Overridden functions s
 root to the store and everything else, untouched, to the real function. The real ``os.makedirs``/``os.walk``
 call the real ``os`` functions through their own module globals, so they are re-implemented here on top of the
 stand-ins (each step a scheduling point, as the real ones are a sequence of syscalls).
+
+Which functions the facades take over is not listed here: they are the ones the real disk's tables list
+(``realdisk.Calls.stand_ins``), each by the function of its name below or one named at the facade.
 """
 
 from __future__ import annotations
@@ -437,26 +440,16 @@ def samefile(f1: Any, f2: Any) -> bool:
     return clones()["path"].samefile(f1, f2)
 
 
-_path_overrides = {
-    "exists": exists, "lexists": lexists, "isfile": isfile, "isdir": isdir, "islink": islink,
-    "getsize": _stat_field(_disk_path.getsize, "st_size"),
-    "getmtime": _stat_field(_disk_path.getmtime, "st_mtime"),
-    "getatime": _stat_field(_disk_path.getatime, "st_atime"),
-    "getctime": _stat_field(_disk_path.getctime, "st_ctime"),
-    "samefile": samefile,
-}
+# The functions stood in for are the ones the real disk's tables list (``realdisk.Calls``), each by the stand-in
+# of its name above or by the one given here.
+_path_overrides = _disk_path.stand_ins(globals(), **{
+    field: _stat_field(getattr(_disk_path, field), "st_" + field[3:])
+    for field in ("getsize", "getmtime", "getatime", "getctime")})
 path_facade = Facade(_real_path, _path_overrides)
 
-_os_overrides = {
-    "remove": remove, "unlink": remove, "rename": rename, "replace": replace,
-    "stat": stat, "lstat": lstat, "mkdir": mkdir, "makedirs": makedirs, "rmdir": rmdir, "listdir": listdir,
-    "scandir": scandir, "walk": walk, "chmod": chmod, "utime": utime, "truncate": truncate, "access": access,
-    "link": _no_links(_disk_os.link), "symlink": _no_links(_disk_os.symlink), "readlink": readlink,
-    "open": os_open, "close": close, "write": write, "read": read, "lseek": lseek, "fsync": fsync,
-    "fdatasync": fsync, "fstat": fstat, "ftruncate": ftruncate, "fdopen": fdopen, "sync": sync,
-}
-if hasattr(_real_os, "listxattr"):
-    _os_overrides["listxattr"] = listxattr
+_os_overrides = _disk_os.stand_ins(globals(), unlink=remove, open=os_open, fdatasync=fsync,
+                                   link=_no_links(_disk_os.link), symlink=_no_links(_disk_os.symlink))
+_os_overrides["fdopen"] = fdopen  # a file object: on the real disk it is ``realdisk_files.disk_open``, no row
 os_facade = Facade(_real_os, {"path": path_facade, **_os_overrides}, windows_hidden=frozenset({
     # open() flags that CPython's os module on Windows does not define
     "O_DIRECTORY", "O_NOFOLLOW", "O_SYNC", "O_DSYNC", "O_NONBLOCK", "O_CLOEXEC", "O_NOCTTY", "O_ASYNC",

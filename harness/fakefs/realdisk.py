@@ -300,7 +300,27 @@ tempdirs.on_created(alias)
 
 
 class Calls:
-    """The pass-through functions by module, as the fake filesystem's stand-ins call them for real paths."""
+    """The pass-through functions of one module, as the fake filesystem's stand-ins call them for real paths: each
+    a point on the real disk with the accesses its row below gives.
+
+    These four tables (``os_calls``, ``path_calls``, ``shutil_calls``, ``tempfile_calls``) are the one list of
+    the functions racecheck stands in for: the facades of ``os_calls.py`` and ``shutil_calls.py`` are built from
+    them (``stand_ins``) and activation swaps what the facades hold, so a function is taken over by a row here and
+    a stand-in of its name there. What the store does for a mounted path is its own vocabulary (``FakeFS``'s
+    operation kinds; many of these functions are one store operation, ``stat`` for ``exists`` and ``getsize``)."""
+
+    def stand_ins(self, namespace: dict[str, Any], **other: Any) -> dict[str, Any]:
+        """{name: stand-in} for every function this table lists, in its order: ``other[name]`` where the stand-in
+        goes by another name or is built (``unlink`` is ``remove``'s), else ``namespace[name]`` (the stand-in
+        module's globals). A listed function without a stand-in, or a stand-in for one not listed, fails at
+        import."""
+        listed = vars(self)
+        unlisted = sorted(set(other) - set(listed))
+        missing = sorted(name for name in listed if name not in other and not callable(namespace.get(name)))
+        if unlisted or missing:
+            raise LookupError(f"stand-ins and the real disk's table differ: {missing} have no stand-in, "
+                              f"{unlisted} are not listed in racecheck.fakefs.realdisk")
+        return {name: other[name] if name in other else namespace[name] for name in listed}
 
 
 os_calls = Calls()

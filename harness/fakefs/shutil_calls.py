@@ -102,8 +102,7 @@ def move(src: Any, dst: Any, copy_function: Any = shutil.copy2) -> Any:
     return _clone("move")(src, dst, _own(copy_function))
 
 
-shutil_overrides = {"copyfile": copyfile, "copy": copy, "copy2": copy2, "copymode": copymode,
-                    "copystat": copystat, "copytree": copytree, "rmtree": rmtree, "move": move}
+shutil_overrides = _disk_shutil.stand_ins(globals())  # what the real disk's table lists (``realdisk.Calls``)
 
 
 # ---------------------------------------------------------------------------------------------- tempfile
@@ -248,8 +247,7 @@ def NamedTemporaryFile(mode: str = "w+b", buffering: int = -1, encoding: Any = N
     return _NamedTemporaryFile(file, name, delete, delete_on_close, os_deletes)
 
 
-tempfile_overrides = {"gettempdir": gettempdir, "mkstemp": mkstemp, "mkdtemp": mkdtemp,
-                      "NamedTemporaryFile": NamedTemporaryFile}
+tempfile_overrides = _disk_tempfile.stand_ins(globals())
 
 shutil_facade = fos.Facade(shutil, shutil_overrides)
 tempfile_facade = fos.Facade(tempfile, tempfile_overrides)

@@ -12,7 +12,11 @@ from dataclasses import dataclass
 
 from racecheck.fakefs.semantics import POSIX, WINDOWS
 
-# Operation kinds, as they appear after "fs." in trace texts.
+# The store's operation kinds, as they appear after "fs." in trace texts: the vocabulary of ``crash_ops=`` and
+# ``eio=``. A table of its own, not derived from the stand-ins' (``realdisk.Calls``): many functions are one store
+# operation (``exists``, ``getsize`` and ``stat`` are "stat"; ``os.write`` and a file object's write are "write"),
+# and "sync", "read" through a handle have no path. The kinds the store's operations declare are checked against it
+# (tests/fakefs/test_operation_tables.py).
 MUTATING_OPS = frozenset(
     {"open", "write", "close", "fsync", "remove", "rename", "mkdir", "rmdir", "truncate", "chmod", "utime", "sync"}
 )

@@ -83,7 +83,7 @@ def test_who_creates_the_shared_directory_is_the_only_race_between_two_writers(m
     the two classes, and everything else (two different files) commutes. Without narrowing the losing mkdir
     counts as a second creation, which conflicts with every lookup the other thread makes under the directory."""
     assert _classes() == 2
-    from racecheck.fakefs.store.core import Store
+    from racecheck.fakefs.store.core import StoreCore
 
-    monkeypatch.setattr(Store, "_narrow", lambda self, run, access: None)
+    monkeypatch.setattr(StoreCore, "narrow", lambda self, run, access: None)
     assert _classes() > 2

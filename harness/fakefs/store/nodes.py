@@ -7,7 +7,7 @@ import stat as stat_mod
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from racecheck.fakefs.store.core import Store
+    from racecheck.fakefs.store.handle_ops import HandleOps
 
 FD_BASE = 1 << 30  # fake descriptors live far above any real one, so os.close(fd) can tell them apart
 DEV = 0x7ACE
@@ -39,15 +39,17 @@ class Inode:
 
 
 class Handle:
-    """One open file description: position and access mode on an inode (which may be unlinked meanwhile)."""
+    """One open file description: position and access mode on an inode (which may be unlinked meanwhile).
+    ``ops`` is the store's ``HandleOps``, through which every operation on the handle goes; ``generation`` the
+    store's at the open (a power loss kills every handle opened before it)."""
 
-    __slots__ = ("store", "inode", "path", "shown", "fd", "readable", "writable", "append", "pos", "closed",
+    __slots__ = ("ops", "inode", "path", "shown", "fd", "readable", "writable", "append", "pos", "closed",
                  "share_delete", "delete_on_close", "generation", "mode")
 
-    def __init__(self, store: Store, inode: Inode, path: str, shown: str, fd: int, flags: int, mode: str,
-                 share_delete: bool, delete_on_close: bool) -> None:
+    def __init__(self, ops: HandleOps, inode: Inode, path: str, shown: str, fd: int, flags: int, mode: str,
+                 share_delete: bool, delete_on_close: bool, generation: int) -> None:
         acc = flags & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
-        self.store = store
+        self.ops = ops
         self.inode = inode
         self.path = path
         self.shown = shown
@@ -59,7 +61,7 @@ class Handle:
         self.closed = False
         self.share_delete = share_delete
         self.delete_on_close = delete_on_close
-        self.generation = store.generation
+        self.generation = generation
         self.mode = mode
 
 
