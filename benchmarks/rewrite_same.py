@@ -60,6 +60,11 @@ def _dotted(root: str, path: str) -> str:
     return ".".join(parts) or "__main__"
 
 
+def read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        return f.read()
+
+
 def digest(rewritten: object) -> str:
     tree = rewritten.tree  # type: ignore[attr-defined]
     rebound = sorted(rewritten.rebound)  # type: ignore[attr-defined]
@@ -75,15 +80,12 @@ def ast_dump(tree: object) -> str:
 
 
 def worker(listing: str, repeat: int, count: bool) -> None:
-    """Rewrite every module listed (as JSON on ``listing``) with whichever ``racecheck`` this process imports."""
+    """Rewrite every module listed (path, name and source, as JSON in the file ``listing``) with whichever
+    ``racecheck`` this process imports."""
     from racecheck.control.rewrite import rewrite_module
 
     with open(listing) as f:
-        entries = json.load(f)
-    sources = []
-    for path, name in entries:
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            sources.append((path, name, f.read()))
+        sources = [tuple(entry) for entry in json.load(f)]
     best = float("inf")
     results: dict[str, str] = {}
     for _ in range(repeat):
@@ -154,8 +156,8 @@ def main() -> int:
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", base], input=archive, check=True)
         listing = os.path.join(tmp, "modules.json")
-        with open(listing, "w") as f:
-            json.dump(entries, f)
+        with open(listing, "w") as f:  # the sources themselves: both sides rewrite the same text
+            json.dump([(path, name, read(path)) for path, name in entries], f)
         old = run_side(base, listing, args.repeat, args.calls)
         new = run_side(None, listing, args.repeat, args.calls)
     assert old["racecheck"].startswith(base) and not new["racecheck"].startswith(base), (old["racecheck"],

@@ -67,7 +67,8 @@ def test_the_rewriter_writes_the_same_code_in_processes_with_other_hash_seeds(tm
     finally:
         sys.path.pop(0)
     listing = tmp_path / "modules.json"
-    listing.write_text(json.dumps(rewrite_same.modules(["lightning", "racecheck"], 12)))
+    modules = rewrite_same.modules(["lightning", "racecheck"], 12)
+    listing.write_text(json.dumps([(path, name, rewrite_same.read(path)) for path, name in modules]))
     first = json.loads(_run("rewrite_same.py", "--worker", str(listing), hash_seed="1"))["results"]
     second = json.loads(_run("rewrite_same.py", "--worker", str(listing), hash_seed="4242"))["results"]
     assert len(first) > 40 and all(len(digest) == 64 for digest in first.values())
