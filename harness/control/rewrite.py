@@ -52,7 +52,7 @@ def rewrite_module(source: str, filename: str, module: str,
     if prepare is not None:
         prepare(tree)
     scopes = ModuleScopes(tree)
-    Rewriter(scopes, module).visit(tree)
+    Rewriter(scopes, module).rewrite(tree)
     ast.fix_missing_locations(tree)
     _consistent_locations(tree)
     return Rewritten(tree, frozenset(scopes.rebound))
@@ -104,6 +104,15 @@ class Rewriter:
             "AsyncWith": stores.with_block, "Assign": stores.assign, "AnnAssign": stores.ann_assign,
             "AugAssign": stores.aug_assign, "Delete": stores.delete, "NamedExpr": stores.named_expr,
         }
+
+    def rewrite(self, tree: ast.Module) -> None:
+        """Rewrite ``tree`` in place, once. The parts call back into the walk, a reference cycle: it is broken here,
+        so that the scopes (and through them the tree) go with their last user rather than at a later collection."""
+        try:
+            self.visit(tree)
+        finally:
+            self.parts.clear()
+            del self.reads, self.stores
 
     def visit(self, node: ast.AST) -> Any:
         """``node`` rewritten (an expression; a statement, a list of them, or ``None`` for none)."""
