@@ -1,5 +1,5 @@
 """What the memory rewriter writes (``racecheck.control.rewrite``): the hooks' names, and the few node builders its
-two halves (reads, ``rewrite``; stores, ``rewrite_stores``) share.
+parts (reads, ``rewrite_reads``; stores, ``rewrite_stores``) share.
 
 The hooks are reached through names in ``builtins`` (``racecheck.control.memory_hooks.install`` binds them): a
 rewritten function keeps its module's globals, and a name no module defines falls through to ``builtins``.
@@ -53,6 +53,13 @@ def literal(value: object) -> ast.Constant:
 
 def hook(hook_name: str, *args: ast.expr) -> ast.Call:
     return ast.Call(func=load(hook_name), args=list(args), keywords=[])
+
+
+def cell(name: str) -> ast.Lambda:
+    """``lambda __rc_cell=None: name``: its closure holds the cell itself, which names the variable in a run."""
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=CELL_MARK)], vararg=None, kwonlyargs=[],
+                         kw_defaults=[], kwarg=None, defaults=[literal(None)])
+    return ast.Lambda(args=args, body=load(name))
 
 
 def mangle(name: str, klass: str | None) -> str:

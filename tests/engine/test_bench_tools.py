@@ -54,3 +54,22 @@ def test_search_instructions_refuses_a_count_below_one_in_one_line():
                            "--schedules", "0", "--no-scenarios"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "at least 1" in done.stderr
+
+
+def test_the_rewriter_writes_the_same_code_in_processes_with_other_hash_seeds(tmp_path):
+    """``benchmarks/rewrite_same.py`` tells a change to the rewriter's output from none by digests taken in two
+    processes; a rewrite that depended on the hash seed (a set's order) would make every comparison differ."""
+    import json
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import rewrite_same
+    finally:
+        sys.path.pop(0)
+    listing = tmp_path / "modules.json"
+    modules = rewrite_same.modules(["lightning", "racecheck"], 12)
+    listing.write_text(json.dumps([(path, name, rewrite_same.read(path)) for path, name in modules]))
+    first = json.loads(_run("rewrite_same.py", "--worker", str(listing), hash_seed="1"))["results"]
+    second = json.loads(_run("rewrite_same.py", "--worker", str(listing), hash_seed="4242"))["results"]
+    assert len(first) > 40 and all(len(digest) == 64 for digest in first.values())
+    assert first == second
