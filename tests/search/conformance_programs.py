@@ -81,13 +81,20 @@ def late_reach() -> None:
 def timed_handoff() -> None:
     """A consumer waits for an event with a timeout, which on virtual time passes only when nothing else can run:
     the producer always sets it first, so no schedule fails (a strategy that made waits time out by itself would
-    fail it, in a way no replay of its decisions repeats)."""
-    ready = threading.Event()
+    fail it, in a way no replay of its decisions repeats). The main thread takes a lock of its own before joining,
+    so that decisions are taken while the consumer waits."""
+    ready, own = threading.Event(), threading.Lock()
 
     def consumer() -> None:
         assert ready.wait(timeout=5.0), "the wait timed out"
 
-    _run_all(consumer, ready.set)
+    threads = [threading.Thread(target=consumer), threading.Thread(target=ready.set)]
+    for t in threads:
+        t.start()
+    with own:
+        pass
+    for t in threads:
+        t.join()
 
 
 @dataclass(frozen=True)
