@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import racecheck
+from conformance_programs import BY_NAME as PROGRAMS_BY_NAME
+from conformance_programs import Program
 from racecheck.errors import RacecheckError
 from racecheck.runtime import scheduler
 from racecheck.runtime.scheduler import Run
@@ -46,9 +48,6 @@ from racecheck.search.coverage import Steering, interleaving_key, run_events
 from racecheck.search.registry import StrategyEntry
 from racecheck.search.result import Result
 from racecheck.search.session import STALE_RETRIES
-
-from conformance_programs import BY_NAME as PROGRAMS_BY_NAME
-from conformance_programs import Program
 
 HERE = Path(__file__).resolve().parent
 SEED = 5
@@ -80,6 +79,7 @@ class Explored:
 
     entry: StrategyEntry
     program: Program
+    options: dict[str, Any]  # given to ``observe`` beyond the program's own
     result: Result
     counted: list[Run]
     thrown: list[Run]
@@ -132,7 +132,7 @@ def observe(entry: StrategyEntry, program: Program, schedules: int, **options: A
         mark = handed.get(id(chooser))
         if mark is not None and mark[1] is chooser:
             attempts.setdefault(mark[0], []).append(run)
-    explored = Explored(entry, program, result, [], [])
+    explored = Explored(entry, program, options, result, [], [])
     _account(explored, attempts)
     return explored
 
@@ -243,10 +243,19 @@ def ending(run: Run) -> tuple:
     return run.failure.signature()
 
 
-@functools.lru_cache(maxsize=None)
-def reference(program: Program) -> Reference:
-    """The whole space of ``program``: unbounded dfs (the registered one, whatever stands in for it) to its end."""
-    explored = observe(REGISTERED["dfs"], program, REFERENCE_CAP, preemption_bound=None)
+def reference(program: Program, **options: Any) -> Reference:
+    """The whole space of ``program`` under ``options`` (those that say how a strategy searches left out):
+    unbounded dfs, the registered one whatever stands in for it, run to its end."""
+    kept = tuple(sorted((key, value) for key, value in options.items() if key not in _SEARCH_OPTIONS))
+    return _reference(program, kept)
+
+
+_SEARCH_OPTIONS = frozenset({"preemption_bound", "skip_duplicates", "depth", "seed", "schedules", "max_failures"})
+
+
+@functools.cache
+def _reference(program: Program, options: tuple[tuple[str, Any], ...]) -> Reference:
+    explored = observe(REGISTERED["dfs"], program, REFERENCE_CAP, **dict(options), preemption_bound=None)
     assert explored.result.exhausted, f"unbounded dfs did not finish {program.name} in {REFERENCE_CAP} schedules"
     return Reference(tuple((key_of(run), ending(run), run.preemptions) for run in explored.counted))
 
@@ -262,7 +271,7 @@ def check_exhausted_only_when_it_is(explored: Explored) -> bool:
                                f"{len(keys)}")
     if not result.exhausted:
         return False
-    whole, outcomes = reference(explored.program).within(explored.bound)
+    whole, outcomes = reference(explored.program, **explored.options).within(explored.bound)
     within = "" if explored.bound is None else f" with at most {explored.bound} preemptions"
     if keys != whole:
         raise ConformanceError(

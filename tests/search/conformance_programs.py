@@ -3,9 +3,10 @@
 Racy and correct ones, each small enough that unbounded dfs runs its whole space in well under a second: a lost
 update made of named points and its locked fix, a lock-order deadlock (from ``tests/engine/classic_bugs.py``), a
 lost update on plain shared memory that only memory watching sees, a check-then-create race on the fake
-filesystem (``fs="posix"``), and a program that reaches a function of another module in some schedules only, so
-that code comes under memory watch in the middle of an exploration and the schedule is run again
-(``Run.stale``), and a hand-over through an event waited on with a timeout. Every program is a module-level function, so that its tokens name it in any process.
+filesystem (``fs="posix"``), a program that reaches a function of another module in some schedules only, so that
+code comes under memory watch in the middle of an exploration and the schedule is run again (``Run.stale``), and
+a hand-over through an event waited on with a timeout. Every program is a module-level function, so that its
+tokens name it in any process.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from racecheck import fakefs
 

@@ -11,8 +11,9 @@ fake filesystem, a timed wait, code that comes under memory watch mid-exploratio
    are skipped, the default): no two schedules of the exploration proper made the same decisions, a schedule run
    again because code came under memory watch while it ran counted exactly once;
 3. is exhausted only when it is: an exploration that says so reached every interleaving, outcome and failure
-   unbounded dfs finds (within the strategy's preemption bound, if it takes one), and a budget smaller than the
-   space is never called exhausted;
+   unbounded dfs finds (within the strategy's preemption bound, if it takes one: at its default, and at bounds 0
+   and 1 for every entry that takes one, where dpor's known inexactness is a strict xfail), and a budget smaller
+   than the space is never called exhausted;
 4. explores the same schedules under another ``PYTHONHASHSEED`` (two fresh processes, one digest per strategy).
 
 The checks are functions of a registry entry (``conformance.py``); the planted tests at the end register a
@@ -24,16 +25,15 @@ from __future__ import annotations
 import functools
 import random
 
+import conformance
 import pytest
+from conformance import ConformanceError, Explored
+from conformance_programs import BY_NAME, PROGRAMS
 from racecheck import runtime
-from racecheck.search import registry
+from racecheck.search import registry, schedule_loop
 from racecheck.search.dfs import BoundedDFS, DFSChooser
 from racecheck.search.random_walk import RandomChooser, RandomWalk
 from racecheck.search.registry import StrategyEntry
-
-import conformance
-from conformance import ConformanceError, Explored
-from conformance_programs import BY_NAME, PROGRAMS
 
 BUDGET = 200  # schedules per exploration: every program's space but lost_update's fits (below sampling's 256)
 SHORT = 10  # a budget smaller than lost_update's space, for every strategy and bound
@@ -45,10 +45,10 @@ ENTRIES = pytest.mark.parametrize("entry", registry.ENTRIES, ids=[entry.name for
 RACY = [program for program in PROGRAMS if program.racy]
 
 
-@functools.lru_cache(maxsize=None)
-def explored(entry: StrategyEntry, program: str, schedules: int = BUDGET) -> Explored:
-    """One exploration per entry, program and budget, shared by the checks."""
-    return conformance.observe(entry, BY_NAME[program], schedules)
+@functools.cache
+def explored(entry: StrategyEntry, program: str, schedules: int = BUDGET, bound: object = "default") -> Explored:
+    """One exploration per entry, program, budget and preemption bound, shared by the checks."""
+    return conformance.observe(entry, BY_NAME[program], schedules, preemption_bound=bound)
 
 
 # 1. It replays its own tokens ------------------------------------------------------------------------------------
@@ -91,10 +91,30 @@ def test_exhausted_only_when_it_is(entry):
                               "late_reach", "timed_handoff"}, exhausted
 
 
+BOUNDED = [entry for entry in registry.ENTRIES if "preemption_bound" in entry.options]
+# dpor's reduction and a preemption bound do not compose exactly (docs/dependency.md): bounded, it can say it is
+# exhausted short of the classes within the bound (lock_order_deadlock at bound 0: 1 class explored, 2 exist).
+COMPOSES_INEXACTLY = pytest.mark.xfail(strict=True, raises=ConformanceError,
+                                       reason="a bounded dpor's exhaustion claim is not exact (known limitation)")
+
+
+@pytest.mark.parametrize("bound", [0, 1])
+@pytest.mark.parametrize("entry", [
+    pytest.param(entry, id=entry.name, marks=[COMPOSES_INEXACTLY] if entry.name == "dpor" else [])
+    for entry in BOUNDED
+])
+def test_exhausted_within_a_bound_only_when_it_is(entry, bound):
+    """A strategy given a preemption bound claims the schedules within it: every interleaving, outcome and
+    failure that unbounded dfs reaches with at most that many preemptions."""
+    for name in ("lock_order_deadlock", "lost_update_fixed", "create_race"):
+        found = explored(entry, name, BUDGET, bound)
+        assert conformance.check_exhausted_only_when_it_is(found), found.what
+
+
 @ENTRIES
 def test_a_space_larger_than_the_budget_is_not_exhausted(entry):
     found = explored(entry, "lost_update", SHORT)
-    whole, _outcomes = conformance.reference(found.program).within(found.bound)
+    whole, _outcomes = conformance.reference(found.program, **found.options).within(found.bound)
     assert len(whole) > SHORT  # SHORT schedules cannot reach every interleaving
     assert not conformance.check_exhausted_only_when_it_is(found)
 
@@ -170,8 +190,26 @@ def test_planted_a_systematic_strategy_that_reruns_a_schedule_fails_the_rerun_ch
     entry = StrategyEntry("dfs", __name__, "Stutter", ("preemption_bound",), "planted: reruns schedule 0",
                           systematic=True)
     found = conformance.observe(entry, BY_NAME[program], BUDGET)
+    assert bool(found.thrown) == (program == "late_reach")
     with pytest.raises(ConformanceError, match=f"on {program}: schedule 1 reran schedule 0"):
         conformance.check_never_reruns(found)
+
+
+def test_planted_a_schedule_run_again_though_nothing_came_under_watch_fails_the_account(monkeypatch):
+    """Only a run that brought code under memory watch may be run again as the same schedule: a loop that drops
+    the first schedule's run and asks the strategy for that index again is caught by ``observe``'s account."""
+    real = schedule_loop.Schedules.after
+    dropped = []
+
+    def after(self, run):
+        if not dropped:
+            dropped.append(run)
+            return True  # neither counted nor handed on: the same index is asked for again
+        return real(self, run)
+
+    monkeypatch.setattr(schedule_loop.Schedules, "after", after)
+    with pytest.raises(ConformanceError, match="schedule 0 was run 2 times.*attempts \\[0\\] were not stale"):
+        conformance.observe(registry.BY_NAME["dfs"], BY_NAME["lost_update_fixed"], BUDGET)
 
 
 def test_planted_a_sampler_registered_as_systematic_fails_the_rerun_check():
