@@ -2,7 +2,8 @@
 
 Racy and correct ones, each small enough that unbounded dfs runs its whole space in well under a second: a lost
 update made of named points and its locked fix, a lock-order deadlock (from ``tests/engine/classic_bugs.py``), a
-lost update on plain shared memory that only memory watching sees, a check-then-create race on the fake
+lost update on plain shared memory that only memory watching sees, an order violation on it that needs no
+preemption, a check-then-create race on the fake
 filesystem (``fs="posix"``), a program that reaches a function of another module in some schedules only, so that
 code comes under memory watch in the middle of an exploration and the schedule is run again (``Run.stale``), and
 a hand-over through an event waited on with a timeout. Every program is a module-level function, so that its
@@ -49,6 +50,25 @@ def memory_lost_update() -> None:
 
     _run_all(increment, increment)
     assert counter.n == 2, f"lost update: n is {counter.n}"
+
+
+class Box:
+    def __init__(self) -> None:
+        self.ready = False
+
+
+def order_violation() -> None:
+    """A reader that assumes the writer ran first: it fails with no preemption at all, when the reader is the one
+    that runs at the main thread's join."""
+    box = Box()
+
+    def writer() -> None:
+        box.ready = True
+
+    def reader() -> None:
+        assert box.ready, "read before it was written"
+
+    _run_all(writer, reader)
 
 
 def create_race() -> None:
@@ -114,6 +134,7 @@ PROGRAMS: tuple[Program, ...] = (
     Program("lost_update_fixed", classic_bugs.lost_update_fixed, racy=False),
     Program("lock_order_deadlock", classic_bugs.lock_order_deadlock, racy=True),
     Program("memory_lost_update", memory_lost_update, racy=True),
+    Program("order_violation", order_violation, racy=True),
     Program("create_race", create_race, racy=True, options={"fs": "posix"}),
     Program("late_reach", late_reach, racy=False),
     Program("timed_handoff", timed_handoff, racy=False),

@@ -87,15 +87,17 @@ def test_exhausted_only_when_it_is(entry):
     exhausted = [program.name for program in PROGRAMS
                  if conformance.check_exhausted_only_when_it_is(explored(entry, program.name))]
     # every strategy is systematic or steered away from what it ran, so the small spaces end within the budget
-    assert set(exhausted) >= {"lost_update_fixed", "lock_order_deadlock", "memory_lost_update", "create_race",
-                              "late_reach", "timed_handoff"}, exhausted
+    assert set(exhausted) >= {program.name for program in PROGRAMS} - {"lost_update"}, exhausted
 
 
 BOUNDED = [entry for entry in registry.ENTRIES if "preemption_bound" in entry.options]
 # dpor's reduction and a preemption bound do not compose exactly (docs/dependency.md): bounded, it can say it is
-# exhausted short of the classes within the bound (lock_order_deadlock at bound 0: 1 class explored, 2 exist).
+# exhausted short of the classes within the bound, and of a failure there: at bound 0, order_violation (which fails
+# with no preemption, when the reader runs first at the main thread's join) is "exhausted: all 1 class ... explored"
+# and passes, where dfs at bound 0 finds the failure. A race whose reversal would cost a preemption where dpor
+# places it is dropped, and no earlier free switch is tried instead.
 COMPOSES_INEXACTLY = pytest.mark.xfail(strict=True, raises=ConformanceError,
-                                       reason="a bounded dpor's exhaustion claim is not exact (known limitation)")
+                                       reason="a bounded dpor claims exhaustion short of the bounded space")
 
 
 @pytest.mark.parametrize("bound", [0, 1])
@@ -106,7 +108,7 @@ COMPOSES_INEXACTLY = pytest.mark.xfail(strict=True, raises=ConformanceError,
 def test_exhausted_within_a_bound_only_when_it_is(entry, bound):
     """A strategy given a preemption bound claims the schedules within it: every interleaving, outcome and
     failure that unbounded dfs reaches with at most that many preemptions."""
-    for name in ("lock_order_deadlock", "lost_update_fixed", "create_race"):
+    for name in ("order_violation", "lock_order_deadlock", "lost_update_fixed", "create_race"):
         found = explored(entry, name, BUDGET, bound)
         assert conformance.check_exhausted_only_when_it_is(found), found.what
 
