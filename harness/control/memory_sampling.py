@@ -18,9 +18,9 @@ fourth as far), and each one adds what it finds. So sampling is for the strategi
 pos: ``samples_memory`` in ``racecheck.search.registry``): dfs and dpor, whose "exhausted" is a proof, replays,
 shrinking and ``check_determinism`` always watch everything, a sampled run that fails is run again with every access
 watched before it is reported (``racecheck.search.widening``), and only fully watched schedules can make a space
-exhausted (``racecheck.search.coverage``). It engages only where it pays: when most of a learning run's accesses were made in
-code it can leave unwatched (``_WORTH``). LiteRace (Marino, Musuvathi, Narayanasamy, PLDI 2009) samples hot code for
-the same reason; here what is left out is decided by what the code touched, not by how often it ran.
+exhausted (``racecheck.search.coverage``). It engages only where it pays: when most of a learning run's accesses were
+made in code it can leave unwatched (``_WORTH``). LiteRace (Marino, Musuvathi, Narayanasamy, PLDI 2009) samples hot code
+for the same reason; here what is left out is decided by what the code touched, not by how often it ran.
 """
 
 from __future__ import annotations
