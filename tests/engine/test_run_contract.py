@@ -4,6 +4,7 @@ member the Protocol writes down exists on a run, and every method takes the para
 import inspect
 
 from racecheck.runtime import RunContract, ThreadContract
+from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.records import ThreadRecord
 from racecheck.runtime.scheduler import Run
 
@@ -15,7 +16,7 @@ def _members(protocol):
 
 
 def test_run_offers_every_member_of_the_contract():
-    run = Run(chooser=None)
+    run = Run(chooser=Chooser())
     methods, attributes = _members(RunContract)
     assert methods and attributes
     for name in attributes:

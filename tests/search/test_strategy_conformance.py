@@ -160,11 +160,11 @@ def test_planted_a_strategy_seeded_by_hash_explores_other_schedules_under_anothe
 
 
 class ImpatientChooser(RandomChooser):
-    def pick_thread(self, enabled, current_enabled, yielding, current=None):
-        for rec in runtime.current_run().threads:
+    def pick_thread(self, decision):
+        for rec in runtime.current_run().threads:  # planted: it reaches past what it is handed
             if rec.deadline is not None and not rec.finished:
                 rec.timed_out = True  # the wait ends now, as if its time had passed
-        return super().pick_thread(enabled, current_enabled, yielding, current)
+        return super().pick_thread(decision)
 
 
 class Impatient(RandomWalk):
