@@ -99,16 +99,19 @@ class Node:
         elif tid not in self.explored:
             self.explored[tid] = accesses
 
-    def pending(self, bound: int | None) -> list[int]:
-        """Indices still to explore, in option order: in the backtrack set, not done, not asleep, within bound."""
+    def pending(self, bound: int | None) -> tuple[list[int], int]:
+        """Indices still to explore, in option order: in the backtrack set, not done, not asleep, within bound; and
+        how many the bound left out."""
         left = []
+        cut = 0
         for index in bits_of(self.backtrack & ~self.done):
             if self.kind == THREAD and self.options[index] in self.sleep:
                 continue
             if bound is not None and self.costly and index and self.used + 1 > bound:
+                cut += 1
                 continue
             left.append(index)
-        return left
+        return left, cut
 
 
 _NONE_EXPLORED: dict[int, Accesses] = {}  # nothing explored from a node yet: shared, never changed
@@ -306,6 +309,11 @@ class DPOR(Strategy):
         super().__init__(seed)
         self.bound = preemption_bound
         self.next_prefix: list[Node] | None = []
+        # Reversals the preemption bound left untried. Partial-order reduction and a preemption bound do not compose:
+        # a reversal dropped at one decision is not tried at an earlier one where it would be free, so a search
+        # that dropped any has not seen every class within the bound either, and claims nothing (``exhausted``
+        # stays False; the strategy is ``finished``).
+        self.cut = 0
         self.redundant = 0  # schedules that added no new class (every candidate asleep somewhere)
         self.analysis = Analysis()  # the last execution's, rewound to the prefix the next one shares
         self.path: list[Node] = []  # the last execution's decisions
@@ -322,9 +330,19 @@ class DPOR(Strategy):
                 at_step[node.step] = node
         self.path = path
 
+    @property
+    def finished(self) -> bool:
+        return self.next_prefix is None
+
+    @property
+    def no_proof(self) -> str:
+        if self.next_prefix is not None or not self.cut:
+            return ""
+        return (f"not exhausted: the preemption bound left {self.cut} reversal{'s' if self.cut != 1 else ''} "
+                "untried, and partial-order reduction does not compose with a bound (dfs proves a bound)")
+
     def new_execution(self, index: int) -> Chooser | None:
         if self.next_prefix is None:
-            self.exhausted = True
             return None
         return DPORChooser(self.next_prefix)
 
@@ -430,11 +448,12 @@ class DPOR(Strategy):
         for depth in range(len(path) - 1, -1, -1):
             node = path[depth]
             if node.backtrack & ~node.done:
-                left = node.pending(self.bound)
+                left, cut = node.pending(self.bound)
+                self.cut += cut
                 if left:
                     node.chosen = left[0]
                     node.done |= 1 << left[0]
                     self.next_prefix = path[: depth + 1]
                     return
         self.next_prefix = None
-        self.exhausted = True
+        self.exhausted = self.cut == 0

@@ -55,6 +55,7 @@ def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
         except UserCallbackError as exc:  # the user's own callback raised: their exception, as it was
             raise exc.original from None
         result.exhausted = strat.exhausted or coverage.exhausted
+        result.no_proof = "" if result.exhausted else strat.no_proof
         coverage.settle(result)
     result.data_races = races.listed()
     result.coverage = scope_of(cfg, result, races.real_locks, session.unwatched())

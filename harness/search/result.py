@@ -101,6 +101,7 @@ class Result:
     # conflicting accesses no synchronisation ordered, in any schedule explored (``search.data_races``), each once
     data_races: list[DataRace] = field(default_factory=list)
     coverage: Scope | None = None  # what the verdict covered: the schedule space, what was watched, what escaped
+    no_proof: str = ""  # why a search that ran to its end proves nothing (a bounded dpor's), for the verdict
 
     def raise_on_failure(self) -> None:
         if self.failure is not None:
@@ -122,7 +123,7 @@ class Result:
     def verdict(self) -> str:
         """The first line of ``summary()``: ok (with the exhaustion note) or FAILED (message, token)."""
         if self.failure is None:
-            done = f"; {self.exhausted_note}" if self.exhausted else ""
+            done = f"; {self.exhausted_note}" if self.exhausted else f"; {self.no_proof}" if self.no_proof else ""
             return (
                 f"ok: {self.schedules} schedules, {self.interleavings} interleavings ({self.strategy}, seed "
                 f"{self.seed}){done}"

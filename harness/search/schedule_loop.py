@@ -55,7 +55,7 @@ class Schedules:
         """The budget is spent or the space is run to its end (a batch ends at its size limit or at a failing
         run, so the last one's end did not say which; starting another only to hear it would cost one more
         hand-over to the carrier and back)."""
-        return self.index >= self.config.schedules or self.coverage.exhausted or self.strat.exhausted
+        return self.index >= self.config.schedules or self.coverage.exhausted or self.strat.finished
 
     def next_chooser(self) -> Chooser | None:
         """On the carrier: the next schedule's chooser (steered away from schedules already run), or None."""

@@ -53,6 +53,17 @@ class Strategy:
         rng.gauss_next = None
         return rng
 
+    @property
+    def no_proof(self) -> str:
+        """Why a search that ran to its end proves nothing, in words for the verdict ('' where it is a proof)."""
+        return ""
+
+    @property
+    def finished(self) -> bool:
+        """Nothing is left to try. Usually the same as ``exhausted``; a strategy whose search a bound cut short is
+        finished without having exhausted anything (``racecheck.search.dpor``)."""
+        return self.exhausted
+
     def new_execution(self, index: int) -> Chooser | None:
         """A chooser for schedule ``index``, or None when the strategy has nothing left to try."""
         raise NotImplementedError
