@@ -67,7 +67,7 @@ def _session_setup() -> None:
     def body() -> None:
         pass
 
-    session = Session(body, racecheck.Config(schedules=1))
+    session = Session(body, racecheck.Config(schedules=1).parts())
     with session.controlled():
         pass
 

@@ -25,7 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from racecheck.control.options import ControlOptions
+from racecheck.runtime import ExtensionOptions
+from racecheck.runtime.records import RunConfig
 from racecheck.search.data_races import MODES as DATA_RACE_MODES
+from racecheck.search.options import Parts, SearchOptions
 from racecheck.search.registry import DEFAULT_BOUND, DEFAULT_STRATEGY, STRATEGY_NAMES, default_of
 
 __racecheck_engine__ = True
@@ -143,6 +147,25 @@ class Config:
         if bound is None or bound == math.inf:
             return None
         return int(bound)
+
+    def parts(self) -> Parts:
+        """This config split by layer (``racecheck.search.options.Parts``): what the search, the control layer,
+        each run and the extensions are each told. Nothing below the api layer reads a Config."""
+        return Parts(
+            SearchOptions(
+                strategy=self.strategy, schedules=self.schedules, seed=self.seed, bound=self.bound, depth=self.depth,
+                shrink_budget=self.shrink_budget, check_determinism=self.check_determinism,
+                max_failures=self.max_failures, race_budget=self.race_budget, skip_duplicates=self.skip_duplicates,
+                database=self.database, progress=self.progress, locations=self.locations, data_races=self.data_races,
+                benign=self.benign, on_crash=self.on_crash,
+            ),
+            ControlOptions(
+                instrument=self.instrument, exclude=self.exclude, memory=self.memory, sample_memory=self.sample_memory,
+                preempt=self.preempt, one_cpu=self.one_cpu, fresh_threads=self.fresh_threads,
+            ),
+            RunConfig(max_steps=self.max_steps, watchdog=self.watchdog),
+            ExtensionOptions(fs=self.fs, files=self.files, check_determinism=self.check_determinism),
+        )
 
     def replace(self, **changes: Any) -> Config:
         """A copy with ``changes`` applied; unknown names raise TypeError naming them."""

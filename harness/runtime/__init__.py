@@ -22,6 +22,7 @@ import _thread
 import importlib
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
 from racecheck.runtime.access import ANYTHING, NOTHING, WRITE, Access
@@ -252,14 +253,23 @@ class ThreadContract(Protocol):
 # ----- extensions ----------------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ExtensionOptions:
+    """What an extension is told of an exploration: the part of a ``racecheck.Config`` the extensions read."""
+
+    fs: Any = None  # a fake filesystem: "posix", "windows" or a ``racecheck.fakefs.FakeFS``; None: the real disk
+    files: bool = True  # without ``fs``: real-disk file operations are points
+    check_determinism: bool = False  # every schedule runs twice: an extension may compare what each saw
+
+
 class Extension(Protocol):
     """What an extension offers the engine. Per-run state goes in ``run.resources[name]``; choices come from
-    ``run.choose``; trace lines from ``run.schedule``/``run.note``."""
+    ``run.choose``; trace lines from ``run.schedule``/``run.note``. ``config`` is an ``ExtensionOptions``."""
 
     name: str
 
     def active(self, config: Any) -> bool:
-        """Whether this exploration (a ``racecheck.Config``) uses the extension."""
+        """Whether this exploration uses the extension."""
 
     def modules(self, config: Any) -> Iterable[Any]:
         """Extra modules (objects or dotted names) to instrument while it is active."""

@@ -34,8 +34,8 @@ from racecheck.search.interleavings import interleaving_key, run_events
 from racecheck.search.registry import is_systematic
 
 if TYPE_CHECKING:
-    from racecheck.config import Config
     from racecheck.runtime.scheduler import Run
+    from racecheck.search.options import SearchOptions
     from racecheck.search.result import Result
 
 __racecheck_engine__ = True
@@ -240,7 +240,7 @@ class Coverage:
     _PENDING_RUNS = 64
     _PENDING_EVENTS = 1 << 14
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: SearchOptions) -> None:
         self.config = config
         # dfs and dpor never repeat themselves and know when they are done; the sampling strategies learn it from
         # the tree

@@ -364,8 +364,8 @@ class RaceLog:
     ``RERUNS`` lasts (at most one per ``RERUN_EVERY`` runs), is worth running again with them
     (``wants_locations``); the others add nothing new."""
 
-    def __init__(self, config: Any) -> None:
-        self.patterns = tuple(getattr(config, "benign", ()) or ())
+    def __init__(self, search: Any) -> None:
+        self.patterns = tuple(search.benign or ())
         self.races: dict[tuple, DataRace] = {}
         self.kinds: set[tuple] = set()
         self.pairs: set[tuple] = set()

@@ -36,16 +36,18 @@ __racecheck_engine__ = True
 def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
     """``racecheck.explore`` once its Config is resolved: up to ``cfg.schedules`` schedules of ``cfg.strategy``
     (the failure database's first), every failure shrunk and given its token and racing pair."""
-    session = Session(fn, cfg)
-    strat = make_strategy(cfg.strategy, cfg.seed, cfg.depth, cfg.bound)
-    result = Result(ok=True, schedules=0, strategy=cfg.strategy, seed=cfg.seed, config=cfg)
-    coverage = Coverage(cfg)
-    database = FailureDatabase(cfg.database) if cfg.database is not None else None
+    parts = cfg.parts()
+    search = parts.search
+    session = Session(fn, parts)
+    strat = make_strategy(search.strategy, search.seed, search.depth, search.bound)
+    result = Result(ok=True, schedules=0, strategy=search.strategy, seed=search.seed, config=cfg)
+    coverage = Coverage(search)
+    database = FailureDatabase(search.database) if search.database is not None else None
     db_key = f"{session.target}|{session.config_key}"
     # Source locations cost a stack walk at every point: computed for every schedule only when asked, or when
     # schedules are compared event by event (check_determinism); otherwise a failing one is run again with them.
-    locate_all = cfg.locations == "always" or cfg.check_determinism
-    races = RaceLog(cfg)
+    locate_all = search.locations == "always" or search.check_determinism
+    races = RaceLog(search)
     with session.controlled():
         session.warm_up()
         try:
@@ -58,7 +60,7 @@ def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
         result.no_proof = "" if result.exhausted else strat.no_proof
         coverage.settle(result)
     result.data_races = races.listed()
-    result.coverage = scope_of(cfg, result, races.real_locks, session.unwatched())
+    result.coverage = scope_of(parts, result, races.real_locks, session.unwatched())
     for failure in result.failures:  # a schedule explored after the check ran, that did not fail this way
         if failure.depends_on_schedule is False and (
             result.passed or any(f.signature != failure.signature for f in result.failures)
@@ -107,7 +109,7 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
     ``judge``: a failing replay also gets the not-a-race check (``failure.depends_on_schedule``), as explore's do.
     A failing replay names its racing pair (``failure.race``, up to ``race_budget`` more runs), as explore does."""
     parsed = decode(token)
-    session = Session(fn, cfg)
+    session = Session(fn, cfg.parts())
     if parsed.target != short_hash(session.target):
         owner = owner_in(parsed.target, [sys.modules.get(getattr(fn, "__module__", None) or "")])
         named = f" ({owner})" if owner else ""
@@ -118,8 +120,8 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
         # replays without memory, one of ``data_races="fail"`` fails on its data race again, with no option to
         # repeat (the schedule comes from the token).
         for flipped in _flipped(cfg):
-            if parsed.config == short_hash(config_key(flipped)):
-                session, cfg = Session(fn, flipped), flipped
+            if parsed.config == short_hash(config_key(flipped.parts())):
+                session, cfg = Session(fn, flipped.parts()), flipped
                 break
         else:
             raise TokenError(
@@ -155,10 +157,10 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
         result.failure.race = race
         result.failures.append(result.failure)
     result.trace = render_run(run)
-    races = RaceLog(cfg)
+    races = RaceLog(session.search)
     races.add(run, parsed.index, lambda: token, located=True)
     result.data_races = races.listed()
-    result.coverage = scope_of(cfg, result, races.real_locks, session.unwatched(), replayed=True)
+    result.coverage = scope_of(session.parts, result, races.real_locks, session.unwatched(), replayed=True)
     return result
 
 

@@ -38,7 +38,7 @@ def _fewest_preemptions(session: Session, signature: tuple, found: int, budget: 
 
 def shrunk(session: Session, run: Run, result: Result) -> tuple[Run, int]:
     """The simplest run that fails the same way as ``run`` (fewest preemptions, then fewest steps)."""
-    budget = session.config.shrink_budget
+    budget = session.search.shrink_budget
     start = Probe(normalize(run.choices), (run.preemptions, run.steps), run)
     if budget <= 0:
         return run, 0
@@ -66,7 +66,7 @@ def shrunk(session: Session, run: Run, result: Result) -> tuple[Run, int]:
 def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, int] | None = None) -> Race | None:
     """``race.find_race`` over real runs of this session: swap conflicting pairs of the shrunk schedule. ``origin``:
     the strategy and seed the swapped run's token names (the session's own by default)."""
-    budget = session.config.race_budget
+    budget = session.search.race_budget
     if budget <= 0 or run.failure is None:
         return None
     signature = run.failure.signature()
@@ -77,7 +77,7 @@ def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, i
         result.leaked_threads.extend(swapped.leaked)
         return swapped
 
-    strategy, seed = origin or (session.config.strategy, session.config.seed)
+    strategy, seed = origin or (session.search.strategy, session.search.seed)
 
     def token_of(other: Run) -> str:
         return session.token(other, strategy, seed, 0)
@@ -128,7 +128,7 @@ def collect(
 ) -> bool:
     """A failing schedule: a new distinct failure is shrunk, given its racing pair and token, and kept; another
     instance of a known one is counted. True when exploration should stop (``max_failures`` distinct found)."""
-    cfg = session.config
+    cfg = session.search
     signature = run.failure.signature()  # type: ignore[union-attr]
     known = [f for f in result.failures if f.signature == signature]
     for failure in known:

@@ -31,7 +31,7 @@ class Schedules:
     def __init__(self, session: Session, strat: Strategy, coverage: Coverage, result: Result,
                  races: RaceLog | None = None) -> None:
         self.session = session
-        self.config = session.config
+        self.config = session.search  # the search part of the exploration's options
         self.strat = strat
         self.coverage = coverage
         self.result = result

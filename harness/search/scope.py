@@ -21,6 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from racecheck.control.options import ControlOptions
+from racecheck.runtime import ExtensionOptions
+from racecheck.search.options import Parts
 from racecheck.search.registry import is_systematic
 
 __racecheck_engine__ = True
@@ -85,16 +88,14 @@ class Scope:
                    int(data.get("sampled", 0)))
 
 
-def files_watched(config: Any) -> str:
-    """How ``config`` watches files: the fake filesystem, the real disk as scheduling points, or not at all."""
-    fs = getattr(config, "fs", None)
+def files_watched(world: ExtensionOptions) -> str:
+    """How an exploration watches files (its extensions' options): the fake filesystem, the real disk as scheduling
+    points, or not at all."""
+    fs = world.fs
     if fs is not None:
         name = fs if isinstance(fs, str) else getattr(fs, "semantics", None) or type(fs).__name__
         return f"fake fs ({name})"
-    files = getattr(config, "files", None)  # real-disk points, where the engine has the option
-    if files not in (None, False, "off", "none", "") and str(files) != "ignore":
-        return "real disk"
-    return "not watched"
+    return "real disk" if world.files else "not watched"
 
 
 def _names(names: list[str]) -> str:
@@ -103,7 +104,7 @@ def _names(names: list[str]) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-def escaped(config: Any, leaked: list[str], real_locks: bool, unwatched: list[str]) -> tuple[str, ...]:
+def escaped(control: ControlOptions, leaked: list[str], real_locks: bool, unwatched: list[str]) -> tuple[str, ...]:
     """What the exploration saw escape its control."""
     out = []
     if leaked:
@@ -111,19 +112,20 @@ def escaped(config: Any, leaked: list[str], real_locks: bool, unwatched: list[st
         out.append(f"uncontrolled blocking ({_names(threads)} stuck in code racecheck does not control)")
     if real_locks:
         out.append("real locks made before the run (each critical section ran whole, never interleaved)")
-    excluded = [getattr(m, "__name__", str(m)) for m in getattr(config, "exclude", ())]
+    excluded = [getattr(m, "__name__", str(m)) for m in control.exclude]
     if excluded:
         out.append(f"modules left real by exclude= ({_names(excluded)})")
-    if unwatched and getattr(config, "memory", True):
+    if unwatched and control.memory:
         out.append(f"modules whose memory was not watched (no Python source, or it did not compile: "
                    f"{_names(sorted(unwatched))})")
     return tuple(out)
 
 
-def scope_of(config: Any, result: Any, real_locks: bool, unwatched: list[str], replayed: bool = False) -> Scope:
-    """The coverage statement of ``result``, an exploration (or a replay) under ``config``."""
+def scope_of(parts: Parts, result: Any, real_locks: bool, unwatched: list[str], replayed: bool = False) -> Scope:
+    """The coverage statement of ``result``, an exploration (or a replay) under ``parts``."""
+    search, control = parts.search, parts.control
     space = "replayed" if replayed else "exhausted" if result.exhausted else "sampled"
-    bound = config.bound if is_systematic(config.strategy) else None
-    return Scope(space, result.strategy, result.schedules, result.interleavings, bound, bool(config.memory),
-                 files_watched(config), escaped(config, list(result.leaked_threads), real_locks, unwatched),
+    bound = search.bound if is_systematic(search.strategy) else None
+    return Scope(space, result.strategy, result.schedules, result.interleavings, bound, bool(control.memory),
+                 files_watched(parts.extensions), escaped(control, list(result.leaked_threads), real_locks, unwatched),
                  0 if replayed else getattr(result, "sampled", 0))

@@ -14,7 +14,7 @@ import sys
 import types
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import racecheck.control.sync_facades  # noqa: F401 - importing it registers the sync stand-ins' swaps
 from racecheck import runtime
@@ -29,18 +29,16 @@ from racecheck.runtime.carrier_pool import CarrierPool
 from racecheck.runtime.carrier_pool import supported as carrier_pool_supported
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.records import FailureInfo
-from racecheck.runtime.scheduler import Run, RunConfig
+from racecheck.runtime.scheduler import Run
 from racecheck.search import data_races
 from racecheck.search.divergence import compare_runs
+from racecheck.search.options import Parts
 from racecheck.search.registry import samples_memory
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, outcome
 from racecheck.search.shrink import normalize
 from racecheck.search.tokens import Token, shape_of, short_hash
 from racecheck.search.widening import Widening
-
-if TYPE_CHECKING:
-    from racecheck.config import Config
 
 __racecheck_engine__ = True
 
@@ -92,16 +90,16 @@ def _once(chooser: Chooser) -> Callable[[], Chooser | None]:
     return lambda: pending.pop() if pending else None
 
 
-def config_key(config: Config, extensions: Any = None) -> str:
-    """What of ``config`` changes the schedules a token's choices mean (its extensions', line points, memory
-    points): a token is recorded with it, and replays only under the same."""
-    extensions = runtime.extensions_for(config) if extensions is None else extensions
-    keys = [ext.config_key(config) for ext in extensions]
-    if config.preempt is not None:  # line-level points change the schedule: a token must say it used them
-        keys.append(f"preempt={lines.describe(config.preempt)}")
-    if config.memory:  # so do memory points, and the warm-up run before the first schedule
+def config_key(parts: Parts, extensions: Any = None) -> str:
+    """What of an exploration's options changes the schedules a token's choices mean (its extensions', line points,
+    memory points): a token is recorded with it, and replays only under the same."""
+    extensions = runtime.extensions_for(parts.extensions) if extensions is None else extensions
+    keys = [ext.config_key(parts.extensions) for ext in extensions]
+    if parts.control.preempt is not None:  # line-level points change the schedule: a token must say it used them
+        keys.append(f"preempt={lines.describe(parts.control.preempt)}")
+    if parts.control.memory:  # so do memory points, and the warm-up run before the first schedule
         keys.append("memory")
-    if config.data_races == "fail":  # a data race fails the schedule: its token replays that failure
+    if parts.search.data_races == "fail":  # a data race fails the schedule: its token replays that failure
         keys.append("data-races=fail")
     return "|".join(keys) if keys else "-"
 
@@ -111,21 +109,22 @@ def _target_name(fn: Callable) -> str:
 
 
 class Session:
-    """One exploration or replay of ``fn`` under ``config``: what every schedule of it shares."""
+    """One exploration or replay of ``fn`` under ``parts`` (a ``racecheck.Config`` split by layer): what every
+    schedule of it shares. Each layer it drives is handed its own part."""
 
-    def __init__(self, fn: Callable[[], Any], config: Config) -> None:
+    def __init__(self, fn: Callable[[], Any], parts: Parts) -> None:
         if not callable(fn):
             raise TypeError(f"racecheck needs a callable test function, not {type(fn).__name__}")
         self.fn = fn
-        self.config = config
-        self.run_config = RunConfig(max_steps=config.max_steps, watchdog=config.watchdog)
+        self.parts = parts
+        self.search, self.control, self.run_config, self.world = parts
         self.carrier: Carrier | None = None  # the thread every schedule's test function runs on, while usable
-        self.one_cpu = OneCpu(config.one_cpu)  # keeps the carrier, and so every controlled thread, on one CPU
+        self.one_cpu = OneCpu(self.control.one_cpu)  # keeps the carrier, and so every controlled thread, on one CPU
         # the OS threads the controlled threads a root starts run on, reused from schedule to schedule
-        self.carriers = CarrierPool() if not config.fresh_threads and carrier_pool_supported() else None
-        self.extensions = runtime.extensions_for(config)
+        self.carriers = CarrierPool() if not self.control.fresh_threads and carrier_pool_supported() else None
+        self.extensions = runtime.extensions_for(self.world)
         self.target = _target_name(fn)
-        self.config_key = config_key(config, self.extensions)
+        self.config_key = config_key(parts, self.extensions)
         self.watching: Any = None  # the exploration's memory watch (its modules), once ``controlled`` began
         # sampled watching (random, pct, pos), and how the next run watches: "whole", "learn", "sampled" or
         # "warm-up" (it learns too)
@@ -137,15 +136,15 @@ class Session:
         home = sys.modules.get(getattr(self.fn, "__module__", "") or "")
         if home is not None:
             targets.append(home)
-        targets.extend(self.config.instrument)
+        targets.extend(self.control.instrument)
         for ext in self.extensions:
-            targets.extend(ext.modules(self.config))
-        excluded = autocontrol.Exclusions(self.config.exclude)  # exclude= wins, even over the test's own module
+            targets.extend(ext.modules(self.world))
+        excluded = autocontrol.Exclusions(self.control.exclude)  # exclude= wins, even over the test's own module
         return [module for module in instrument.resolve_modules(targets) if module.__name__ not in excluded]
 
     def _line_modules(self, instrumented: list[types.ModuleType]) -> list[types.ModuleType]:
         """Where line-level preemption applies: every instrumented module, or the ones ``preempt`` names."""
-        preempt = self.config.preempt
+        preempt = self.control.preempt
         if preempt == "lines":
             return instrumented
         named = [preempt] if isinstance(preempt, types.ModuleType) else list(preempt)
@@ -165,15 +164,15 @@ class Session:
             with ExitStack() as stack:
                 # control by default first: explicitly named modules then get the swaps that stay out of library
                 # code (os's facade for getpid, the builtin open as a global) on top, as they always had
-                everywhere = autocontrol.install([ext.name for ext in self.extensions], self.config.exclude)
+                everywhere = autocontrol.install([ext.name for ext in self.extensions], self.control.exclude)
                 stack.callback(everywhere.restore)
                 patch = instrument.apply(modules)
                 stack.callback(patch.restore)
-                if self.config.preempt is not None:
+                if self.control.preempt is not None:
                     stack.enter_context(lines.tracing(lines.files_of(self._line_modules(modules))))
-                if self.config.memory:
-                    roots = (self.fn, self.config.on_crash)
-                    self.watching = stack.enter_context(memory_install.watching(self.config.exclude, roots))
+                if self.control.memory:
+                    roots = (self.fn, self.search.on_crash)
+                    self.watching = stack.enter_context(memory_install.watching(self.control.exclude, roots))
                     self._sample(stack)
                 stack.enter_context(controlled_thread_class())
                 stack.enter_context(external.waiting_outside())
@@ -186,8 +185,7 @@ class Session:
             _exploring.release()
 
     def _sample(self, stack: ExitStack) -> None:
-        cfg = self.config
-        if cfg.sample_memory and samples_memory(cfg.strategy) and not cfg.check_determinism:
+        if self.control.sample_memory and samples_memory(self.search.strategy) and not self.search.check_determinism:
             self.sampling = sampling = memory_sampling.Sampling(self.watching)
             stack.callback(sampling.watch_all)  # before the watch gives every function its own code back
 
@@ -232,7 +230,7 @@ class Session:
             run = self.run_batch(_once(chooser), lambda run: False, locate)
             assert run is not None
             # the warm-up is thrown away: what it reached, it did; without memory watched no run is stale
-            if not run.stale or not self.config.memory or learn or attempt == STALE_RETRIES - 1:
+            if not run.stale or not self.control.memory or learn or attempt == STALE_RETRIES - 1:
                 break
             chooser = chooser.fresh()
         return run, chooser
@@ -244,7 +242,7 @@ class Session:
         process, happens to come first. Its token records it (the configuration key says memory). It is run once
         even when it brings code under watch (nothing of it is reported), and is the first learning run of sampled
         watching."""
-        if self.config.memory:
+        if self.control.memory:
             self.run_once(Replayer(()), locate=False, learn=True)
 
     def run_batch(
@@ -268,7 +266,7 @@ class Session:
             lambda chooser: self._prepare(chooser, locate),
             self._finish,
             after,
-            self.config.watchdog,
+            self.run_config.watchdog,
         )
         try:
             carrier.submit(batch.drive)
@@ -296,7 +294,7 @@ class Session:
         collect_between_runs()
         run = Run(chooser, self.run_config)
         run.locate = locate
-        if self.config.memory:
+        if self.control.memory:
             run.watch = Watch()
             if self.sampling is not None:
                 if self.next_mode in ("learn", "warm-up"):
@@ -310,7 +308,7 @@ class Session:
         if self.carriers is not None:
             run.launch = self.carriers.start
         for ext in self.extensions:
-            ext.begin_run(run, self.config)
+            ext.begin_run(run, self.world)
         return run
 
     def _play(self, run: Run, carrier: Carrier, claim: Callable[[Any], bool]) -> bool:
@@ -324,10 +322,10 @@ class Session:
         run.teardown()
         for ext in self.extensions:
             ext.end_run(run, run.crashed)
-        if run.crashed and self.config.on_crash is not None and run.failure is None:
+        if run.crashed and self.search.on_crash is not None and run.failure is None:
             run.reset_for_phase()
             trace_like_a_new_thread()
-            run.play_root(self.config.on_crash, carrier.thread)
+            run.play_root(self.search.on_crash, carrier.thread)
             run.done.wait()
             if not claim(run.done):
                 return False
@@ -359,12 +357,12 @@ class Session:
     def _judge_races(self, run: Run) -> None:
         """The data races of ``run`` (``run.races``); under ``data_races="fail"`` one not marked benign fails a run
         that did not fail otherwise, in every run of the session (a shrinking candidate, a replay) alike."""
-        mode = self.config.data_races
+        mode = self.search.data_races
         if mode == "ignore":
             return
         run.races = data_races.find(run)
         if mode == "fail" and run.failure is None and run.races:
-            found = data_races.failing(run, self.config.benign)
+            found = data_races.failing(run, self.search.benign)
             if found is not None:
                 run.failure = FailureInfo("data-race", DataRaceError(data_races.describe_found(found)), found[2][0])
 

@@ -94,3 +94,23 @@ def test_a_config_is_reusable_for_replay():
     config = Config(strategy="random", schedules=100, seed=4)
     failure = racecheck.explore(classic_bugs.check_then_act, config).failure
     assert racecheck.replay(classic_bugs.check_then_act, failure.token, config).trace == failure.trace
+
+
+def test_every_config_field_reaches_exactly_the_layers_that_read_it():
+    """``Config.parts()`` splits a Config by layer: every field lands in a part (``preemption_bound`` as the
+    resolved ``bound``), with its value, and nothing below the api layer needs the Config itself."""
+    import dataclasses
+
+    config = racecheck.Config(strategy="dfs", schedules=7, seed=3, preemption_bound=1, exclude=("json",),
+                              memory=False, fs="posix", max_steps=99, data_races="fail", benign=("x.py:1",))
+    parts = config.parts()
+    placed = {}
+    for part in parts:
+        for field in dataclasses.fields(part):
+            placed.setdefault(field.name, []).append(getattr(part, field.name))
+    for field in dataclasses.fields(racecheck.Config):
+        name = "bound" if field.name == "preemption_bound" else field.name
+        assert name in placed, f"Config.{field.name} reaches no layer"
+        expected = config.bound if name == "bound" else getattr(config, field.name)
+        assert all(value == expected for value in placed[name]), field.name
+    assert set(placed) - {f.name for f in dataclasses.fields(racecheck.Config)} == {"bound", "epoch"}

@@ -117,7 +117,7 @@ def test_the_check_of_the_swapped_trace_finds_a_second_reversed_pair():
 
 
 def _run(fn, order, values=()):
-    session = Session(fn, resolve(None, {}, "explore"))
+    session = Session(fn, resolve(None, {}, "explore").parts())
     with session.controlled():
         session.warm_up()
         return session.run_once(SwapChooser(order, values))

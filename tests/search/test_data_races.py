@@ -245,7 +245,7 @@ def _fake_run(pair: int) -> object:
 def _located_runs(runs: int) -> int:
     """How many of ``runs`` schedules, each showing a new pair of one known kind, the log asks to run again with
     source lines (as the schedule loop does: each rerun counted, then the run's races taken)."""
-    log = data_races.RaceLog(racecheck.Config())
+    log = data_races.RaceLog(racecheck.Config().parts().search)
     located = 0
     for index in range(runs):
         run = _fake_run(index)

@@ -79,8 +79,8 @@ def test_the_registry_says_dpor_is_systematic_with_no_bound():
     assert not any(registry.is_systematic(name) for name in ("random", "pct", "pos", "replay"))
     assert registry.default_of("dpor", "preemption_bound", 2) is None
     assert "dpor" in registry.STRATEGY_NAMES
-    assert Coverage(Config(strategy="dpor")).tree is None  # no duplicate steering: it never repeats itself
-    assert Coverage(Config(strategy="pct")).tree is not None
+    assert Coverage(Config(strategy="dpor").parts().search).tree is None  # no duplicate steering: it never repeats
+    assert Coverage(Config(strategy="pct").parts().search).tree is not None
 
 
 def test_same_exploration_same_schedules():
