@@ -79,12 +79,7 @@ def _read_imports(module: Module, modules: dict[str, Module]) -> None:
                 if alias.name.split(".")[0] == "racecheck":
                     module.imports.append((alias.name, node.lineno))
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1])
-                source = f"{base}.{node.module}" if node.module else base
-            else:
-                source = node.module or ""
+            source = from_source(node, package)
             if source.split(".")[0] != "racecheck":
                 continue
             for alias in node.names:
@@ -134,3 +129,12 @@ def cycles(modules: dict[str, Module]) -> list[list[str]]:
         if name not in index:
             visit(name)
     return found
+
+
+def from_source(node: ast.ImportFrom, package: str) -> str:
+    """The module a ``from ... import`` reads from, a relative one resolved against ``package``."""
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".")
+    base = ".".join(parts[: len(parts) - node.level + 1])
+    return f"{base}.{node.module}" if node.module else base

@@ -43,12 +43,7 @@ def _imported_names(module: import_graph.Module) -> dict[str, str]:
     names: dict[str, str] = {}
     for node in ast.walk(module.tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1])
-                source = f"{base}.{node.module}" if node.module else base
-            else:
-                source = node.module or ""
+            source = import_graph.from_source(node, package)
             for alias in node.names:
                 names[alias.asname or alias.name] = f"{source}.{alias.name}"
         elif isinstance(node, ast.Import):
