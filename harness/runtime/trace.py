@@ -41,9 +41,9 @@ def _running_step(trace: list[TraceEvent], tid: int) -> int:
     """The index of thread ``tid``'s running step in ``trace``: the last event that is not a note, if it is that
     thread's (only the running thread appends to a run's trace); -1 when there is none."""
     index = len(trace) - 1
-    while index >= 0 and trace[index][4] == "info":
+    while index >= 0 and trace[index].switch == "info":
         index -= 1
-    return index if index >= 0 and trace[index][1] == tid else -1
+    return index if index >= 0 and trace[index].tid == tid else -1
 
 
 def add_access(trace: list[TraceEvent], tid: int, access: tuple[Any, ...]) -> None:
@@ -52,7 +52,7 @@ def add_access(trace: list[TraceEvent], tid: int, access: tuple[Any, ...]) -> No
     if index < 0:
         return
     event = trace[index]
-    have = event[5]
+    have = event.access
     missing = tuple(a for a in access if a not in have)
     if missing:
         trace[index] = event._replace(access=have + missing)
