@@ -27,9 +27,10 @@ from racecheck.runtime.steps import Access, Obj, ObjKind
 __racecheck_engine__ = True
 
 Accesses = tuple[Access, ...]
-# A step as the search reads it: (thread, trace step number, everything it touched). The number is -1 for a
-# pseudo-step: what a thread was about to do when the analysis stops (a deadlock, the state a run was cut at).
-Step = tuple[int, int, Accesses]
+# A step as the analysis keeps it, in its int-indexed rows: (thread, trace step number, everything it touched), the
+# number -1 for a pseudo-step: what a thread was about to do when the analysis stops (a deadlock, the state a run
+# was cut at). The same facts as ``racecheck.runtime.steps.Step``, in the form the bit-set loops index fastest.
+StepRow = tuple[int, int, Accesses]
 # What a thread would still have done when a failure elsewhere cut the run short: unknown, so it conflicts with every
 # step (the search then tries the thread before the steps it could have gone before, and reads what it does there).
 REST_OBJ = Obj(ObjKind.REST, "the rest of a thread")
@@ -59,12 +60,12 @@ def _wild_bits(relation: Relation) -> dict[ObjKind, int]:
     return out
 
 
-def steps_of(trace: Sequence[Any], complete: bool = True) -> list[Step]:
+def steps_of(trace: Sequence[Any], complete: bool = True) -> list[StepRow]:
     """The steps of a trace (or of a part of one that starts at a step), each with its own access and those of the
     notes (releases, notifies) its thread made before the next step. The read of the scheduler's fairness that
     every step makes is left implicit (``Analysis`` adds it; a step that ends in a yield writes the fairness).
     ``complete=False`` leaves out the last step: its thread is still running it."""
-    steps: list[Step] = []
+    steps: list[StepRow] = []
     for event in trace:
         if event.switch == "info":
             if steps and steps[-1][0] == event.tid and event.access:
@@ -118,7 +119,7 @@ class Analysis:
         self.memory_steps = 0
         self.unresolved_steps = 0
 
-    def shared(self, steps: Sequence[Step], limit: int) -> int:
+    def shared(self, steps: Sequence[StepRow], limit: int) -> int:
         """How many of ``steps`` (at most ``limit``) are the steps already analysed."""
         n = min(limit, len(self.tids), len(steps))
         tids, numbers, accesses = self.tids, self.numbers, self.accesses
@@ -166,7 +167,7 @@ class Analysis:
         del self.tids[n:], self.numbers[n:], self.accesses[n:], self.before[n:]
         self.real = min(self.real, n)
 
-    def extend(self, steps: Sequence[Step], fresh: int, could_run: Callable[[int, int, int], bool] | None = None,
+    def extend(self, steps: Sequence[StepRow], fresh: int, could_run: Callable[[int, int, int], bool] | None = None,
                waiting: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
         """Take ``steps`` as the next ones; for each that lands at position ``fresh`` or later, its races: every
         earlier step i of another thread that conflicts with it and is not ordered before it through other steps
@@ -444,13 +445,13 @@ class Analysis:
         return found
 
 
-def at_the_block(steps: Sequence[Step], blocked: int) -> list[Step]:
+def at_the_block(steps: Sequence[StepRow], blocked: int) -> list[StepRow]:
     """A run that ran into a sleeping thread at step ``blocked``, as far as the search reads it: its steps before
     that, then what each thread was about to do there (its next step, as a pseudo-step). Past the block it repeats
     a class an earlier sibling covered; what the waiting threads were about to do still says where they could
     have gone first (as Flanagan and Godefroid analyse every state reached, the blocked one included)."""
     kept = [step for step in steps if 0 <= step[1] < blocked]
-    nexts: dict[int, Step] = {}
+    nexts: dict[int, StepRow] = {}
     for tid, number, accesses in steps:
         if (number >= blocked or number < 0) and tid not in nexts:
             nexts[tid] = (tid, -1, accesses)

@@ -61,7 +61,7 @@ from racecheck.errors import ReplayDivergence
 from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, Access
 from racecheck.runtime.chooser import Chooser, Decision, RunView
 from racecheck.runtime.steps import Outcome, RunEnd
-from racecheck.search.analysis import REST, Analysis, Step, at_the_block, bits_of, steps_of
+from racecheck.search.analysis import REST, Analysis, StepRow, at_the_block, bits_of, steps_of
 from racecheck.search.dependency import dependent
 from racecheck.search.strategy import Strategy
 
@@ -267,7 +267,7 @@ class DPORChooser(Chooser):
             self._absorb(False)
         return self._new(VALUE, range(n), False)
 
-    def finish(self, analysis: Analysis) -> tuple[int, list[Step]]:
+    def finish(self, analysis: Analysis) -> tuple[int, list[StepRow]]:
         """The execution's steps once it has ended, as ``(base, steps)``: the first ``base`` are the steps
         ``analysis`` holds already (the replayed prefix; a replay runs the same steps, so they are not read
         again), ``steps`` the rest, with the waiting threads' operations as pseudo-steps at the end."""
