@@ -53,6 +53,7 @@ class MemorySteps:
         self.learning: list[tuple[Any, int, tuple[Access, ...], bool]] | None = None
         self.cold_codes: Any = None
         self.cold_point = -1
+        self.sampled = False  # the run left code unwatched that showed no shared access (a sampled run)
 
     def entry_points(self) -> tuple[Callable[..., Any], ...]:
         """What the run hands out as its own: ``memory``, ``memory_point``, ``replace_memory``, ``merge_memory``,

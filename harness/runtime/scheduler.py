@@ -95,7 +95,6 @@ class Run:
         (self.memory, self.memory_point, self.replace_memory, self.merge_memory, self.real_lock, self.flush_memory,
          self.touch_running) = self.memory_steps.entry_points()
         self.races: Any = None  # its data races (``racecheck.search.data_races``), found once it ended
-        self.sampled = False  # it left code unwatched (``racecheck.control.memory_sampling``)
         self.view: RunView | None = RunView(self)  # what the chooser may read: handed now and at every decision
         self.chooser.begin(self.view)
 

@@ -278,7 +278,7 @@ class Coverage:
         computed in batches (``settle``): run between schedules, the key's code and data are evicted by the
         workload each time, and computing one took much longer than in a loop over many traces."""
         trace = run_events(run)
-        sampled = run.sampled
+        sampled = run.memory_steps.sampled
         if self.config.progress is not None:
             key = interleaving_key(trace)
             (self.sampled_keys if sampled else self.keys).add(key)

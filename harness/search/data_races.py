@@ -384,7 +384,7 @@ class RaceLog:
         # a sampled run's rerun watches every access (``racecheck.search.widening``), a learning run's cost: only for
         # a kind of race not seen before
         budget = min(RERUNS, 1 + self.runs // RERUN_EVERY)
-        return fresh_pair and self.reruns < budget and not getattr(run, "sampled", False)
+        return fresh_pair and self.reruns < budget and not run.memory_steps.sampled
 
     def add(self, run: Any, schedule: int, token: Callable[[], str], located: bool | None = None) -> None:
         """Take the races of ``run`` (schedule index ``schedule``; ``token()`` replays it). A run without source

@@ -113,7 +113,7 @@ class Schedules:
         session, cfg, result, index = self.session, self.config, self.result, self.index
         self.strat.end_execution(self.chooser, run.steps)
         result.leaked_threads.extend(run.leaked)
-        if run.sampled and run.failure is not None:  # reported from the same execution watched whole
+        if run.memory_steps.sampled and run.failure is not None:  # reported from the same execution watched whole
             run = session.widen(run) or run
         stop = False
         if cfg.check_determinism:

@@ -302,7 +302,7 @@ class Session:
                     if self.next_mode == "learn":  # with source lines: the data races it reports need no rerun
                         run.locate = True
                     self.sampling.begin_learning()
-                run.sampled = self.next_mode == "sampled"
+                run.memory_steps.sampled = self.next_mode == "sampled"
                 if chooser.cold_codes is not None:  # a widening run: the sampled run's unwatched code
                     run.memory_steps.cold_codes = chooser.cold_codes
         if self.carriers is not None:
@@ -420,7 +420,7 @@ class Session:
     def _again(self, run: Run) -> tuple[Run, Replayer]:
         """``run``'s decisions run once more (with source locations), checked step by step against its record; a
         sampled run's widened, so watching every access (``Widening``)."""
-        if run.sampled and self.sampling is not None:
+        if run.memory_steps.sampled and self.sampling is not None:
             replayer: Replayer = Widening(run.choices, run.picked, self.sampling.cold)
         else:
             replayer = Replayer(run.choices, run.picked, run.recorded_steps())

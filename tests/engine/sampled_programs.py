@@ -33,7 +33,7 @@ BUMP_CODE = bump.__code__
 
 def _note() -> None:
     run = racecheck.runtime.current_run()
-    SEEN.append((bool(getattr(run, "sampled", False)), bump.__code__ is BUMP_CODE))
+    SEEN.append((run.memory_steps.sampled, bump.__code__ is BUMP_CODE))
 
 
 class Lazy:

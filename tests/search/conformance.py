@@ -205,7 +205,7 @@ def check_never_reruns(explored: Explored) -> None:
         return
     first: dict[tuple[bool, tuple[int, ...]], int] = {}
     for index, run in enumerate(explored.counted):
-        key = (run.sampled, tuple(run.choices))
+        key = (run.memory_steps.sampled, tuple(run.choices))
         if key in first:
             raise ConformanceError(f"{explored.what}: schedule {index} reran schedule {first[key]} "
                                    f"(choices {list(run.choices)})")

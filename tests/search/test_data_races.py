@@ -239,7 +239,7 @@ def _fake_run(pair: int) -> object:
     from racecheck.runtime.access import memory
 
     found = (memory(f"Box#{pair}.value"), (1, "write", "", 3, pair), (2, "read", "", 5, pair))
-    return SimpleNamespace(locate=False, races=[found], sampled=False, memory_steps=SimpleNamespace(real_sync=None))
+    return SimpleNamespace(locate=False, races=[found], memory_steps=SimpleNamespace(real_sync=None, sampled=False))
 
 
 def _located_runs(runs: int) -> int:
