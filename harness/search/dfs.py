@@ -42,6 +42,10 @@ class DFSChooser(Chooser):
         self.frames.append(_Frame(arity, choice, costly))
         return choice
 
+    def fresh(self) -> DFSChooser:
+        """The same prefix again (its frames are never changed: the next prefix is made of new ones)."""
+        return DFSChooser(self.prefix)
+
     def pick_thread(self, decision):
         # Leaving a thread that could go on is a preemption, unless it yielded (CHESS's fairness: it waits anyway).
         return self._next(len(decision.enabled), decision.current_enabled and not decision.yielding)

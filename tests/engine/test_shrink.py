@@ -9,6 +9,7 @@ global minimum number of preemptions, checked against brute force over every sch
 from __future__ import annotations
 
 import itertools
+import types
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -299,3 +300,29 @@ def test_exhaustive_pass_respects_its_budget():
 
     found, spent = fewest_preemptions(execute, 3, budget=17)
     assert found is None and spent == len(calls) == 17
+
+
+def test_every_chooser_a_single_run_may_rerun_makes_a_fresh_copy():
+    """``Session.run_once`` runs a stale attempt again with ``chooser.fresh()`` (code came under memory watch while
+    it ran): every chooser handed to it (the shrinker's dfs, replays, widening, the racing pair's swap, the
+    not-a-race probes) starts over the same way, and answers the same decisions as a new one."""
+    from racecheck.search.dfs import BoundedDFS
+    from racecheck.search.not_a_race import probes
+    from racecheck.search.race import SwapChooser
+    from racecheck.search.replay import Replayer
+    from racecheck.search.widening import Widening
+
+    dfs = BoundedDFS(0, preemption_bound=1)
+    first = dfs.new_execution(0)
+    _simulate((2, 2), first)
+    dfs.end_execution(first, 0)
+    made = [dfs.new_execution(1), Replayer([1, 0, 1]), Widening([1, 0], [2, 1], frozenset()),
+            SwapChooser([((1, 0, 0), "op")], [0]), *probes()]
+    view = types.SimpleNamespace(cold_point=-1, steps=0, picked=[], trace=[], running=None,
+                                 thread=lambda tid: None, pending=lambda: [])
+    for chooser in made:
+        decisions = [Decision([0, 1], True, False, 0, step, view) for step in range(3)]
+        original = [chooser.pick_thread(d) for d in decisions]
+        used = chooser.fresh()  # after it made its picks: the state it began in, not the one it is in
+        again = [used.pick_thread(d) for d in decisions]
+        assert type(used) is type(chooser) and used is not chooser and original == again, type(chooser).__name__
