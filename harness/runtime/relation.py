@@ -20,7 +20,8 @@ finder. What it owns:
   object, and which object names a pair.
 
 A test that plants a bug builds a ``Relation`` from other rows and puts it in force with ``planted``; the consumers
-read ``active()`` once per exploration or analysis, never per access.
+read ``active()`` where their work starts (an analysis, an interleaving key, one call of a dependency function),
+never inside a loop over accesses.
 """
 
 from __future__ import annotations
@@ -184,9 +185,6 @@ class Relation:
         if a.obj is not b.obj:
             return self.wildcard_conflict(a.obj, b.obj)
         return self.conflict_rows[a.obj.kind][(a.kind, b.kind)]
-
-    def reversible(self, earlier: Kind, later: Kind, on: ObjKind) -> bool:
-        return self.table[(later, earlier, on)] == Order.REVERSIBLE
 
     def commuting_run(self, kind: Kind, on: ObjKind) -> frozenset[Kind] | None:
         """The kinds that commute with ``kind`` and with each other on an object of kind ``on`` (None: ``kind``

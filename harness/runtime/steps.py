@@ -15,6 +15,7 @@ process boundary is still the one object there.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 __racecheck_engine__ = True
@@ -95,7 +96,7 @@ class Obj:
     only when no pair on the program's own objects decides the failure). Interned: build one with ``Obj(kind,
     name)``; the same arguments give the same instance."""
 
-    __slots__ = ("kind", "name", "engine", "text", "__weakref__")
+    __slots__ = ("kind", "name", "engine", "text")
     _interned: dict[tuple[ObjKind, str, bool], Obj] = {}
 
     kind: ObjKind
@@ -182,7 +183,8 @@ class Step(NamedTuple):
 class Pending(NamedTuple):
     """What a thread of the run is about to do, or did last: the operation at its point, its source line, what
     that operation touches, how many points it has passed (its place among its own scheduling points), and its
-    state: ``running`` (launched and not finished), ``finished``, or ``not started``. ``runnable``: whether it
+    state: ``running`` (launched and not finished), ``finished``, ``not started``, or in a ``RunEnd`` ``waiting`` (it
+    did not reach its end). ``runnable``: whether it
     could run at this moment (a running thread that waits on something that has not happened is not); None where
     it was not asked."""
 
@@ -223,6 +225,6 @@ class RunEnd(NamedTuple):
 
     outcome: Outcome
     steps: int
-    picked: tuple[int, ...]
-    trace: tuple[Any, ...]
+    picked: Sequence[int]
+    trace: Sequence[Any]  # the run's own list: it has ended, so nothing changes it; never change it either
     waiting: tuple[Pending, ...]

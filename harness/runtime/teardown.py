@@ -119,6 +119,6 @@ def ending(run: Run) -> RunEnd:
         outcome = Outcome(failure.kind)
     else:
         outcome = Outcome.CRASHED if run.crashed else Outcome.PASSED
-    waiting = tuple(Pending(rec.tid, rec.op, rec.loc, tuple(rec.access), rec.points, "waiting", False)
+    waiting = tuple(Pending(rec.tid, rec.op, rec.loc, rec.access, rec.points, "waiting", None)
                     for rec in run.threads if rec.launched and rec.op != "exit")
-    return RunEnd(outcome, run.steps, tuple(run.picked), tuple(run.trace), waiting)
+    return RunEnd(outcome, run.steps, run.picked, run.trace, waiting)  # the run has ended: nothing changes them

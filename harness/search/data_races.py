@@ -43,7 +43,6 @@ from racecheck.runtime.steps import Obj
 __racecheck_engine__ = True
 
 MODES = ("report", "fail", "ignore")
-_IGNORE, _SYNC, _CHECKED = Role.IGNORED, Role.SYNC, Role.DATA
 _REAL = object()  # marks a real lock's take or give among a step's operations
 RERUNS = 16  # runs again with source lines, beyond one per new kind of race, that an exploration may spend
 RERUN_EVERY = 8  # ... and no more than one of them per this many runs: each costs a whole run (a small Trainer.fit's
@@ -121,11 +120,6 @@ def object_kind(obj: Obj | str) -> str:
         return obj.split(" ", 1)[0]
     base, bracket, _rest = obj.partition("[")
     return _NUMBER.sub("", base) + ("[...]" if bracket else "")
-
-
-def op_word(obj: Obj, kind: str) -> str:
-    """How a report names an access of ``kind`` to ``obj`` (``Relation.word``)."""
-    return Relation.word(obj, kind)
 
 
 def find(run: Any) -> list[Found]:
@@ -234,7 +228,7 @@ class _Finder:
             if found is None:
                 found = categories[obj] = (self.relation.role(obj), self.relation.conflict_rows[obj.kind])
             category, conflict = found
-            if category == _CHECKED:  # inline: the most frequent case by far
+            if category == Role.DATA:  # inline: the most frequent case by far
                 kind, tid = one.kind, op[7]
                 clock = clocks[tid]
                 entry = (clock[tid], op[5], op[6], op[4])
@@ -246,7 +240,7 @@ class _Finder:
                     if other != tid and epoch > clock[other] and conflict[(other_kind, kind)]:
                         self._found(obj, (other, other_kind, loc, index, point), (tid, kind, op[4], op[5], op[6]))
                 last[(tid, kind)] = entry
-            elif category == _SYNC:
+            elif category == Role.SYNC:
                 self._sync(op, obj, one.kind)
 
     def _found(self, obj: Obj, first: Side, second: Side) -> None:
@@ -344,8 +338,8 @@ def describe_found(found: Found) -> str:
 def _as_race(found: Found, schedule: int, token: str, benign: bool) -> DataRace:
     obj, (t1, k1, l1, i1, _p1), (t2, k2, l2, i2, _p2) = found
     # the report names the object by its text: a plain str crosses to another process (execnet) and to JSON
-    return DataRace(obj.text, RaceAccess(f"T{t1}", op_word(obj, k1), l1, i1),
-                    RaceAccess(f"T{t2}", op_word(obj, k2), l2, i2), schedule, token, benign)
+    return DataRace(obj.text, RaceAccess(f"T{t1}", Relation.word(obj, k1), l1, i1),
+                    RaceAccess(f"T{t2}", Relation.word(obj, k2), l2, i2), schedule, token, benign)
 
 
 def _coarse(found: Found) -> tuple:

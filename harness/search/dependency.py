@@ -41,12 +41,7 @@ from racecheck.runtime.steps import Access, Obj, Step
 
 __racecheck_engine__ = True
 
-__all__ = ["accesses_conflict", "causal_past", "conflicts", "dependent", "most_specific", "shown", "steps"]
-
-
-def accesses_conflict(a: Access, b: Access, relation: Relation | None = None) -> bool:
-    """Two accesses by different threads conflict (``Relation.conflict``; the relation in force by default)."""
-    return (relation or active()).conflict(a, b)
+__all__ = ["causal_past", "conflicts", "dependent", "most_specific", "shown", "steps"]
 
 
 def dependent(left: Iterable[Access], right: Iterable[Access], relation: Relation | None = None) -> bool:

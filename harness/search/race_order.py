@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from racecheck.runtime.access import CREATE, FAIRNESS_OBJ, GET, LIST, PUT, READ, REMOVE
-from racecheck.runtime.relation import ENGINE, PROGRAM, UNNAMED, Order, active, most_specific
+from racecheck.runtime.relation import ENGINE, PROGRAM, UNNAMED, Order, Relation, active, most_specific
 from racecheck.runtime.relation import report_rank as rank
 from racecheck.runtime.steps import Access, Obj, ObjKind, Step
 from racecheck.search.dependency import conflicts
@@ -62,9 +62,9 @@ def named(left: tuple[Access, ...], right: tuple[Access, ...]) -> tuple[int, Obj
     return best, most_specific(obj for obj in objs if rank(obj) == best)
 
 
-def _unknown(obj: Obj) -> bool:
+def _unknown(obj: Obj, relation: Relation) -> bool:
     """What names no object: the wildcards, and fairness."""
-    return obj is FAIRNESS_OBJ or active().is_wildcard(obj)
+    return obj is FAIRNESS_OBJ or relation.is_wildcard(obj)
 
 
 def conflict_objects(left: tuple[Access, ...], right: tuple[Access, ...],
@@ -76,7 +76,7 @@ def conflict_objects(left: tuple[Access, ...], right: tuple[Access, ...],
     relation = active()
     found: dict[Obj, set[tuple[str, str]]] = {}
     for a in left:
-        if a.obj is FAIRNESS_OBJ or not wildcards and _unknown(a.obj):
+        if a.obj is FAIRNESS_OBJ or not wildcards and _unknown(a.obj, relation):
             continue
         for b in right:
             if b.obj is FAIRNESS_OBJ or not wildcards and b.obj is not a.obj:
@@ -166,10 +166,11 @@ class _Reach:
 
     def __init__(self, touched: tuple[Access, ...]) -> None:
         self.objs: set[Obj] = set()
+        self.relation = active()
         self.add(touched)
 
     def add(self, touched: tuple[Access, ...]) -> None:
-        self.objs.update(a.obj for a in touched if not _unknown(a.obj))
+        self.objs.update(a.obj for a in touched if not _unknown(a.obj, self.relation))
 
     def may_meet(self, touched: tuple[Access, ...]) -> bool:
         return any(a.obj in self.objs for a in touched)

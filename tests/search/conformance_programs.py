@@ -26,13 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 import classic_bugs  # noqa: E402
 import conformance_late  # noqa: E402
 
-
-def _run_all(*targets: Callable[[], Any]) -> None:
-    threads = [threading.Thread(target=t) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+_run_all = classic_bugs.run_all
 
 
 class Counter:
