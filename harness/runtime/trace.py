@@ -47,7 +47,9 @@ def _running_step(trace: list[TraceEvent], tid: int) -> int:
 
 
 def add_access(trace: list[TraceEvent], tid: int, access: tuple[Any, ...]) -> None:
-    """Thread ``tid``'s running step also touches ``access``: its event gains what it lacks."""
+    """Thread ``tid``'s running step also touches ``access``: its event gains what it lacks, among the step's own
+    accesses, so that the last ``len(marks)`` stay the merged ones their marks (and source lines) belong to (a yield
+    noted after a step's merged accesses once put every line of them one access off)."""
     index = _running_step(trace, tid)
     if index < 0:
         return
@@ -55,14 +57,18 @@ def add_access(trace: list[TraceEvent], tid: int, access: tuple[Any, ...]) -> No
     have = event.access
     missing = tuple(a for a in access if a not in have)
     if missing:
-        trace[index] = event._replace(access=have + missing)
+        own = len(have) - len(event.marks)
+        trace[index] = event._replace(access=have[:own] + missing + have[own:])
 
 
 def set_access(trace: list[TraceEvent], tid: int, access: tuple[Any, ...]) -> None:
-    """Thread ``tid``'s running step touched exactly ``access``, less than its point declared (``Run.narrow``)."""
+    """Thread ``tid``'s running step touched exactly ``access``, less than its point declared (``Run.narrow``); the
+    memory accesses merged into it (``marks``) are other operations and stay."""
     index = _running_step(trace, tid)
     if index >= 0:
-        trace[index] = trace[index]._replace(access=tuple(access))
+        event = trace[index]
+        merged = event.access[len(event.access) - len(event.marks):] if event.marks else ()
+        trace[index] = event._replace(access=tuple(access) + merged)
 
 
 _path_cache: dict[tuple[str, str], str] = {}
