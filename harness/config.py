@@ -74,6 +74,9 @@ class Config:
     # where one shows (as ThreadSanitizer in CI), or "ignore" them
     data_races: str = "report"
     benign: tuple[str, ...] = ()  # intended races, reported but never failing: "Type.attr", "global m.x", "f.py:12"
+    # also report (and under "fail", fail on) pairs of atomic additions (two threads' list.append, set.add, ...):
+    # CPython loses neither, only their order is open (docs/explore.md, "atomic additions")
+    atomic_races: bool = False
 
     def __post_init__(self) -> None:
         instrument = self.instrument
@@ -125,6 +128,8 @@ class Config:
             raise TypeError("fresh_threads must be True or False")
         if self.locations not in LOCATION_MODES:
             raise ValueError(f"locations must be one of {', '.join(map(repr, LOCATION_MODES))}, not {self.locations!r}")
+        if not isinstance(self.atomic_races, bool):
+            raise TypeError("atomic_races must be True or False")
         if self.data_races not in DATA_RACE_MODES:
             raise ValueError(
                 f"data_races must be one of {', '.join(map(repr, DATA_RACE_MODES))}, not {self.data_races!r}")
@@ -157,7 +162,7 @@ class Config:
                 shrink_budget=self.shrink_budget, check_determinism=self.check_determinism,
                 max_failures=self.max_failures, race_budget=self.race_budget, skip_duplicates=self.skip_duplicates,
                 database=self.database, progress=self.progress, locations=self.locations, data_races=self.data_races,
-                benign=self.benign, on_crash=self.on_crash,
+                benign=self.benign, atomic_races=self.atomic_races, on_crash=self.on_crash,
             ),
             ControlOptions(
                 instrument=self.instrument, exclude=self.exclude, memory=self.memory, sample_memory=self.sample_memory,

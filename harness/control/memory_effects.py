@@ -15,6 +15,7 @@ turned into a list first (the call would have consumed it anyway), so that the k
 
 from __future__ import annotations
 
+import types
 from collections import deque
 from typing import Any
 
@@ -36,6 +37,37 @@ _DEQUE_WRITE = frozenset({"append", "appendleft", "pop", "popleft", "extend", "e
                           "remove", "insert", "reverse", "__setitem__", "__delitem__", "__iadd__", "__imul__"})
 # Methods that hand back a lazy view or iterator over the container: reading happens when it is advanced.
 LAZY_METHODS = frozenset({"keys", "values", "items", "__iter__", "__reversed__"})
+
+
+# Additions CPython makes one atomic operation (one bytecode, under the GIL, no Python code run in between) when the
+# items they add hash and compare in C: a second thread's addition is never lost nor torn by it, only ordered before or
+# after it. Their arguments must be sequences already (an iterator runs Python code as it is consumed).
+_ATOMIC_ADDITIONS = {
+    list: frozenset({"append", "insert", "extend"}),
+    deque: frozenset({"append", "appendleft", "extend", "extendleft"}),
+    set: frozenset({"add", "update"}),
+}
+
+
+def _in_c(value: Any) -> bool:
+    """Whether adding ``value`` to a set runs no Python code: its type hashes and compares in C."""
+    kind = type(value)
+    return not isinstance(getattr(kind, "__hash__", None), types.FunctionType) and not isinstance(
+        getattr(kind, "__eq__", None), types.FunctionType)
+
+
+def atomic_addition(container: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether ``container.name(*args)`` is one atomic addition to a builtin list, deque or set (``append``,
+    ``add``, ``extend`` of a sequence, ...): two of those in different threads are no data race whose order is
+    all they leave open (docs/explore.md, "atomic additions")."""
+    names = _ATOMIC_ADDITIONS.get(type(container))
+    if names is None or name not in names or kwargs or not args:
+        return False
+    if name in ("extend", "extendleft", "update"):
+        return len(args) == 1 and isinstance(args[0], (list, tuple, set, frozenset, deque)) and (
+            type(container) is not set or all(_in_c(item) for item in args[0]))
+    item = args[-1]
+    return type(container) is not set or _in_c(item)
 
 
 def materialized(args: tuple[Any, ...], position: int) -> tuple[Any, ...]:

@@ -31,6 +31,7 @@ from racecheck.control.memory_discovery import seen_types as _seen_types
 from racecheck.control.memory_effects import (
     LAZY_METHODS,
     NO_KEY,
+    atomic_addition,
     declared_effect,
     item_effect,
     materialized,
@@ -124,12 +125,15 @@ def _container_call(container: Any, name: str, bound: Any) -> Callable[..., Any]
         if run is None or run.watch is None:
             return bound(*args, **kwargs)
         watch = run.watch
+        atomic = atomic_addition(container, name, args, kwargs)  # before an iterator argument is turned into a list
         if name in ("update", "extend", "difference_update", "symmetric_difference_update", "__ior__", "__iadd__"):
             args = materialized(args, 0)
         declared = declared_effect(watch, container, args[0] if args and name in _KEYED else NO_KEY,
                                    name not in _READ_ONLY)
         _touch(run, "call", declared, _call_effect, watch, container, name, args, kwargs,
                shown=f"{watch.name_of(container)}.{name}")
+        if atomic:
+            run.memory_steps.atomic_addition()
         result = bound(*args, **kwargs)
         if name in LAZY_METHODS:
             watch.remember_lazy(result, (container,))

@@ -54,6 +54,9 @@ class MemorySteps:
         self.cold_codes: Any = None
         self.cold_point = -1
         self.sampled = False  # the run left code unwatched that showed no shared access (a sampled run)
+        # (thread, point) of every access that was one atomic addition to a builtin container (``list.append``,
+        # ``set.add``): two of them never make a data race by default (``racecheck.search.data_races``)
+        self.atomic: set[tuple[int, int]] = set()
 
     def entry_points(self) -> tuple[Callable[..., Any], ...]:
         """What the run hands out as its own: ``memory``, ``memory_point``, ``replace_memory``, ``merge_memory``,
@@ -125,6 +128,13 @@ class MemorySteps:
             if self.where is None:
                 self.where = {}
             self.where[(me.tid, point)] = caller_location(2)
+
+    def atomic_addition(self) -> None:
+        """The access the calling thread just made (its current point) was one operation that CPython makes atomic and
+        that only adds to a container: no other thread's addition can be lost or torn by it."""
+        me = _state.thread
+        if me is not None and me.run is self.run:
+            self.atomic.add((me.tid, me.points))
 
     def touch_running(self, me: ThreadRecord, access: tuple[Access, ...]) -> None:
         """``me``'s running step also touches ``access`` (``Run.touch``), which belongs to the code since its last

@@ -122,20 +122,22 @@ def object_kind(obj: Obj | str) -> str:
     return _NUMBER.sub("", base) + ("[...]" if bracket else "")
 
 
-def find(run: Any) -> list[Found]:
+def find(run: Any, atomic: bool = False) -> list[Found]:
     """Every data race of ``run`` (its trace, ``where`` and ``real_sync``): each pair once, in trace order of the
-    later access."""
+    later access; a pair of atomic additions (``MemorySteps.atomic``) only with ``atomic``."""
     trace = run.trace
     if not trace:
         return []
-    return _Finder(run).scan(trace)
+    return _Finder(run, atomic).scan(trace)
 
 
 class _Finder:
     """The vector-clock pass over one trace."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: Any, atomic: bool = False) -> None:
         trace = run.trace
+        # (thread, point) of the run's atomic additions, when a pair of them is no race (the default)
+        self.atomic: set[tuple[int, int]] = set() if atomic else run.memory_steps.atomic
         self.where: dict[tuple[int, int], str] = run.memory_steps.where or {}
         real_sync = run.memory_steps.real_sync or ()
         self.n = 1 + max(max(e.tid for e in trace), max((op[0] for op in real_sync), default=0))
@@ -244,6 +246,9 @@ class _Finder:
                 self._sync(op, obj, one.kind)
 
     def _found(self, obj: Obj, first: Side, second: Side) -> None:
+        atomic = self.atomic
+        if atomic and (first[0], first[4]) in atomic and (second[0], second[4]) in atomic:
+            return  # two atomic additions: neither is lost, only their order is open (the program's checks see it)
         pair = (obj, first[0], first[1], first[4], second[0], second[1], second[4])
         if pair not in self.pairs:
             self.pairs.add(pair)

@@ -166,7 +166,12 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
 
 def _flipped(cfg: Config) -> list[Config]:
     """The configurations a token may have been recorded under that its own key names: memory watched or not,
-    data races failing or not."""
+    data races failing or not, atomic additions among them or not."""
     races = "report" if cfg.data_races == "fail" else "fail"
-    return [dataclasses.replace(cfg, memory=not cfg.memory), dataclasses.replace(cfg, data_races=races),
-            dataclasses.replace(cfg, memory=not cfg.memory, data_races=races)]
+    out = []
+    for atomic in (cfg.atomic_races, not cfg.atomic_races):
+        for memory, data_races in ((cfg.memory, cfg.data_races), (not cfg.memory, cfg.data_races),
+                                   (cfg.memory, races), (not cfg.memory, races)):
+            if (atomic, memory, data_races) != (cfg.atomic_races, cfg.memory, cfg.data_races):
+                out.append(dataclasses.replace(cfg, memory=memory, data_races=data_races, atomic_races=atomic))
+    return out

@@ -40,6 +40,7 @@ class SearchOptions:
     locations: str = "failures"
     data_races: str = "report"
     benign: tuple[str, ...] = ()
+    atomic_races: bool = False
     on_crash: Callable[[], Any] | None = None  # the recovery check run after a simulated crash
 
 

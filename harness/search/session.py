@@ -101,6 +101,8 @@ def config_key(parts: Parts, extensions: Any = None) -> str:
         keys.append("memory")
     if parts.search.data_races == "fail":  # a data race fails the schedule: its token replays that failure
         keys.append("data-races=fail")
+        if parts.search.atomic_races:  # ... and a pair of atomic additions may have been that race
+            keys.append("atomic-races")
     return "|".join(keys) if keys else "-"
 
 
@@ -360,7 +362,7 @@ class Session:
         mode = self.search.data_races
         if mode == "ignore":
             return
-        run.races = data_races.find(run)
+        run.races = data_races.find(run, self.search.atomic_races)
         if mode == "fail" and run.failure is None and run.races:
             found = data_races.failing(run, self.search.benign)
             if found is not None:

@@ -38,7 +38,8 @@ _CONTAINER = {"k_item": "dict#"}
 
 def _check(obj_text: str, location: str) -> None:
     marker = _marker(location)
-    assert marker is not None and (marker in obj_text or obj_text.startswith(_CONTAINER.get(marker, "?"))), f"{obj_text} reported @{location}: that line touches {marker}"
+    named = marker is not None and (marker in obj_text or obj_text.startswith(_CONTAINER.get(marker, "?")))
+    assert named, f"{obj_text} reported @{location}: that line touches {marker}"
 
 
 seen_accesses: list[tuple[str, str]] = []
