@@ -19,6 +19,7 @@ standard library or C code calls, of a module nothing else touched) runs unwatch
 
 from __future__ import annotations
 
+import functools
 import linecache
 import sys
 import types
@@ -104,6 +105,17 @@ def _imported_as(namespace: dict[str, Any], source: str, filename: str) -> Any:
     return prepare
 
 
+# The test runner's own code: pytest's assertion helpers run only when an assertion fails, and rewriting them then
+# would make that failing run stale (run again, which a test that keeps state across schedules then passes). Their
+# memory is never the program's.
+_RUNNER = frozenset({"_pytest", "pytest", "pluggy"})
+
+
+def _watchable(name: Any, namespace: dict[str, Any], excluded: Exclusions) -> bool:
+    """Whether memory watching rewrites this module: one control by default reaches, not the test runner's."""
+    return controlled_module(name, namespace, excluded) and name.partition(".")[0] not in _RUNNER
+
+
 class Watching(memory_discovery.Discovery):
     """One exploration's memory watch: which modules are rewritten, which functions got rewritten code (to be given
     their own back), and the discovery the hooks call."""
@@ -123,7 +135,7 @@ class Watching(memory_discovery.Discovery):
             return
         namespace = fn.__globals__
         name = namespace.get("__name__")
-        if not controlled_module(name, namespace, self.excluded):
+        if not _watchable(name, namespace, self.excluded):
             memory_discovery.settle(code)
             return
         compiled = self.module(name, namespace, code.co_filename)
@@ -134,7 +146,7 @@ class Watching(memory_discovery.Discovery):
     def type_(self, cls: type) -> None:
         for klass in getattr(cls, "__mro__", (cls,)):
             module = sys.modules.get(getattr(klass, "__module__", "") or "")
-            if module is not None and controlled_module(module.__name__, module.__dict__, self.excluded):
+            if module is not None and _watchable(module.__name__, module.__dict__, self.excluded):
                 self.module(module.__name__, module.__dict__, getattr(module, "__file__", None))
 
     # ----- modules ----------------------------------------------------------------------------------------------
@@ -179,7 +191,7 @@ class Watching(memory_discovery.Discovery):
         compiled = self.modules.get(name) if isinstance(name, str) else None
         if compiled is not None:
             self._swap(fn, compiled)
-        elif name not in self.modules and controlled_module(name, fn.__globals__, self.excluded):
+        elif name not in self.modules and _watchable(name, fn.__globals__, self.excluded):
             self.pending.setdefault(fn.__code__.co_filename, []).append(fn)
 
     # ----- the exploration --------------------------------------------------------------------------------------
@@ -292,14 +304,21 @@ def watching(excluded: Iterable[Any] = (), roots: Iterable[Any] = ()) -> Iterato
 
 
 def reach(watch: Watching, target: Any) -> None:
-    """Bring ``target`` (a function, bound method, class or callable object) under watch before it runs."""
+    """Bring ``target`` (a function, bound method, class or callable object) under watch before it runs; for a
+    ``functools.partial`` or an object wrapping a function (``__wrapped__``: the pytest plugin's schedule body),
+    what it calls too, since only engine, standard-library or C code stands between them."""
     fn = getattr(target, "__func__", target)
     if isinstance(fn, types.FunctionType):
         watch.function(fn)
     elif isinstance(target, type):
         watch.type_(target)
+    elif isinstance(target, functools.partial):
+        reach(watch, target.func)
     elif target is not None and not isinstance(target, types.BuiltinFunctionType):
         watch.type_(type(target))
+        inner = _wrapped_function(target)
+        if inner is not None:
+            watch.function(inner)
 
 
 def reach_now(target: Any, values: tuple[Any, ...] = ()) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from racecheck.api import explore, replay
 from racecheck.config import FIELD_NAMES, Config
+from racecheck.control.tempdirs import DIRECTORY
 from racecheck.errors import ForeignTokenError, ReplayDivergence, TokenError
 from racecheck.frontends import pytest_report
 from racecheck.search.data_races import race_lines
@@ -174,6 +175,7 @@ class ScheduleBody:
         self.__name__ = function.__name__
         self.__code__ = function.__code__
         self._function = function
+        self.__wrapped__ = function  # what memory watching reaches first, as explore() reaches a test function
         self._kwargs = {name: item.funcargs[name] for name in _argnames(item)}
         self._config = item.config
         self._fake_tmp: str | None = None
@@ -197,10 +199,13 @@ class ScheduleBody:
             os_facade.makedirs(self._fake_tmp, exist_ok=True)  # a fresh store every schedule: always empty
             self._substitute_tmp(kwargs, Path(self._fake_tmp))
         elif self._real_tmp is not None:
-            from racecheck.fakefs.realdisk import unwatched
+            from racecheck.fakefs.realdisk import alias, unwatched
 
             with unwatched():  # the plugin's housekeeping, not the test's file operations
                 _empty_real_dir(self._real_tmp)  # same name every schedule, so a replay sees the same paths
+            # named $TMP1 in traces, as the first temporary directory a test makes under explore(): pytest numbers
+            # its base directory per session (pytest-3, pytest-4), and a replay in the next session must read alike
+            alias(DIRECTORY, str(self._real_tmp))
         for name in _CAPTURE_FIXTURES:
             if name in kwargs:
                 kwargs[name].readouterr()  # only this schedule's output is visible to the test

@@ -1,0 +1,131 @@
+"""Programs explored one after another in one process, and each in a fresh one (tests/engine/test_verdict_isolation.py):
+a verdict must be a function of the program and its options only. Run as a script, it explores the named programs in
+order and prints one JSON line per exploration: its verdict line, the failing trace and the data races."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+
+import racecheck
+
+
+def points_counter() -> None:
+    """A lost update between explicit points (PCT's home ground)."""
+    state = {"n": 0}
+
+    def inc() -> None:
+        v = state["n"]
+        racecheck.point("between read and write")
+        state["n"] = v + 1
+
+    threads = [threading.Thread(target=inc) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert state["n"] == 3
+
+
+def barrier_phases() -> None:
+    """Three threads meet at a barrier twice; each phase's writes are read after it."""
+    barrier = threading.Barrier(3)
+    slots = [0, 0, 0]
+
+    def work(i: int) -> None:
+        slots[i] = 1
+        barrier.wait()
+        assert sum(slots) == 3
+        barrier.wait()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+class SpinLock:
+    """A correct test-and-set spin lock that yields between tries."""
+
+    def __init__(self) -> None:
+        self._taken = threading.Lock()
+
+    def acquire(self) -> None:
+        while not self._taken.acquire(blocking=False):
+            time.sleep(0)
+
+    def release(self) -> None:
+        self._taken.release()
+
+
+def spin_lock() -> None:
+    lock = SpinLock()
+    box = {"n": 0}
+
+    def work() -> None:
+        lock.acquire()
+        v = box["n"]
+        box["n"] = v + 1
+        lock.release()
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert box["n"] == 2
+
+
+class Flag:
+    def __init__(self) -> None:
+        self.ready = False
+        self.value = 0
+
+
+def flag_spin() -> None:
+    """A flag polled with sleep(0) between reads: racy (no lock) but it never livelocks under fair scheduling."""
+    flag = Flag()
+
+    def writer() -> None:
+        flag.value = 42
+        flag.ready = True
+
+    t = threading.Thread(target=writer)
+    t.start()
+    while not flag.ready:
+        time.sleep(0)
+    assert flag.value == 42
+    t.join()
+
+
+def collected_results() -> None:
+    results: list[int] = []
+    threads = [threading.Thread(target=results.append, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [0, 1]
+
+
+PROGRAMS = {fn.__name__: fn for fn in (points_counter, barrier_phases, spin_lock, flag_spin, collected_results)}
+STRATEGIES = ("random", "pct", "dfs")
+
+
+def verdicts(name: str) -> list[dict]:
+    out = []
+    for strategy in STRATEGIES:
+        result = racecheck.explore(PROGRAMS[name], strategy=strategy, schedules=60, max_steps=20_000)
+        out.append({"program": name, "strategy": strategy, "verdict": result.summary().splitlines()[0],
+                    "trace": result.failure.trace if result.failure else "",
+                    "races": [race.describe() for race in result.data_races]})
+    return out
+
+
+if __name__ == "__main__":
+    for program in sys.argv[1:]:
+        for line in verdicts(program):
+            print(json.dumps(line), flush=True)

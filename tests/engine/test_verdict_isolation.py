@@ -1,0 +1,41 @@
+"""A verdict is a function of the program and its options only (issue 49): nothing an exploration learns or caches
+(sampling, rewritten code, module walks, fairness, reused threads) changes what a later one in the same process
+reports. Programs of different kinds (explicit points, a barrier, a yielding spin lock, a polled flag, results
+collected by atomic appends) are explored one after another in one process, in both orders, and each verdict,
+failing trace and data-race report must be what a fresh process gives for that program alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import isolation_programs
+
+SCRIPT = Path(isolation_programs.__file__)
+
+
+def _explore(*programs: str) -> list[dict]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SCRIPT.parent), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(SCRIPT), *programs], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_each_verdict_in_a_sequence_is_the_one_a_fresh_process_gives():
+    names = list(isolation_programs.PROGRAMS)
+    fresh = {}
+    for name in names:
+        for entry in _explore(name):
+            fresh[(entry["program"], entry["strategy"])] = entry
+    sequence = _explore(*names, *reversed(names))
+    assert len(sequence) == 2 * len(fresh)
+    for entry in sequence:
+        alone = fresh[(entry["program"], entry["strategy"])]
+        assert entry == alone, f"{entry['program']} under {entry['strategy']}: {entry['verdict']} != {alone['verdict']}"
+    # the programs are ones whose verdicts differ: a leak would have something to change
+    verdicts = {entry["verdict"].split(":")[0] for entry in fresh.values()}
+    assert {"ok", "FAILED after 1 schedules"} <= verdicts
