@@ -47,6 +47,16 @@ def barrier_phases() -> None:
         t.join()
 
 
+def barrier_short() -> None:
+    """A barrier for three that only two threads reach: a deadlock, its threads unwound."""
+    barrier = threading.Barrier(3)
+    threads = [threading.Thread(target=barrier.wait) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 class SpinLock:
     """A correct test-and-set spin lock that yields between tries."""
 
@@ -111,7 +121,7 @@ def collected_results() -> None:
     assert sorted(results) == [0, 1]
 
 
-PROGRAMS = {fn.__name__: fn for fn in (points_counter, barrier_phases, spin_lock, flag_spin, collected_results)}
+PROGRAMS = {fn.__name__: fn for fn in (points_counter, barrier_phases, barrier_short, spin_lock, flag_spin, collected_results)}
 STRATEGIES = ("random", "pct", "dfs")
 
 

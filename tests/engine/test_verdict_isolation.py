@@ -1,6 +1,6 @@
 """A verdict is a function of the program and its options only (issue 49): nothing an exploration learns or caches
 (sampling, rewritten code, module walks, fairness, reused threads) changes what a later one in the same process
-reports. Programs of different kinds (explicit points, a barrier, a yielding spin lock, a polled flag, results
+reports. Programs of different kinds (explicit points, a barrier, a deadlocked barrier, a yielding spin lock, a polled flag, results
 collected by atomic appends) are explored one after another in one process, in both orders, and each verdict,
 failing trace and data-race report must be what a fresh process gives for that program alone."""
 
@@ -39,3 +39,4 @@ def test_each_verdict_in_a_sequence_is_the_one_a_fresh_process_gives():
     # the programs are ones whose verdicts differ: a leak would have something to change
     verdicts = {entry["verdict"].split(":")[0] for entry in fresh.values()}
     assert {"ok", "FAILED after 1 schedules"} <= verdicts
+    assert any("Deadlock" in entry["verdict"] for entry in fresh.values())
