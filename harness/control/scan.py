@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import types
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +47,8 @@ class Scan:
 
     def __init__(self) -> None:
         self.swap_ids: frozenset[int] = frozenset()
-        self.found: dict[int, tuple[int, str, tuple[str, ...]]] = {}  # id(globals) -> (size, module name, names)
+        # id(globals) -> (size, module name, names, the module): what a walk found in each module's globals
+        self.found: dict[int, tuple[int, str, tuple[str, ...], Any]] = {}
         self.last: _Snapshot | None = None
 
     def targets(self, swap_ids: frozenset[int], reached: Callable[[str, dict], bool], exclusions: Any
@@ -76,8 +78,10 @@ class Scan:
             namespaces.append(namespace)
             sizes.append(size)
             entry = found.get(id(namespace))
-            if entry is None or entry[0] != size or entry[1] != name:
-                entry = (size, name, _holding(namespace, swap_ids))
+            if entry is None or entry[0] != size or entry[1] != name or entry[3]() is not module:
+                # the last check: a module dropped since (a test module pytester re-imports, a program loaded under
+                # one name after another) frees its globals, and a new module's may get their address
+                entry = (size, name, _holding(namespace, swap_ids), weakref.ref(module))
                 found[id(namespace)] = entry
             if entry[2]:
                 hits.append((namespace, entry[2]))
