@@ -31,7 +31,8 @@ from typing import Any
 
 from racecheck.control import memory_discovery
 from racecheck.runtime.access import LIST, MEMORY_OBJ, READ, Access
-from racecheck.runtime.steps import Obj
+from racecheck.runtime.sinks import Sink
+from racecheck.runtime.steps import Obj, RunEnd
 
 __racecheck_engine__ = True
 
@@ -162,3 +163,21 @@ class Sampling:
                 fn.__code__ = twin
             for code in (own, *_nested(own)):
                 memory_discovery.unsettle(code)
+
+
+class Learner(Sink):
+    """A learning run's sink (``racecheck.runtime.sinks``): from its start, the functions its watched code calls are
+    noted (``Sampling.begin_learning``); at its end, what it recorded of every access it saw (its memory records'
+    ``learning``, which the session turned on for it) is learned from."""
+
+    def __init__(self, sampling: Sampling) -> None:
+        self.sampling = sampling
+
+    def begin(self, view: Any) -> None:
+        self.sampling.begin_learning()
+
+    def end(self, run_end: RunEnd) -> None:
+        self.sampling.end_learning()
+        # A run that brought code under watch as it went is learned from too: discovery brings a callee under watch
+        # before it runs, so what ran unwatched is code reached only from C or the engine (as in any run)
+        self.sampling.learn(run_end.memory_steps.learning)

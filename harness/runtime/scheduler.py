@@ -30,6 +30,7 @@ from racecheck.runtime.latch import Latch
 from racecheck.runtime.locations import BOTTOM_CODE_IDS, caller_location, code_location, thread_bottom
 from racecheck.runtime.memory_steps import MemorySteps
 from racecheck.runtime.records import FailureInfo, RunConfig, ThreadRecord, never, release_quietly, unwind
+from racecheck.runtime.sinks import Sink, StepLog
 from racecheck.runtime.trace import TraceEvent, add_access, set_access
 from racecheck.runtime.watchdog import describe_stuck, describe_waiters
 
@@ -47,6 +48,7 @@ class Run:
 
     chooser: Chooser
     config: RunConfig = field(default_factory=RunConfig)
+    sinks: tuple[Sink, ...] = ()  # what listens without choosing (``racecheck.runtime.sinks``): steps, the end
 
     def __post_init__(self) -> None:
         self.threads: list[ThreadRecord] = []
@@ -56,8 +58,7 @@ class Run:
         self.trace: list[TraceEvent] = []
         self.choices: list[int] = []
         self.arities: list[int] = []
-        # The token's check data, one entry per decision: what was picked (thread id + 1, or VALUE_PICK for a
-        # value) and at which step; kept by the run itself, as a wrapper around the chooser would cost a layer more.
+        # The token's check data per decision: what was picked (thread id + 1, or VALUE_PICK) and at which step
         self.picked: list[int] = []
         self.decision_steps: list[int] = []
         self.preemptions = 0
@@ -78,25 +79,21 @@ class Run:
         self.cleanups: list[tuple[str, Callable[[], bool]]] = []  # undone if the run cannot be unwound
         self.cleaned: list[Cleaned] = []  # what was undone after threads that could not be unwound (cleanup.py)
         self.leaks_reported = False  # teardown has reported the threads it could not unwind
-        # Source lines in the trace cost a stack walk per point: off for schedules nobody reads (a failure reruns)
-        self.locate = True
+        self.locate = True  # source lines cost a stack walk per point: off for schedules nobody reads
         self.launch: Callable[[Any], None] | None = None  # a controlled thread's OS side: a carrier, or None: new
-        # What watches this run's plain memory (``racecheck.control.memory_names.Watch``), None when nothing does;
-        # its hooks call ``memory`` before every access they see.
-        self.watch: Any = None
-        # Code was brought under memory watch while this run was going: some of it may have run unwatched here, so
-        # the run is not the one its decisions stand for, and is run again (``racecheck.search.session``).
+        self.watch: Any = None  # what watches its plain memory (``control.memory_names.Watch``), None: nothing
+        # Code came under memory watch while this run went: some may have run unwatched, so it is run again
         self.stale = False
         # The only thread that can run, as last seen: its memory accesses join its step until the run changes.
         self.alone: ThreadRecord | None = None
-        # Plain memory accesses: a component (``memory_steps``) whose entry points, called by the memory hooks and
-        # real locks, are the run's own (bound methods: no extra call per access).
+        # Plain memory accesses: a component whose entry points are the run's own (bound: no extra call per access)
         self.memory_steps = MemorySteps(self)
         (self.memory, self.memory_point, self.replace_memory, self.merge_memory, self.real_lock, self.flush_memory,
          self.touch_running) = self.memory_steps.entry_points()
-        self.races: Any = None  # its data races (``racecheck.search.data_races``), found once it ended
         self.view: RunView | None = RunView(self)  # what the chooser may read: handed now and at every decision
         self.chooser.begin(self.view)
+        # The run's steps, built once: as it goes while a sink takes them, else when first read; the sinks begin
+        self.taken = StepLog.begin(self.trace, self.sinks, self.view)
 
     @property
     def root(self) -> ThreadRecord | None:
@@ -404,6 +401,8 @@ class Run:
             self.decision_steps.append(steps)
         if self._yielders:
             self._yielders = after_pick(self._yielders, chosen)
+        if self.taken.sinks:  # every event so far is final: the steps they make go to the sinks before a new one
+            self.taken.advance()
         if chosen is me:
             self.trace.append(_new(TraceEvent, (steps, me.tid, me.op, me.loc, "", me.access, me.points, ())))
             return
@@ -490,6 +489,7 @@ class Run:
     drop_locations = run_end.drop_locations
     detach = run_end.detach
     ending = run_end.ending
+    close_sinks = run_end.close_sinks
 
     def reset_for_phase(self) -> None:
         """Prepare a second phase (recovery after a crash) on the same run: same choice stream and clock."""

@@ -219,12 +219,17 @@ class Outcome(str, enum.Enum):
 
 
 class RunEnd(NamedTuple):
-    """What a chooser is told when its run has ended (``Chooser.end``): the outcome, the run's steps and decisions
-    (the thread picked at each, thread id + 1, or 0 for a value), its trace, and what each thread that had not
-    finished was about to do (the operation it waited in)."""
+    """What a chooser and the run's sinks are told when the run has ended (``Chooser.end``, ``Sink.end``): the
+    outcome, the run's step count and decisions (the thread picked at each, thread id + 1, or 0 for a value), its
+    trace, what each thread that had not finished was about to do (the operation it waited in), ``taken`` its
+    steps (``Step``, built once by the runtime: ``racecheck.runtime.sinks.StepLog``) and ``memory_steps`` the
+    records of its plain memory accesses (``racecheck.runtime.memory_steps.MemorySteps``: where each joined access
+    was made, real locks' takes and gives, a learning run's list)."""
 
     outcome: Outcome
     steps: int
     picked: Sequence[int]
     trace: Sequence[Any]  # the run's own list: it has ended, so nothing changes it; never change it either
     waiting: tuple[Pending, ...]
+    taken: Sequence[Step] = ()
+    memory_steps: Any = None

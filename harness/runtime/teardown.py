@@ -121,4 +121,15 @@ def ending(run: Run) -> RunEnd:
         outcome = Outcome.CRASHED if run.crashed else Outcome.PASSED
     waiting = tuple(Pending(rec.tid, rec.op, rec.loc, rec.access, rec.points, "waiting", None)
                     for rec in run.threads if rec.launched and rec.op != "exit")
-    return RunEnd(outcome, run.steps, run.picked, run.trace, waiting)  # the run has ended: nothing changes them
+    # the run has ended: nothing changes its picks and trace, so they are handed as they are
+    return RunEnd(outcome, run.steps, run.picked, run.trace, waiting, run.taken.finish(run.trace), run.memory_steps)
+
+
+def close_sinks(run: Run) -> None:
+    """The run has ended: each of its sinks gets the steps it has not had, then ``end``. Once per run, before its
+    chooser is told (``ending``): what a sink found there may still change the run's outcome (a data race that
+    fails it)."""
+    if run.sinks:
+        run_end = ending(run)
+        for sink in run.sinks:
+            sink.end(run_end)

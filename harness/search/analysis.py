@@ -22,14 +22,16 @@ from typing import Any
 
 from racecheck.runtime.access import ACQUIRE, FAIRNESS_OBJ, FAIRNESS_READ, READ, RELEASE, WRITE
 from racecheck.runtime.relation import ALL_OBJECTS, Order, Relation, active
+from racecheck.runtime.sinks import build
 from racecheck.runtime.steps import Access, Obj, ObjKind
 
 __racecheck_engine__ = True
 
 Accesses = tuple[Access, ...]
-# A step as the analysis keeps it, in its int-indexed rows: (thread, trace step number, everything it touched), the
-# number -1 for a pseudo-step: what a thread was about to do when the analysis stops (a deadlock, the state a run
-# was cut at). The same facts as ``racecheck.runtime.steps.Step``, in the form the bit-set loops index fastest.
+# A step as the analysis keeps it, in its int-indexed rows: (thread, trace step number, everything it touched). Made
+# from a runtime ``Step``, with what differs: the run's step number (``Step.event.step``) where a ``Step`` has the
+# thread's own count, since the search places its decisions by run step; and pseudo-steps, numbered -1, that no
+# run made: what a thread was about to do when the analysis stops (a deadlock, the state a run was cut at).
 StepRow = tuple[int, int, Accesses]
 # What a thread would still have done when a failure elsewhere cut the run short: unknown, so it conflicts with every
 # step (the search then tries the thread before the steps it could have gone before, and reads what it does there).
@@ -61,21 +63,15 @@ def _wild_bits(relation: Relation) -> dict[ObjKind, int]:
 
 
 def steps_of(trace: Sequence[Any], complete: bool = True) -> list[StepRow]:
-    """The steps of a trace (or of a part of one that starts at a step), each with its own access and those of the
-    notes (releases, notifies) its thread made before the next step. The read of the scheduler's fairness that
-    every step makes is left implicit (``Analysis`` adds it; a step that ends in a yield writes the fairness).
-    ``complete=False`` leaves out the last step: its thread is still running it."""
-    steps: list[StepRow] = []
-    for event in trace:
-        if event.switch == "info":
-            if steps and steps[-1][0] == event.tid and event.access:
-                tid, number, accesses = steps[-1]
-                steps[-1] = (tid, number, accesses + event.access)
-            continue
-        steps.append((event.tid, event.step, event.access))
-    if not complete and steps:
-        steps.pop()
-    return steps
+    """The steps of a trace (or of a part of one that starts at a step) as rows, built by the runtime's one assembly
+    (``racecheck.runtime.sinks.build``: each step with its own accesses and those of the notes its thread made
+    before its next one). The read of the scheduler's fairness that every step makes is left implicit
+    (``Analysis`` adds it; a step that ends in a yield writes the fairness). ``complete=False`` leaves out the last
+    step: its thread is still running it."""
+    rows = [(step.event.tid, step.event.step, step.accesses) for step in build(trace)]
+    if not complete and rows:
+        rows.pop()
+    return rows
 
 
 def bits_of(mask: int) -> list[int]:
@@ -450,7 +446,7 @@ def at_the_block(steps: Sequence[StepRow], blocked: int) -> list[StepRow]:
     that, then what each thread was about to do there (its next step, as a pseudo-step). Past the block it repeats
     a class an earlier sibling covered; what the waiting threads were about to do still says where they could
     have gone first (as Flanagan and Godefroid analyse every state reached, the blocked one included)."""
-    kept = [step for step in steps if 0 <= step[1] < blocked]
+    kept = [(tid, number, accesses) for tid, number, accesses in steps if 0 <= number < blocked]
     nexts: dict[int, StepRow] = {}
     for tid, number, accesses in steps:
         if (number >= blocked or number < 0) and tid not in nexts:

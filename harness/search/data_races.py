@@ -123,8 +123,9 @@ def object_kind(obj: Obj | str) -> str:
 
 
 def find(run: Any, atomic: bool = False) -> list[Found]:
-    """Every data race of ``run`` (its trace, ``where`` and ``real_sync``): each pair once, in trace order of the
-    later access; a pair of atomic additions (``MemorySteps.atomic``) only with ``atomic``."""
+    """Every data race of an ended run (a ``RunEnd``: its trace, and its memory records' ``where``, ``real_sync``
+    and ``atomic``): each pair once, in trace order of the later access; a pair of atomic additions
+    (``MemorySteps.atomic``) only with ``atomic``."""
     trace = run.trace
     if not trace:
         return []
@@ -326,10 +327,10 @@ def is_benign(patterns: Iterable[str], obj: Obj | str, locations: Iterable[str])
     return False
 
 
-def failing(run: Any, patterns: Iterable[str]) -> Found | None:
-    """The first race of ``run`` that is not marked benign (what fails it under ``data_races="fail"``)."""
+def failing(races: Iterable[Found], patterns: Iterable[str]) -> Found | None:
+    """The first of a run's ``races`` that is not marked benign (what fails it under ``data_races="fail"``)."""
     patterns = tuple(patterns)
-    for found in run.races or ():
+    for found in races:
         if not is_benign(patterns, found[0], (found[1][2], found[2][2])):
             return found
     return None
@@ -372,11 +373,12 @@ class RaceLog:
         self.runs = 0  # runs whose races were taken (``add``)
         self.real_locks = False  # a real lock made before the run was taken in some schedule
 
-    def wants_locations(self, run: Any) -> bool:
-        if run.locate or not run.races:
+    def wants_locations(self, run: Any, races: list[Found]) -> bool:
+        """Whether ``run``, whose data races are ``races``, is worth running again with source lines."""
+        if run.locate or not races:
             return False
         fresh_pair = False
-        for found in run.races:
+        for found in races:
             if _coarse(found) not in self.kinds:
                 return True
             fresh_pair = fresh_pair or _fine(found) not in self.pairs
@@ -385,17 +387,18 @@ class RaceLog:
         budget = min(RERUNS, 1 + self.runs // RERUN_EVERY)
         return fresh_pair and self.reruns < budget and not run.memory_steps.sampled
 
-    def add(self, run: Any, schedule: int, token: Callable[[], str], located: bool | None = None) -> None:
-        """Take the races of ``run`` (schedule index ``schedule``; ``token()`` replays it). A run without source
+    def add(self, run: Any, races: list[Found], schedule: int, token: Callable[[], str],
+            located: bool | None = None) -> None:
+        """Take the ``races`` of ``run`` (schedule index ``schedule``; ``token()`` replays it). A run without source
         lines only marks its races as seen, unless ``located`` says no run with them can be had."""
         self.runs += 1
         if run.memory_steps.real_sync:
             self.real_locks = True
-        if not run.races:
+        if not races:
             return
         keep = run.locate if located is None else located
         made = ""
-        for found in run.races:
+        for found in races:
             self.kinds.add(_coarse(found))
             self.pairs.add(_fine(found))
             if not keep:

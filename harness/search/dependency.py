@@ -37,6 +37,7 @@ from typing import Any
 
 from racecheck.runtime.access import FAIRNESS_OBJ, FAIRNESS_READ, YIELDED
 from racecheck.runtime.relation import Relation, active, most_specific, shown
+from racecheck.runtime.sinks import build
 from racecheck.runtime.steps import Access, Obj, Step
 
 __racecheck_engine__ = True
@@ -70,26 +71,13 @@ def conflicts(left: Iterable[Access], right: Iterable[Access], relation: Relatio
 
 
 def steps(events: Sequence[Any]) -> list[Step]:
-    """The scheduling steps of a trace (``Step``: its event, the thread's step number counted from 0, everything
-    the step touched). A note (a release, a notify: ``switch == "info"``) adds its accesses to the step its thread
-    is running. A step's number within its thread is its identity in every schedule equivalent to this one."""
-    out: list[Step] = []
-    counts: dict[int, int] = {}
-    last: dict[int, int] = {}
-    for event in events:
-        tid = event.tid
-        if event.switch == "info":
-            at = last.get(tid)
-            if at is not None and event.access:
-                step = out[at]
-                touched = step.accesses
-                out[at] = Step(step.event, step.nth, touched + tuple(a for a in event.access if a not in touched))
-            continue
-        nth = counts.get(tid, 0)
-        counts[tid] = nth + 1
-        last[tid] = len(out)
-        out.append(Step(event, nth, tuple(event.access)))
-    return out
+    """The scheduling steps of a sequence of events (``racecheck.runtime.sinks.build``), for traces that are not a
+    run's own step log: a deadlocked run's with its waiting pseudo-events, a swapped run's read against it. A note
+    (a release, a notify: ``switch == "info"``) adds its accesses to the step its thread is running, and one made
+    by a thread that runs no step (unwinding after the run stopped) to that thread's last step: the racing pair
+    and a failing run's causal past see the lock it gave back. A step's number within its thread is its identity
+    in every schedule equivalent to this one."""
+    return build(events, strays=True)
 
 
 def _meets(touched: tuple[Access, ...], tid: int, kept: dict[Obj, list[tuple[int, Access]]],

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from racecheck.errors import ForeignTokenError, ReplayDivergence, TokenError, UserCallbackError
 from racecheck.search.coverage import Coverage
+from racecheck.search.data_race_sink import found_races
 from racecheck.search.data_races import RaceLog
 from racecheck.search.database import FailureDatabase
 from racecheck.search.divergence import LIKELY_CAUSE
@@ -95,7 +96,7 @@ def replay_database(
             database.delete(key, text)
             coverage.count(run, -1, result)
             continue
-        races.add(run, parsed.index, lambda text=text: text)
+        races.add(run, found_races(run), parsed.index, lambda text=text: text)
         stop = collect(session, run, parsed.index, result, (parsed.strategy, parsed.seed))
         coverage.count(run, -1, result)
         if stop:
@@ -158,7 +159,7 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
         result.failures.append(result.failure)
     result.trace = render_run(run)
     races = RaceLog(session.search)
-    races.add(run, parsed.index, lambda: token, located=True)
+    races.add(run, found_races(run), parsed.index, lambda: token, located=True)
     result.data_races = races.listed()
     result.coverage = scope_of(session.parts, result, races.real_locks, session.unwatched(), replayed=True)
     return result

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.scheduler import VALUE_PICK, Run
+from racecheck.runtime.steps import Outcome
 from racecheck.runtime.trace import TraceEvent
 from racecheck.search.not_a_race import depends_on_schedule
 from racecheck.search.race import WAITING, Race, find_race, same_race
@@ -88,13 +89,11 @@ def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, i
     def describe(other: Run) -> str:
         return "passes" if other.failure is None else outcome_line(other)[3:]
 
-    events = list(run.trace)
-    if run.failure.kind == "deadlock":
-        events += [
-            TraceEvent(run.steps + 1, rec.tid, rec.op, rec.loc, WAITING, rec.access, rec.points)
-            for rec in run.threads
-            if rec.launched and rec.op != "exit"  # torn down since, but still showing what it waited for
-        ]
+    run_end = run.ending()  # what the runtime hands of an ended run: its trace, and what each waiting thread waited in
+    events = list(run_end.trace)
+    if run_end.outcome is Outcome.DEADLOCK:
+        events += [TraceEvent(run_end.steps + 1, waiting.tid, waiting.op, waiting.loc, WAITING, waiting.access,
+                              waiting.points) for waiting in run_end.waiting]
     race, _spent = find_race(events, values, execute, fails_same, describe, budget, token_of)
     return race
 

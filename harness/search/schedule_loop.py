@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from racecheck.errors import ReplayDivergence
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.scheduler import FailureInfo, Run
+from racecheck.search.data_race_sink import found_races
 from racecheck.search.data_races import RaceLog
 from racecheck.search.findings import collect
 from racecheck.search.result import Result, failure_of
@@ -83,7 +84,8 @@ class Schedules:
         """On the carrier: account for a run that needs nothing more; False hands it to ``_settle``."""
         if self._again(run):
             return True
-        if run.failure is not None or self.config.check_determinism or self.races.wants_locations(run):
+        if run.failure is not None or self.config.check_determinism or \
+                self.races.wants_locations(run, found_races(run)):
             return False
         self._races(run, self.index)
         self.strat.end_execution(self.chooser, run.steps)
@@ -104,7 +106,8 @@ class Schedules:
     def _races(self, run: Run, index: int, located: bool | None = None) -> None:
         """The data races of ``run`` (schedule ``index``) into the exploration's log."""
         cfg = self.config
-        self.races.add(run, index, lambda: self.session.token(run, cfg.strategy, cfg.seed, index), located)
+        self.races.add(run, found_races(run), index, lambda: self.session.token(run, cfg.strategy, cfg.seed, index),
+                       located)
 
     def _settle(self, run: Run) -> bool:
         """A run that needs this thread: check determinism, collect a failure, count it. True: stop exploring."""
@@ -130,7 +133,7 @@ class Schedules:
             stop = collect(session, run, index, result)
         elif not stop:
             result.passed += 1
-            if self.races.wants_locations(run):
+            if self.races.wants_locations(run, found_races(run)):
                 self.races.reruns += 1
                 again = session.with_locations(run, result)
                 self._races(run if again is None else again, index, located=True)

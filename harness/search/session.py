@@ -30,7 +30,9 @@ from racecheck.runtime.carrier_pool import supported as carrier_pool_supported
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.records import FailureInfo
 from racecheck.runtime.scheduler import Run
+from racecheck.runtime.sinks import Sink
 from racecheck.search import data_races
+from racecheck.search.data_race_sink import DataRaceSink, found_races
 from racecheck.search.divergence import compare_runs
 from racecheck.search.options import Parts
 from racecheck.search.registry import samples_memory
@@ -132,6 +134,9 @@ class Session:
         # "warm-up" (it learns too)
         self.sampling: memory_sampling.Sampling | None = None
         self.next_mode = "whole"
+        # What else listens to every run (``racecheck.runtime.sinks``): each factory makes one sink per run, handed
+        # to it beside the session's own (the data-race finder)
+        self.sink_factories: list[Callable[[], Sink]] = []
 
     def _modules(self) -> list[types.ModuleType]:
         targets: list[Any] = []
@@ -294,16 +299,15 @@ class Session:
     def _prepare(self, chooser: Chooser, locate: bool) -> Run:
         forget_local_classes()
         collect_between_runs()
-        run = Run(chooser, self.run_config)
+        run = Run(chooser, self.run_config, self._sinks())
         run.locate = locate
         if self.control.memory:
             run.watch = Watch()
             if self.sampling is not None:
                 if self.next_mode in ("learn", "warm-up"):
-                    run.memory_steps.learning = []
+                    run.memory_steps.learning = []  # what its ``Learner`` sink learns from
                     if self.next_mode == "learn":  # with source lines: the data races it reports need no rerun
                         run.locate = True
-                    self.sampling.begin_learning()
                 run.memory_steps.sampled = self.next_mode == "sampled"
                 if chooser.cold_codes is not None:  # a widening run: the sampled run's unwatched code
                     run.memory_steps.cold_codes = chooser.cold_codes
@@ -344,27 +348,30 @@ class Session:
         run.detach()
         if run.leaked and run.locate:
             run.drop_locations()
+        run.close_sinks()
+        run.memory_steps.learning = None  # learned from (``memory_sampling.Learner``): a run kept must not hold it
         self._judge_races(run)
-        learning = run.memory_steps.learning
-        if learning is not None and self.sampling is not None:
-            self.sampling.end_learning()
-            # A run that brought code under watch as it went is learned from too: discovery brings a callee under
-            # watch before it runs, so what ran unwatched is code reached only from C or the engine (as in any run)
-            self.sampling.learn(learning)
-            run.memory_steps.learning = None
         chooser.end(run.ending())
         if run.failure is not None and run.failure.kind == "internal":
             raise run.failure.exception  # racecheck's own failure ends the exploration (the batch hands it over)
 
+    def _sinks(self) -> tuple[Sink, ...]:
+        """The sinks a new run is handed: the data-race finder's (unless data races are ignored), a learning run's
+        learner (sampled watching), then one of each of ``sink_factories``."""
+        sinks: list[Sink] = [] if self.search.data_races == "ignore" else [DataRaceSink(self.search.atomic_races)]
+        if self.control.memory and self.sampling is not None and self.next_mode in ("learn", "warm-up"):
+            sinks.append(memory_sampling.Learner(self.sampling))
+        sinks.extend(factory() for factory in self.sink_factories)
+        return tuple(sinks)
+
     def _judge_races(self, run: Run) -> None:
-        """The data races of ``run`` (``run.races``); under ``data_races="fail"`` one not marked benign fails a run
-        that did not fail otherwise, in every run of the session (a shrinking candidate, a replay) alike."""
-        mode = self.search.data_races
-        if mode == "ignore":
+        """Under ``data_races="fail"``, a data race of ``run`` (its sink's) not marked benign fails a run that did
+        not fail otherwise, in every run of the session (a shrinking candidate, a replay) alike."""
+        if self.search.data_races != "fail" or run.failure is not None:
             return
-        run.races = data_races.find(run, self.search.atomic_races)
-        if mode == "fail" and run.failure is None and run.races:
-            found = data_races.failing(run, self.search.benign)
+        races = found_races(run)
+        if races:
+            found = data_races.failing(races, self.search.benign)
             if found is not None:
                 run.failure = FailureInfo("data-race", DataRaceError(data_races.describe_found(found)), found[2][0])
 

@@ -239,7 +239,7 @@ def _fake_run(pair: int) -> object:
     from racecheck.runtime.access import memory
 
     found = (memory(f"Box#{pair}.value"), (1, "write", "", 3, pair), (2, "read", "", 5, pair))
-    return SimpleNamespace(locate=False, races=[found], memory_steps=SimpleNamespace(real_sync=None, sampled=False))
+    return SimpleNamespace(locate=False, found=[found], memory_steps=SimpleNamespace(real_sync=None, sampled=False))
 
 
 def _located_runs(runs: int) -> int:
@@ -249,12 +249,12 @@ def _located_runs(runs: int) -> int:
     located = 0
     for index in range(runs):
         run = _fake_run(index)
-        wanted = log.wants_locations(run)
+        wanted = log.wants_locations(run, run.found)
         if wanted:
             log.reruns += 1
             located += 1
             run.locate = True
-        log.add(run, index, lambda: "token")
+        log.add(run, run.found, index, lambda: "token")
     return located
 
 

@@ -1,0 +1,161 @@
+"""What consumes a run without choosing: the sink protocol, and the run's steps, built once by the runtime.
+
+A chooser answers the run's decisions (``racecheck.runtime.chooser``); a *sink* only listens. The session hands a
+run its sinks as it hands it a chooser (``Run(chooser, config, sinks)``), and the run tells each one:
+
+* ``begin(view)`` once, before the run's first step (the ``RunView`` its chooser reads too);
+* ``step(step)`` for every ``Step`` of the run, once each, in the order the steps ran, as soon as it is finished
+  (its thread reached its next point: nothing joins it any more). Only a sink that defines ``step`` is fed step by
+  step, so a run whose sinks listen only at the end builds no step while it goes;
+* ``end(run_end)`` once the run has ended and been torn down, before its chooser hears of it (``RunEnd``: outcome,
+  steps, picks, trace, ``taken`` the run's steps, ``memory`` its memory records). A finding a sink makes there (a
+  data race that fails the run) is the session's to act on before the chooser's ``end``.
+
+The run's steps are built here, once per run, whoever reads them (``StepLog``): step by step while a sink takes them,
+else on the first read of ``RunEnd.taken``. A note (a release, a notify: an ``info`` event) joins the step its
+thread is running: the last step, when it is that thread's. A note of a thread that runs no step (one unwinding
+after the run was stopped) joins none: it is no part of the run's interleaving. ``build`` is the same assembly over
+any sequence of events (a slice of a trace, a trace with a deadlock's pseudo-events) for the analyses that read
+those; ``strays=True`` lets such a note join its thread's last step instead (the racing pair's reading,
+``racecheck.search.dependency.steps``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+from racecheck.runtime.steps import Step
+
+__racecheck_engine__ = True
+
+_new = tuple.__new__
+
+
+class Sink:
+    """One consumer of a run's steps: override what it listens to."""
+
+    def begin(self, view: Any) -> None:
+        """The run is about to start; ``view`` (a ``RunView``) is what it may read of it until it ends."""
+
+    def step(self, step: Step) -> None:
+        """One finished step of the run, in order (only called on sinks that define it)."""
+
+    def end(self, run_end: Any) -> None:
+        """The run has ended (a ``RunEnd``)."""
+
+
+def takes_steps(sink: Sink) -> bool:
+    """Whether ``sink`` listens step by step (defines ``step``)."""
+    return type(sink).step is not Sink.step
+
+
+def _extend(made: list[Step], counts: dict[int, int], last: dict[int, int] | None, events: Sequence[Any],
+            start: int, stop: int) -> None:
+    """``events[start:stop]`` as steps onto ``made`` (``counts``: each thread's steps so far; ``last``: each
+    thread's last step in ``made``, for notes of threads that run none, or None to leave those out)."""
+    for index in range(start, stop):
+        event = events[index]
+        tid = event.tid
+        if event.switch == "info":
+            access = event.access
+            if not access:
+                continue
+            if made and made[-1].event.tid == tid:
+                at = len(made) - 1
+            elif last is not None and tid in last:
+                at = last[tid]
+            else:
+                continue
+            step = made[at]
+            touched = step.accesses
+            more = tuple(one for one in access if one not in touched)
+            if more:
+                made[at] = _new(Step, (step.event, step.nth, touched + more))
+            continue
+        nth = counts.get(tid, 0)
+        counts[tid] = nth + 1
+        if last is not None:
+            last[tid] = len(made)
+        made.append(_new(Step, (event, nth, tuple(event.access))))
+
+
+def build(events: Sequence[Any], strays: bool = False) -> list[Step]:
+    """The steps of ``events`` (``Step``: the event of its point, its number among its thread's steps counted from
+    0, everything it touched, its notes' accesses included, each once). ``strays``: a note of a thread that is not
+    running the last step joins that thread's last step (else no step)."""
+    made: list[Step] = []
+    _extend(made, {}, {} if strays else None, events, 0, len(events))
+    return made
+
+
+class StepLog(Sequence[Step]):
+    """A run's steps, built once from its trace: step by step while sinks take them (``advance``, at each new step
+    of the run, when every event before it is final), else all at once on the first read after the run has ended
+    (``finish`` says it has). A sequence of ``Step``, read from the trace the run hands out at its end
+    (``Run.drop_locations`` may have replaced it: then it is read again from that one)."""
+
+    __slots__ = ("source", "made", "counts", "cursor", "sinks", "fed", "ended")
+
+    def __init__(self, trace: list[Any], sinks: tuple[Sink, ...] = ()) -> None:
+        self.source = trace
+        self.made: list[Step] = []
+        self.counts: dict[int, int] = {}
+        self.cursor = 0  # the events read so far: every one of them final, so are the steps made of them
+        self.sinks = sinks  # the sinks that take steps, fed each one as it is made
+        self.fed = 0  # the steps the sinks have had
+        self.ended = False
+
+    @classmethod
+    def begin(cls, trace: list[Any], sinks: tuple[Sink, ...], view: Any) -> StepLog:
+        """The log of a run that is about to start, whose trace is ``trace``: each of ``sinks`` begins (``view``),
+        and those that take steps are fed them."""
+        for sink in sinks:
+            sink.begin(view)
+        return cls(trace, tuple(sink for sink in sinks if takes_steps(sink)))
+
+    def advance(self) -> None:
+        """Every event of the trace so far is final (the run is about to add a new step, or has ended): make their
+        steps, and feed them to the sinks. The events after the last call begin with a step's event, so no note
+        joins a step made (and fed) before."""
+        trace = self.source
+        made = self.made
+        _extend(made, self.counts, None, trace, self.cursor, len(trace))
+        self.cursor = len(trace)
+        sinks = self.sinks
+        if sinks:
+            for step in made[self.fed:]:
+                for sink in sinks:
+                    sink.step(step)
+            self.fed = len(made)
+
+    def finish(self, trace: list[Any]) -> StepLog:
+        """The run has ended and ``trace`` is its trace: the sinks get the steps they have not had; the others are
+        made when first read. A trace that replaced the one read so far (the same events without source lines) is
+        read again from its start; the sinks get only the steps they have not had."""
+        if trace is not self.source:
+            self.source, self.made, self.counts, self.cursor = trace, [], {}, 0
+        self.ended = True
+        if self.sinks:
+            self.advance()
+        return self
+
+    def _all(self) -> list[Step]:
+        if self.ended and self.cursor < len(self.source):
+            self.advance()
+        return self.made
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    @overload
+    def __getitem__(self, index: int) -> Step: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Step]: ...
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self._all())
