@@ -58,6 +58,7 @@ def failure_dict(f: FailureRecord) -> dict:
         "depends_on_schedule": f.depends_on_schedule,
         "occurrences": f.occurrences,
         "signature": f.signature,
+        "incomplete": f.incomplete,
     }
 
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from racecheck.errors import ForeignTokenError, ReplayDivergence, TokenError, UserCallbackError
+from racecheck.errors import ForeignTokenError, InternalError, ReplayDivergence, TokenError, UserCallbackError
 from racecheck.search.coverage import Coverage
 from racecheck.search.data_races import RaceLog
 from racecheck.search.database import FailureDatabase
@@ -22,6 +22,7 @@ from racecheck.search.findings import collect, judgeable, racing_pair, schedule_
 from racecheck.search.registry import make_strategy
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, failure_of, render_run
+from racecheck.search.salvage import note
 from racecheck.search.schedule_loop import Schedules
 from racecheck.search.scope import scope_of
 from racecheck.search.session import Session, config_key
@@ -56,6 +57,11 @@ def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
                 Schedules(session, strat, coverage, result, races).run(locate_all)
         except UserCallbackError as exc:  # the user's own callback raised: their exception, as it was
             raise exc.original from None
+        except InternalError as exc:  # racecheck's own: a failure already found is still the verdict
+            if result.failure is None:
+                raise
+            result.failure.incomplete = "; ".join(
+                filter(None, [result.failure.incomplete, note("exploring further", exc)]))
         result.exhausted = strat.exhausted or coverage.exhausted
         result.no_proof = "" if result.exhausted else strat.no_proof
         coverage.settle(result)

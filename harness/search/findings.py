@@ -16,6 +16,7 @@ from racecheck.search.not_a_race import depends_on_schedule
 from racecheck.search.race import WAITING, Race, find_race, same_race
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, failure_of, outcome_line
+from racecheck.search.salvage import attempt
 from racecheck.search.shrink import Probe, fewest_preemptions, normalize, shrink
 
 if TYPE_CHECKING:
@@ -135,12 +136,15 @@ def collect(
         if failure.race is None or same_race(failure.race, run.trace):
             failure.occurrences += 1
             return False
-    best, probes = shrunk(session, run, result)
+    notes: list[str] = []  # what of racecheck's own machinery failed on this failure (``search.salvage``)
+    best, probes = attempt(lambda: shrunk(session, run, result), "shrinking", notes, (run, 0))
     strategy, seed = origin or (cfg.strategy, cfg.seed)
     token = session.token(best, strategy, seed, index)
     failure = failure_of(best, token, index, run, probes)
     failure.signature = signature
-    failure.race = racing_pair(session, best, result, (strategy, seed))
+    if not notes:
+        failure.race = attempt(lambda: racing_pair(session, best, result, (strategy, seed)),
+                               "naming the racing pair", notes, None)
     for other in known:
         if other.race is not None and failure.race is not None and other.race.key() == failure.race.key():
             other.occurrences += 1
@@ -152,9 +156,11 @@ def collect(
         failure.depends_on_schedule = True
     elif result.passed or any(f.signature != signature for f in result.failures):
         failure.depends_on_schedule = True  # an explored schedule did not fail this way
-    elif cfg.race_budget > 0 and judgeable(best):
-        failure.depends_on_schedule = schedule_dependence(session, best, result)
+    elif cfg.race_budget > 0 and judgeable(best) and not notes:
+        failure.depends_on_schedule = attempt(lambda: schedule_dependence(session, best, result),
+                                              "the not-a-race check", notes, None)
+    failure.incomplete = "; ".join(notes)
     result.failures.append(failure)
     if result.failure is None:
         result.failure = failure
-    return len(result.failures) >= cfg.max_failures
+    return bool(notes) or len(result.failures) >= cfg.max_failures  # after racecheck's own error: no more runs

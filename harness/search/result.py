@@ -53,6 +53,9 @@ class Failure:
     # False: the failure also happened under every schedule the not-a-race check tried (``search.not_a_race``), so
     # the order of the threads does not decide it; None: not checked (a replay, unless asked to judge)
     depends_on_schedule: bool | None = None
+    # racecheck's own machinery failed after this failure was found (shrinking, the racing pair, the not-a-race
+    # check, a later schedule): which step stopped and why (``search.salvage``); the failure stands as found
+    incomplete: str = ""
 
     @property
     def message(self) -> str:
@@ -69,6 +72,8 @@ class Failure:
         race = f"{self.race}\n" if self.race is not None else ""
         if self.not_a_race:
             race = f"{NOT_A_RACE}\n"
+        if self.incomplete:
+            race += f"[{self.incomplete}]\n"
         return race + (
             f"racecheck found a failing schedule (#{self.schedule_index}, {self.kind}{where}): {self.message}\n"
             f"preemptions: {self.preemptions} (before shrinking {self.original_preemptions}), steps: {self.steps}\n"
@@ -130,9 +135,10 @@ class Result:
             )
         more = f" (and {len(self.failures) - 1} more distinct failures)" if len(self.failures) > 1 else ""
         verdict = f" ({NOT_A_RACE})" if self.failure.not_a_race else ""
+        stopped = f" [{self.failure.incomplete}]" if self.failure.incomplete else ""
         return (
             f"FAILED after {self.schedules} schedules: {self.failure.message}{verdict}; token {self.failure.token}"
-            f"{more}"
+            f"{more}{stopped}"
         )
 
     def races_text(self) -> str:
