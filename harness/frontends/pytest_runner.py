@@ -262,7 +262,9 @@ def run_marked(item: pytest.Function, marker: pytest.Mark, session: Any, section
         return
     failure = result.failure
     props.append(("racecheck_token", failure.token))
-    props.append(("racecheck_verdict", "race" if any(not f.not_a_race for f in result.failures) else "not-a-race"))
+    races = any(not f.not_a_race and not f.hang for f in result.failures)
+    hang = any(f.hang for f in result.failures)
+    props.append(("racecheck_verdict", "race" if races else "hang" if hang else "not-a-race"))
     if len(result.failures) > 1:
         props.append(("racecheck_failures", len(result.failures)))
         props.append(("racecheck_tokens", " ".join(f.token for f in result.failures)))

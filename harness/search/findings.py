@@ -137,12 +137,15 @@ def collect(
             failure.occurrences += 1
             return False
     notes: list[str] = []  # what of racecheck's own machinery failed on this failure (``search.salvage``)
-    best, probes = attempt(lambda: shrunk(session, run, result), "shrinking", notes, (run, 0))
+    # A run that left a thread stuck (a hang) is never run again: every rerun would wait out the hang bound and
+    # leave one more thread stuck. It is reported as found, with no pair (a hang is not a race).
+    again = not run.leaked
+    best, probes = attempt(lambda: shrunk(session, run, result), "shrinking", notes, (run, 0)) if again else (run, 0)
     strategy, seed = origin or (cfg.strategy, cfg.seed)
     token = session.token(best, strategy, seed, index)
     failure = failure_of(best, token, index, run, probes)
     failure.signature = signature
-    if not notes:
+    if not notes and again:
         failure.race = attempt(lambda: racing_pair(session, best, result, (strategy, seed)),
                                "naming the racing pair", notes, None)
     for other in known:

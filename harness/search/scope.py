@@ -109,7 +109,7 @@ def escaped(control: ControlOptions, leaked: list[str], real_locks: bool, unwatc
     out = []
     if leaked:
         threads = sorted(set(leaked))
-        out.append(f"uncontrolled blocking ({_names(threads)} stuck in code racecheck does not control)")
+        out.append(f"a hang ({_names(threads)} stuck in an uncontrolled wait)")
     if real_locks:
         out.append("real locks made before the run (each critical section ran whole, never interleaved)")
     excluded = [getattr(m, "__name__", str(m)) for m in control.exclude]
