@@ -125,6 +125,7 @@ def _record(failure: Any, base: int) -> FailureRecord:
         signature=[str(part) for part in getattr(failure, "signature", ())],
         race_key=key,
         incomplete=str(getattr(failure, "incomplete", "")),
+        undecided=str(getattr(failure, "undecided", "")),
     )
 
 

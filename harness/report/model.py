@@ -38,6 +38,7 @@ class FailureRecord:
     signature: list[str] = field(default_factory=list)  # what groups failures: kind, exception type, where raised
     race_key: str = ""  # the racing pair's operations and places, comparable across chunks ("" when not named)
     incomplete: str = ""  # racecheck's own machinery failed after finding it: which step stopped, and why
+    undecided: str = ""  # why the not-a-race check could not decide (an uncontrolled process ran beside it)
 
     @property
     def not_a_race(self) -> bool:

@@ -59,6 +59,7 @@ def failure_dict(f: FailureRecord) -> dict:
         "occurrences": f.occurrences,
         "signature": f.signature,
         "incomplete": f.incomplete,
+        "undecided": f.undecided,
     }
 
 

@@ -18,7 +18,7 @@ from racecheck.search.coverage import Coverage
 from racecheck.search.data_races import RaceLog
 from racecheck.search.database import FailureDatabase
 from racecheck.search.divergence import LIKELY_CAUSE
-from racecheck.search.findings import collect, judgeable, racing_pair, schedule_dependence
+from racecheck.search.findings import collect, judgeable, racing_pair, schedule_dependence, undecidable
 from racecheck.search.registry import make_strategy
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, failure_of, render_run
@@ -147,7 +147,8 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
         if divergence is None and run.failure is not None and not run.leaked:
             # the token's schedule is the shrunk one explore named its pair from: the same pair again
             race = racing_pair(session, run, Result(ok=False, schedules=0), (parsed.strategy, parsed.seed))
-        if divergence is None and judge and judgeable(run):  # judged as explore judges its failures
+        undecided = undecidable(run) if run.failure is not None else ""
+        if divergence is None and judge and judgeable(run) and not undecided:  # judged as explore judges its failures
             depends = True if race is not None else schedule_dependence(session, run, Result(ok=False, schedules=0))
     if divergence is not None:
         raise ReplayDivergence(divergence)
@@ -160,6 +161,7 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
         result.failure = failure_of(run, parsed.encode(), parsed.index, run, 0)
         result.failure.signature = run.failure.signature()
         result.failure.depends_on_schedule = depends
+        result.failure.undecided = undecided
         result.failure.race = race
         result.failures.append(result.failure)
     result.trace = render_run(run)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from racecheck.control import processes_escape
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.scheduler import VALUE_PICK, Run
 from racecheck.runtime.trace import TraceEvent
@@ -107,6 +108,17 @@ def judgeable(run: Run) -> bool:
     return failure is not None and not run.leaked and failure.kind in ("exception", "deadlock", "step-limit")
 
 
+def undecidable(run: Run) -> str:
+    """Why the not-a-race check cannot decide for ``run`` ("" when it can): a process racecheck does not control
+    ran beside it (``control.processes_escape``), in real time, so a failure under every probe schedule may still
+    depend on an order no schedule sets."""
+    processes = processes_escape.in_run(run)
+    if not processes:
+        return ""
+    return (f"whether it is a race could not be decided: a process racecheck does not control ran at the same time "
+            f"({'; '.join(processes)}), and no schedule orders it")
+
+
 def schedule_dependence(session: Session, run: Run, result: Result) -> bool:
     """Whether the failure of ``run`` depends on the schedule (``not_a_race.depends_on_schedule`` over real runs
     of this session): False when every probe schedule fails the same way."""
@@ -159,6 +171,8 @@ def collect(
         failure.depends_on_schedule = True
     elif result.passed or any(f.signature != signature for f in result.failures):
         failure.depends_on_schedule = True  # an explored schedule did not fail this way
+    elif undecidable(best):
+        failure.undecided = undecidable(best)  # never "not a race" beside a process nobody scheduled
     elif cfg.race_budget > 0 and judgeable(best) and not notes:
         failure.depends_on_schedule = attempt(lambda: schedule_dependence(session, best, result),
                                               "the not-a-race check", notes, None)

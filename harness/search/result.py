@@ -59,6 +59,8 @@ class Failure:
     # racecheck's own machinery failed after this failure was found (shrinking, the racing pair, the not-a-race
     # check, a later schedule): which step stopped and why (``search.salvage``); the failure stands as found
     incomplete: str = ""
+    # why the not-a-race check could not decide (an uncontrolled process ran beside the failure: never "not a race")
+    undecided: str = ""
 
     @property
     def message(self) -> str:
@@ -82,6 +84,8 @@ class Failure:
         found = "a schedule that hangs" if self.hang else "a failing schedule"
         if self.not_a_race:
             race = f"{NOT_A_RACE}\n"
+        if self.undecided:
+            race += f"{self.undecided}\n"
         if self.incomplete:
             race += f"[{self.incomplete}]\n"
         return race + (
@@ -145,6 +149,8 @@ class Result:
             )
         more = f" (and {len(self.failures) - 1} more distinct failures)" if len(self.failures) > 1 else ""
         verdict = f" ({NOT_A_RACE})" if self.failure.not_a_race else ""
+        if self.failure.undecided:
+            verdict = f" ({self.failure.undecided})"
         stopped = f" [{self.failure.incomplete}]" if self.failure.incomplete else ""
         head = "HANG" if self.failure.hang else "FAILED"
         return (

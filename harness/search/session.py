@@ -18,7 +18,16 @@ from typing import Any
 
 import racecheck.control.sync_facades  # noqa: F401 - importing it registers the sync stand-ins' swaps
 from racecheck import runtime
-from racecheck.control import autocontrol, external, instrument, lines, memory_install, memory_sampling, tempdirs
+from racecheck.control import (
+    autocontrol,
+    external,
+    instrument,
+    lines,
+    memory_install,
+    memory_sampling,
+    processes_escape,
+    tempdirs,
+)
 from racecheck.control.memory_names import Watch, forget_local_classes
 from racecheck.control.threads import controlled_thread_class
 from racecheck.errors import DataRaceError, InternalError, RacecheckError, ReplayDivergence, UserCallbackError
@@ -176,6 +185,7 @@ class Session:
                     self._sample(stack)
                 stack.enter_context(controlled_thread_class())
                 stack.enter_context(external.waiting_outside())
+                stack.enter_context(processes_escape.watching())  # after external's: it wraps what that one did
                 stack.enter_context(tempdirs.tracked())
                 stack.enter_context(collections_between_runs())
                 stack.callback(self.one_cpu.restore)  # after the carrier is closed: threads it left keep no pin

@@ -120,6 +120,8 @@ def failure_block(cell: CellResult, failure: FailureRecord | None = None, positi
     where = f" in {f.thread}" if f.thread else ""
     number = f"[{position}/{len(cell.failures)}] " if position else ""
     verdict = f"  {NOT_A_RACE}\n" if f.not_a_race else ""
+    if f.undecided:
+        verdict += f"  {f.undecided}\n"
     if f.incomplete:
         verdict += f"  [{f.incomplete}]\n"
     return (
