@@ -4,7 +4,7 @@ not control), and saying where that thread is stuck.
 One bound for every uncontrolled wait (``hang_bound``): a controlled thread that has made no scheduling point for
 ``HANG_WATCHDOGS`` watchdogs (10 s by default) while it waits, on a socket or pipe, on another process, on a real
 lock or in C code, is hung, whatever it waits on. A thread that moves (a computation without points, in code
-that is not watched) is not waiting: its time starts again where it goes. The verdict is a hang, never a race
+that is not watched, or a long first import) is not waiting: its time starts again where it goes. The verdict is a hang, never a race
 (``Failure.hang``), and its message names the bound, not the time measured, so a replay reads the same.
 
 The supervisor (the explorer's own, uncontrolled thread) asks a ``Watch`` every ``poll_interval`` while a phase of
@@ -59,8 +59,8 @@ class Watch:
             return False
         elapsed = now - self.last_progress
         bound = hang_bound(self.watchdog)
-        if run.outside:  # a known wait on another process or the network (racecheck.control.external)
-            return elapsed >= bound and not self.done.is_set() and run.steps == self.last_steps
+        # A known wait on another process (racecheck.control.external) is judged like any other: it is a wait while
+        # the thread stays in one place; an import counted as outside moves, and is given time as a computation is.
         if elapsed < self.watchdog / 2:
             return False
         where = _current_frame_key(run.current)
