@@ -53,7 +53,7 @@ class Config:
     on_crash: Callable[[], Any] | None = None  # recovery check run after a simulated crash
     max_steps: int = 200_000  # scheduling steps per schedule before a step-limit failure (livelock); every shared
     # memory access is a step, and a Lightning Trainer.fit makes ~77,000 of them (1,400 without memory watching)
-    watchdog: float | None = 2.0  # real seconds without a scheduling point before "uncontrolled blocking"
+    watchdog: float | None = 2.0  # real seconds; any uncontrolled wait is a hang after 5 of them (watchdog.hang_bound)
     shrink_budget: int = 300  # replays the shrinker may spend; 0 reports the failure as found
     check_determinism: bool = False  # run every schedule twice and report the first divergence as a failure
     max_failures: int = 1  # keep exploring until this many distinct failures (result.failures) are found
