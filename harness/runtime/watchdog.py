@@ -100,9 +100,9 @@ def describe_stuck(rec: ThreadRecord | None, watchdog: float | None, outside: in
         head += (f", waiting in {last} on another process or the network (which may need a controlled thread, "
                  f"and none runs while T{rec.tid} waits)")
     advice = (
-        f"(an uncontrolled wait, not a race: a socket, pipe or process that does not answer, a real lock, real "
-        f"sleep or wait in C code that racecheck does not control; every such wait is a hang after "
-        f"{HANG_WATCHDOGS} watchdogs)"
+        f"(an uncontrolled wait, not a race: a socket, pipe or process that does not answer, an object made "
+        f"before the exploration (a real lock) or in a module left out with exclude=, a real sleep or a wait in C "
+        f"code; every such wait is a hang after {HANG_WATCHDOGS} watchdogs)"
     )
     try:
         where = stuck_location(_frame_of(rec))
