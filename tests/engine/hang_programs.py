@@ -16,7 +16,7 @@ CHILDREN: list = []  # the Popen objects of the children started
 
 def socket_nobody_writes() -> None:
     ours, theirs = socket.socketpair()
-    OPEN.append(ours)
+    OPEN.extend((theirs, ours))  # closed last first: our end, so the reader sees EOF, then its own
     reader = threading.Thread(target=theirs.recv, args=(1,))
     reader.start()
     reader.join()
