@@ -4,6 +4,7 @@ what they left open (``OPEN``) so no thread outlives them."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -18,6 +19,17 @@ def socket_nobody_writes() -> None:
     ours, theirs = socket.socketpair()
     OPEN.extend((theirs, ours))  # closed last first: our end, so the reader sees EOF, then its own
     reader = threading.Thread(target=theirs.recv, args=(1,))
+    reader.start()
+    reader.join()
+
+
+PIPES: list[int] = []  # the pipes nobody writes, closed by the test (write end first) so the readers see EOF
+
+
+def pipe_nobody_writes() -> None:
+    read_end, write_end = os.pipe()
+    PIPES.extend((read_end, write_end))
+    reader = threading.Thread(target=os.read, args=(read_end, 1))
     reader.start()
     reader.join()
 
@@ -52,6 +64,9 @@ def close_all() -> None:
     """Give every stuck thread its way out: EOF on the sockets, the children killed."""
     while OPEN:
         OPEN.pop().close()
+    while PIPES:
+        os.close(PIPES.pop())
+        time.sleep(0.05)  # the reader returns from its read before its end is closed
     while CHILDREN:
         child = CHILDREN.pop()
         if child.poll() is None:

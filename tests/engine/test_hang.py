@@ -31,6 +31,7 @@ def _close_what_waits():
 
 @pytest.mark.parametrize("program,waiting", [
     (hang_programs.socket_nobody_writes, "waiting in 'external socket recv' on another process or the network"),
+    (hang_programs.pipe_nobody_writes, "stuck in "),
     (hang_programs.child_that_does_not_end, "waiting in 'external subprocess wait' on another process"),
     (hang_programs.real_lock_across_a_point, ""),
 ])
