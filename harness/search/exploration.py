@@ -21,7 +21,7 @@ from racecheck.search.divergence import LIKELY_CAUSE
 from racecheck.search.findings import collect, judgeable, racing_pair, schedule_dependence, undecidable
 from racecheck.search.registry import make_strategy
 from racecheck.search.replay import Replayer
-from racecheck.search.result import Result, failure_of, render_run
+from racecheck.search.result import HANG_KIND, Result, failure_of, render_run
 from racecheck.search.salvage import note
 from racecheck.search.schedule_loop import Schedules
 from racecheck.search.scope import scope_of
@@ -50,9 +50,16 @@ def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
     locate_all = search.locations == "always" or search.check_determinism
     races = RaceLog(search)
     with session.controlled():
-        session.warm_up()
+        warm = session.warm_up()
         try:
             stop = database is not None and replay_database(session, database, db_key, result, coverage, races)
+            if not stop and warm is not None and warm.leaked and warm.failure is not None and (
+                    warm.failure.kind == HANG_KIND):
+                # The default schedule hung before any schedule ran: that is the verdict (schedule #0, its token
+                # replays it); every schedule would wait out the bound again and leave one more thread stuck.
+                collect(session, warm, 0, result)
+                coverage.count(warm, 0, result)
+                stop = True
             if not stop:
                 Schedules(session, strat, coverage, result, races).run(locate_all)
         except UserCallbackError as exc:  # the user's own callback raised: their exception, as it was

@@ -245,15 +245,16 @@ class Session:
             chooser = chooser.fresh()
         return run, chooser
 
-    def warm_up(self) -> None:
+    def warm_up(self) -> Run | None:
         """One run of the test before the first schedule, thrown away: what the code under test does once per
         process (loading a configuration, filling a cache, importing) happens there, and whatever it reaches comes
         under memory watch, so neither depends on which schedule of the exploration, or of a replay in a fresh
         process, happens to come first. Its token records it (the configuration key says memory). It is run once
         even when it brings code under watch (nothing of it is reported), and is the first learning run of sampled
-        watching."""
+        watching. Returns the run (None without memory watching), for an exploration to see that it hung."""
         if self.control.memory:
-            self.run_once(Replayer(()), locate=False, learn=True)
+            return self.run_once(Replayer(()), locate=False, learn=True)
+        return None
 
     def run_batch(
         self, next_chooser: Callable[[], Chooser | None], after: Callable[[Run], bool], locate: bool
