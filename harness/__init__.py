@@ -11,6 +11,7 @@ import importlib as _importlib
 
 __all__ = [
     "Config",
+    "ConfigError",
     "Crashed",
     "Deadlock",
     "Failure",
@@ -26,7 +27,7 @@ __all__ = [
     "replay",
 ]
 
-_ERRORS = ("Crashed", "Deadlock", "InternalError", "RacecheckError", "ReplayDivergence", "StepLimitExceeded",
+_ERRORS = ("ConfigError", "Crashed", "Deadlock", "InternalError", "RacecheckError", "ReplayDivergence", "StepLimitExceeded",
            "TokenError", "UncontrolledBlocking")
 # Public name -> the module that defines it, imported on first use.
 _LAZY = {

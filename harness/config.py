@@ -19,22 +19,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from racecheck import config_checks
+from racecheck.config_checks import LOCATION_MODES
 from racecheck.control.options import ControlOptions
 from racecheck.runtime import ExtensionOptions
 from racecheck.runtime.records import RunConfig
-from racecheck.search.data_races import MODES as DATA_RACE_MODES
 from racecheck.search.options import Parts, SearchOptions
-from racecheck.search.registry import DEFAULT_BOUND, DEFAULT_STRATEGY, STRATEGY_NAMES, default_of
+from racecheck.search.registry import DEFAULT_BOUND, DEFAULT_STRATEGY, default_of
 
 __racecheck_engine__ = True
 
-LOCATION_MODES = ("failures", "always")
+__all__ = ["Config", "FIELD_NAMES", "LOCATION_MODES", "check_names", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Config:
     on_crash: Callable[[], Any] | None = None  # recovery check run after a simulated crash
     max_steps: int = 200_000  # scheduling steps per schedule before a step-limit failure (livelock); every shared
     # memory access is a step, and a Lightning Trainer.fit makes ~77,000 of them (1,400 without memory watching)
-    watchdog: float | None = 2.0  # real seconds without a scheduling point before "uncontrolled blocking"
+    watchdog: float | None = 2.0  # real seconds; any uncontrolled wait is a hang after 5 of them (watchdog.hang_bound)
     shrink_budget: int = 300  # replays the shrinker may spend; 0 reports the failure as found
     check_determinism: bool = False  # run every schedule twice and report the first divergence as a failure
     max_failures: int = 1  # keep exploring until this many distinct failures (result.failures) are found
@@ -79,69 +79,15 @@ class Config:
     atomic_races: bool = False
 
     def __post_init__(self) -> None:
-        instrument = self.instrument
-        if instrument is None:
-            instrument = ()
-        elif isinstance(instrument, (str, types.ModuleType)):
-            instrument = (instrument,)
-        else:
-            instrument = tuple(instrument)
-        object.__setattr__(self, "instrument", instrument)
-        object.__setattr__(self, "exclude", _module_list("exclude", self.exclude))
-        benign = (self.benign,) if isinstance(self.benign, str) else tuple(self.benign or ())
-        if not all(isinstance(item, str) and item for item in benign):
-            raise TypeError(f"benign must be patterns (non-empty strings), not {self.benign!r}")
-        object.__setattr__(self, "benign", benign)
-        self._validate()
-
-    def _validate(self) -> None:
-        if self.strategy not in STRATEGY_NAMES:
-            raise ValueError(f"unknown strategy {self.strategy!r} (choose {', '.join(STRATEGY_NAMES)})")
-        _int_at_least("schedules", self.schedules, 1)
-        _int_at_least("depth", self.depth, 1)
-        _int_at_least("max_steps", self.max_steps, 1)
-        _int_at_least("shrink_budget", self.shrink_budget, 0)
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
-            raise TypeError(f"seed must be an int, not {type(self.seed).__name__}")
-        bound = self.preemption_bound
-        if bound is not None and bound != math.inf and bound != "default":
-            _int_at_least("preemption_bound", bound, 0)
-        if self.watchdog is not None and (not isinstance(self.watchdog, (int, float)) or not self.watchdog > 0):
-            raise ValueError(f"watchdog must be a positive number of seconds or None, not {self.watchdog!r}")
-        if self.on_crash is not None and not callable(self.on_crash):
-            raise TypeError("on_crash must be callable")
-        if not isinstance(self.check_determinism, bool):
-            raise TypeError("check_determinism must be True or False")
-        _int_at_least("max_failures", self.max_failures, 1)
-        if not isinstance(self.skip_duplicates, bool):
-            raise TypeError("skip_duplicates must be True or False")
-        _int_at_least("race_budget", self.race_budget, 0)
-        if not isinstance(self.one_cpu, bool):
-            raise TypeError("one_cpu must be True or False")
-        if not isinstance(self.memory, bool):
-            raise TypeError("memory must be True or False")
-        if not isinstance(self.sample_memory, bool):
-            raise TypeError("sample_memory must be True or False")
-        if not isinstance(self.files, bool):
-            raise TypeError("files must be True or False")
-        if not isinstance(self.fresh_threads, bool):
-            raise TypeError("fresh_threads must be True or False")
-        if self.locations not in LOCATION_MODES:
-            raise ValueError(f"locations must be one of {', '.join(map(repr, LOCATION_MODES))}, not {self.locations!r}")
-        if not isinstance(self.atomic_races, bool):
-            raise TypeError("atomic_races must be True or False")
-        if self.data_races not in DATA_RACE_MODES:
-            raise ValueError(
-                f"data_races must be one of {', '.join(map(repr, DATA_RACE_MODES))}, not {self.data_races!r}")
-        preempt = self.preempt
-        if isinstance(preempt, list):
-            object.__setattr__(self, "preempt", tuple(preempt))
-        elif preempt is not None and preempt != "lines" and not isinstance(preempt, (tuple, types.ModuleType)):
-            raise ValueError(f"preempt must be None, 'lines' or a list of modules, not {preempt!r}")
-        if self.progress is not None and not callable(self.progress):
-            raise TypeError(f"progress must be callable or None, not {type(self.progress).__name__}")
-        if self.database is not None and not isinstance(self.database, (str, os.PathLike)):
-            raise TypeError(f"database must be a folder path or None, not {type(self.database).__name__}")
+        object.__setattr__(self, "instrument", _as_tuple(self.instrument))
+        object.__setattr__(self, "exclude", _as_tuple(self.exclude))
+        if isinstance(self.benign, str) or self.benign is None:
+            object.__setattr__(self, "benign", () if self.benign is None else (self.benign,))
+        elif isinstance(self.benign, (list, tuple)):
+            object.__setattr__(self, "benign", tuple(self.benign))
+        if isinstance(self.preempt, list):
+            object.__setattr__(self, "preempt", tuple(self.preempt))
+        config_checks.check(self, FIELD_NAMES)  # every field, each refusal one line (``ConfigError``)
 
     @property
     def bound(self) -> int | None:
@@ -202,19 +148,11 @@ def resolve(config: Config | None, shortcuts: dict[str, Any], where: str) -> Con
     return dataclasses.replace(base, **shortcuts) if shortcuts else base
 
 
-def _int_at_least(name: str, value: Any, low: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, not {value}")
-
-
-def _module_list(name: str, value: Any) -> tuple[Any, ...]:
-    """A Config field naming modules, as a tuple: one module or dotted name, or an iterable of them."""
+def _as_tuple(value: Any) -> Any:
+    """A Config field naming modules, as a tuple: one module or dotted name, or a list of them (anything else is
+    left for ``config_checks`` to refuse)."""
     if value is None:
         return ()
-    items = (value,) if isinstance(value, (str, types.ModuleType)) else tuple(value)
-    for item in items:
-        if not isinstance(item, (str, types.ModuleType)) or item == "":
-            raise TypeError(f"{name} must name modules (module objects or dotted names), not {item!r}")
-    return items
+    if isinstance(value, (str, types.ModuleType)):
+        return (value,)
+    return tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else value

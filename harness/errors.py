@@ -24,6 +24,23 @@ class ForeignTokenError(TokenError):
         self.owner = owner
 
 
+class ConfigError(RacecheckError, ValueError, TypeError):
+    """A ``Config`` field given a value it does not allow: one line naming the field, the value and what is allowed
+    (``field``, ``value``, ``allowed``). A ValueError and a TypeError both, as a bad value was refused before."""
+
+    def __init__(self, field: str, value: object, allowed: str) -> None:
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        super().__init__(f"{field} must be {allowed}, not {shown}")
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+
+    def __reduce__(self):  # noqa: ANN204 - crosses to worker processes by its words, the value as text
+        return (ConfigError, (self.field, repr(self.value), self.allowed))
+
+
 class ReplayDivergence(RacecheckError):
     """The code under test did not follow a recorded schedule: it is nondeterministic outside racecheck's control
     (an uninstrumented thread, real time, unseeded randomness, or the code changed since the token was recorded).

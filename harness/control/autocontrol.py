@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control import instrument
+from racecheck.control import dataclass_factories, instrument
 from racecheck.control.scan import SCAN
 
 __racecheck_engine__ = True
@@ -176,6 +176,8 @@ def install(groups: Iterable[str] = (), exclude: Iterable[Any] = ()) -> Installa
                     replaced.append((namespace, name, value))
                     namespace[name] = entry[1]
         inst.swapped_modules = len(hits)
+        # dataclass default factories captured at class definition (``field(default_factory=threading.Lock)``)
+        dataclass_factories.swap([namespace for namespace, _ in hits], swaps, inst.saved)
         for name, replacement in instrument.builtin_swaps_for(groups).items():
             inst.saved.append((builtins, name, getattr(builtins, name)))
             setattr(builtins, name, replacement)

@@ -124,6 +124,8 @@ def _record(failure: Any, base: int) -> FailureRecord:
         occurrences=int(getattr(failure, "occurrences", 1)),
         signature=[str(part) for part in getattr(failure, "signature", ())],
         race_key=key,
+        incomplete=str(getattr(failure, "incomplete", "")),
+        undecided=str(getattr(failure, "undecided", "")),
     )
 
 

@@ -70,6 +70,9 @@ def failure_lines(how: How, failure: Any, remark: str, total: int = 1, position:
                 f"{steps})")
     else:
         found = "a failing" if total == 1 else f"{total} distinct failures; {number}failing"
+        if failure.hang:
+            found = ("a hanging (an uncontrolled wait, not a race)" if total == 1
+                     else f"{total} distinct failures; {number}hanging (an uncontrolled wait, not a race)")
         head = (f"racecheck found {found} schedule #{failure.schedule_index}, after "
                 f"{count(how.schedules, 'schedule')} ({detail}): {steps}")
     lines = [head, f"token: {failure.token}", f"replay: {replay_command(how.nodeid, failure.token, how.replay_args)}"]

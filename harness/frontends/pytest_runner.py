@@ -91,14 +91,7 @@ def settings(item: pytest.Function, marker: pytest.Mark, session: Any) -> Settin
     repetition = _repetition(item)
     if repetition is not None:
         seed += repetition[0] - 1  # each repetition explores other schedules; independent of worker and order
-    fs = kw.get("fs", session.fs)  # --racecheck-fs fills in what the marker leaves out
-    if fs is not None:
-        from racecheck.fakefs.spec import as_spec
-
-        try:
-            as_spec(fs)
-        except (TypeError, ValueError) as exc:
-            bad_marker(item, f"fs: {exc}")
+    fs = kw.get("fs", session.fs)  # --racecheck-fs fills in what the marker leaves out (Config checks it)
     shared = {name: value for name, value in kw.items() if name not in LAYERED}
     if fs is not None:
         shared["fs"] = fs
@@ -114,10 +107,13 @@ def settings(item: pytest.Function, marker: pytest.Mark, session: Any) -> Settin
     if fs is not None and "tmpdir" in _argnames(item):
         instrument.append(_legacy_path_module())  # so LocalPath's own os calls reach the fake store
     shared["instrument"] = instrument
-    try:  # the engine's own checks (depth, max_steps, watchdog, ...), reported as one line
+    problem = ""
+    try:  # the engine's own checks (fs, depth, max_steps, watchdog, ...), reported as one line
         Config(strategy=strategy, schedules=schedules, seed=seed, **shared)
     except (TypeError, ValueError) as exc:
-        bad_marker(item, str(exc))
+        problem = str(exc)
+    if problem:  # outside the handler: the failure is the one line, with no exception chained to it
+        bad_marker(item, problem)
     return Settings(schedules, strategy, seed, repetition, fs, shared, _replay_args(item, kw, session))
 
 
@@ -271,7 +267,9 @@ def run_marked(item: pytest.Function, marker: pytest.Mark, session: Any, section
         return
     failure = result.failure
     props.append(("racecheck_token", failure.token))
-    props.append(("racecheck_verdict", "race" if any(not f.not_a_race for f in result.failures) else "not-a-race"))
+    races = any(not f.not_a_race and not f.hang for f in result.failures)
+    hang = any(f.hang for f in result.failures)
+    props.append(("racecheck_verdict", "race" if races else "hang" if hang else "not-a-race"))
     if len(result.failures) > 1:
         props.append(("racecheck_failures", len(result.failures)))
         props.append(("racecheck_tokens", " ".join(f.token for f in result.failures)))

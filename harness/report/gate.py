@@ -197,6 +197,8 @@ def judge(baseline: Baseline, cells: list[CellResult], reference_rate: float) ->
                 f"known-buggy target no longer caught: {count(cell.schedules, 'schedule')} clean "
                 "(the harness lost power)"
             )
+        elif expectation.expect == "race" and not cell.races and cell.verdict == "hang":
+            problems.append(f"known-buggy target no longer races: it hangs ({cell.failures[0].message})")
         elif expectation.expect == "race" and not cell.races:
             problems.append(f"known-buggy target no longer races: {cell.failure.message} fails under every schedule "
                             "tried (not a race)")

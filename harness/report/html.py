@@ -146,7 +146,7 @@ def render(
             for position, f in enumerate(cell.failures, 1):
                 sections_count += 1
                 sections.append(_failure_section(sections_count, cell, f, position if many else 0, races))
-            label = "race found" if cell.verdict == "race" else NOT_A_RACE
+            label = {"race": "race found", "hang": "hang (not a race)"}.get(cell.verdict, NOT_A_RACE)
             if many:
                 label += f" ({len(cell.failures)} distinct failures)"
             links.append(f'<a href="#failure-{first}">{escape(label)}</a>')

@@ -35,7 +35,7 @@ def _text(f: FailureRecord) -> str:
 
 def _message(cell: CellResult) -> str:
     f = cell.failures[0]
-    lead = f"{NOT_A_RACE}: " if cell.verdict == "not-a-race" else ""
+    lead = {"not-a-race": f"{NOT_A_RACE}: ", "hang": "hang (an uncontrolled wait, not a race): "}.get(cell.verdict, "")
     more = f"; {len(cell.failures)} distinct failures" if len(cell.failures) > 1 else ""
     return f"{lead}{f.message} (replay: racecheck replay {f.token}){more}"
 

@@ -37,10 +37,17 @@ class FailureRecord:
     occurrences: int = 1  # failing schedules explored that were this same failure (over every chunk)
     signature: list[str] = field(default_factory=list)  # what groups failures: kind, exception type, where raised
     race_key: str = ""  # the racing pair's operations and places, comparable across chunks ("" when not named)
+    incomplete: str = ""  # racecheck's own machinery failed after finding it: which step stopped, and why
+    undecided: str = ""  # why the not-a-race check could not decide (an uncontrolled process ran beside it)
 
     @property
     def not_a_race(self) -> bool:
         return self.depends_on_schedule is False
+
+    @property
+    def hang(self) -> bool:
+        """A wait past the hang bound on something racecheck does not control: a hang, never a race."""
+        return self.kind == "uncontrolled-blocking"
 
     def same_failure(self, other: FailureRecord) -> bool:
         """Whether ``other`` is another occurrence of this failure, as the engine groups them: the same signature,
@@ -102,16 +109,19 @@ class CellResult:
 
     @property
     def races(self) -> list[FailureRecord]:
-        """The failures whose order matters (not those that fail under every schedule tried)."""
-        return [f for f in self.failures if not f.not_a_race]
+        """The failures whose order matters (not those that fail under every schedule tried, nor hangs)."""
+        return [f for f in self.failures if not f.not_a_race and not f.hang]
 
     @property
     def verdict(self) -> str:
-        """``race`` (some failure depends on the schedule), ``not-a-race`` (every failure happened under every
-        schedule tried) or ``clean``."""
+        """``race`` (some failure depends on the schedule), ``hang`` (no race, but a thread waited past the hang
+        bound on something racecheck does not control), ``not-a-race`` (every failure happened under every schedule
+        tried) or ``clean``."""
         if not self.failures:
             return "clean"
-        return "race" if self.races else "not-a-race"
+        if self.races:
+            return "race"
+        return "hang" if any(f.hang for f in self.failures) else "not-a-race"
 
     @property
     def schedules_per_second(self) -> float:

@@ -58,6 +58,8 @@ def failure_dict(f: FailureRecord) -> dict:
         "depends_on_schedule": f.depends_on_schedule,
         "occurrences": f.occurrences,
         "signature": f.signature,
+        "incomplete": f.incomplete,
+        "undecided": f.undecided,
     }
 
 
@@ -99,6 +101,7 @@ def render(cells: Sequence[CellResult], command: str, run: dict | None = None) -
             "cells": len(cells),
             "races": sum(1 for c in cells if c.verdict == "race"),
             "not_a_race": sum(1 for c in cells if c.verdict == "not-a-race"),
+            "hangs": sum(1 for c in cells if c.verdict == "hang"),
             "failures": sum(len(c.failures) for c in cells),
             "schedules": sum(c.schedules for c in cells),
             "interleavings": sum(c.interleavings for c in cells),

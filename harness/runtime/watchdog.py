@@ -1,6 +1,12 @@
 """The watchdog: telling when a run has stopped making progress (a controlled thread stuck in code racecheck does
 not control), and saying where that thread is stuck.
 
+One bound for every uncontrolled wait (``hang_bound``): a controlled thread that has made no scheduling point for
+``HANG_WATCHDOGS`` watchdogs (10 s by default) while it waits, on a socket or pipe, on another process, on a real
+lock or in C code, is hung, whatever it waits on. A thread that moves (a computation without points, in code
+that is not watched, or a long first import) is not waiting: its time starts again where it goes. The verdict is a hang, never a race
+(``Failure.hang``), and its message names the bound, not the time measured, so a replay reads the same.
+
 The supervisor (the explorer's own, uncontrolled thread) asks a ``Watch`` every ``poll_interval`` while a phase of
 a run goes on; once it says the phase is stuck, ``Run.fail_stuck`` records the failure with ``describe_stuck``'s
 words, and the run is torn down without the stuck thread.
@@ -52,18 +58,19 @@ class Watch:
             self.seen.clear()
             return False
         elapsed = now - self.last_progress
-        if run.outside and elapsed < outside_limit(self.watchdog):
-            return False  # waiting on another process (racecheck.control.external): progress elsewhere, within a bound
+        bound = hang_bound(self.watchdog)
+        # A known wait on another process (racecheck.control.external) is judged like any other: it is a wait while
+        # the thread stays in one place; an import counted as outside moves, and is given time as a computation is.
         if elapsed < self.watchdog / 2:
             return False
         where = _current_frame_key(run.current)
         if where is not None and where not in self.seen:
-            self.seen.add(where)  # it moved: a computation without scheduling points, give it more time
+            self.seen.add(where)  # it moved: a computation without scheduling points, its time starts again
             self.last_progress = now
             return False
         if self.done.is_set() or run.steps != self.last_steps:
             return False
-        return where is not None or elapsed >= self.watchdog
+        return elapsed >= bound  # in one place (or places it keeps coming back to) for the bound: a hang
 
 
 def poll_interval(watchdog: float | None) -> float | None:
@@ -71,36 +78,38 @@ def poll_interval(watchdog: float | None) -> float | None:
     return None if watchdog is None else min(max(watchdog / 8, 0.01), 0.25)
 
 
-def outside_limit(watchdog: float) -> float:
-    """How long a wait on another process (racecheck.control.external) may last before it is called a hang: 15
-    watchdogs (30 s by default), so a small watchdog makes a child that never answers a short failure too."""
-    return watchdog * 15
+HANG_WATCHDOGS = 5  # an uncontrolled wait is a hang after this many watchdogs (10 s at the default 2 s)
+
+
+def hang_bound(watchdog: float | None) -> float:
+    """How long any uncontrolled wait (a socket, a pipe, another process, a real lock, a wait in C code) may last
+    before it is called a hang: ``HANG_WATCHDOGS`` watchdogs, so ``watchdog=0.5`` says so after 2.5 s."""
+    return (watchdog or 2.0) * HANG_WATCHDOGS
 
 
 def describe_stuck(rec: ThreadRecord | None, watchdog: float | None, outside: int) -> str:
-    """The failure message for ``rec``, the running thread of a run the watch found stuck: how long it went without
-    a scheduling point (or waited on another process, ``outside``), and where it is stuck if its frame can be read,
-    else since which operation."""
+    """The hang's message for ``rec``, the running thread of a run the watch found stuck: the bound it waited past,
+    what it waited in (a wait on another process, ``outside``: its operation), and where it is stuck if its frame
+    can be read, else since which operation. The same words in every replay: the bound, never the time measured."""
+    bound = hang_bound(watchdog)
     if rec is None:
-        return "uncontrolled blocking: the run stopped making progress"
+        return f"hang: the run made no progress for {bound:g}s"
     last = f"'{rec.op}'"  # no location: a run that leaves a thread stuck shows none (see Run.drop_locations)
-    head = f"uncontrolled blocking: T{rec.tid} made no scheduling point for {watchdog:g}s"
+    head = f"hang: T{rec.tid} made no scheduling point for {bound:g}s"
     if outside:
-        head = (
-            f"uncontrolled blocking: T{rec.tid} waited on another process for over "
-            f"{outside_limit(watchdog or 2.0):g}s in '{rec.op}' (the other side may need a "
-            f"controlled thread, which cannot run while T{rec.tid} waits)"
-        )
+        head += (f", waiting in {last} on another process or the network (which may need a controlled thread, "
+                 f"and none runs while T{rec.tid} waits)")
     advice = (
-        "(a real lock, real sleep or I/O wait that racecheck does not control: an object made before the "
-        "exploration, one of a module left out with exclude=, or a wait in C code)"
+        f"(an uncontrolled wait, not a race: a socket, pipe or process that does not answer, an object made "
+        f"before the exploration (a real lock) or in a module left out with exclude=, a real sleep or a wait in C "
+        f"code; every such wait is a hang after {HANG_WATCHDOGS} watchdogs)"
     )
     try:
         where = stuck_location(_frame_of(rec))
     except Exception:  # noqa: BLE001 - any surprise while reading frames: fall back to the scheduler's records
         where = ""
     if not where:
-        return f"{head} since {last} {advice}"
+        return f"{head} since {last} {advice}" if not outside else f"{head} {advice}"
     return f"{head}, stuck in {where} {advice}"
 
 

@@ -13,16 +13,17 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from racecheck.errors import ForeignTokenError, ReplayDivergence, TokenError, UserCallbackError
+from racecheck.errors import ForeignTokenError, InternalError, ReplayDivergence, TokenError, UserCallbackError
 from racecheck.search.coverage import Coverage
 from racecheck.search.data_race_sink import found_races
 from racecheck.search.data_races import RaceLog
 from racecheck.search.database import FailureDatabase
 from racecheck.search.divergence import LIKELY_CAUSE
-from racecheck.search.findings import collect, judgeable, racing_pair, schedule_dependence
+from racecheck.search.findings import collect, judgeable, racing_pair, schedule_dependence, undecidable
 from racecheck.search.registry import make_strategy
 from racecheck.search.replay import Replayer
-from racecheck.search.result import Result, failure_of, render_run
+from racecheck.search.result import HANG_KIND, Result, failure_of, render_run
+from racecheck.search.salvage import note
 from racecheck.search.schedule_loop import Schedules
 from racecheck.search.scope import scope_of
 from racecheck.search.session import Session, config_key
@@ -50,13 +51,25 @@ def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
     locate_all = search.locations == "always" or search.check_determinism
     races = RaceLog(search)
     with session.controlled():
-        session.warm_up()
+        warm = session.warm_up()
         try:
             stop = database is not None and replay_database(session, database, db_key, result, coverage, races)
+            if not stop and warm is not None and warm.leaked and warm.failure is not None and (
+                    warm.failure.kind == HANG_KIND):
+                # The default schedule hung before any schedule ran: that is the verdict (schedule #0, its token
+                # replays it); every schedule would wait out the bound again and leave one more thread stuck.
+                collect(session, warm, 0, result)
+                coverage.count(warm, 0, result)
+                stop = True
             if not stop:
                 Schedules(session, strat, coverage, result, races).run(locate_all)
         except UserCallbackError as exc:  # the user's own callback raised: their exception, as it was
             raise exc.original from None
+        except InternalError as exc:  # racecheck's own: a failure already found is still the verdict
+            if result.failure is None:
+                raise
+            result.failure.incomplete = "; ".join(
+                filter(None, [result.failure.incomplete, note("exploring further", exc)]))
         result.exhausted = strat.exhausted or coverage.exhausted
         result.no_proof = "" if result.exhausted else strat.no_proof
         coverage.settle(result)
@@ -142,7 +155,8 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
         if divergence is None and run.failure is not None and not run.leaked:
             # the token's schedule is the shrunk one explore named its pair from: the same pair again
             race = racing_pair(session, run, Result(ok=False, schedules=0), (parsed.strategy, parsed.seed))
-        if divergence is None and judge and judgeable(run):  # judged as explore judges its failures
+        undecided = undecidable(run) if run.failure is not None else ""
+        if divergence is None and judge and judgeable(run) and not undecided:  # judged as explore judges its failures
             depends = True if race is not None else schedule_dependence(session, run, Result(ok=False, schedules=0))
     if divergence is not None:
         raise ReplayDivergence(divergence)
@@ -155,6 +169,7 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
         result.failure = failure_of(run, parsed.encode(), parsed.index, run, 0)
         result.failure.signature = run.failure.signature()
         result.failure.depends_on_schedule = depends
+        result.failure.undecided = undecided
         result.failure.race = race
         result.failures.append(result.failure)
     result.trace = render_run(run)

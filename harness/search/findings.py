@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from racecheck.control import processes_escape
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.scheduler import VALUE_PICK, Run
 from racecheck.runtime.steps import Outcome
@@ -17,6 +18,7 @@ from racecheck.search.not_a_race import depends_on_schedule
 from racecheck.search.race import WAITING, Race, find_race, same_race
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, failure_of, outcome_line
+from racecheck.search.salvage import attempt
 from racecheck.search.shrink import Probe, fewest_preemptions, normalize, shrink
 
 if TYPE_CHECKING:
@@ -105,6 +107,17 @@ def judgeable(run: Run) -> bool:
     return failure is not None and not run.leaked and failure.kind in ("exception", "deadlock", "step-limit")
 
 
+def undecidable(run: Run) -> str:
+    """Why the not-a-race check cannot decide for ``run`` ("" when it can): a process racecheck does not control
+    ran beside it (``control.processes_escape``), in real time, so a failure under every probe schedule may still
+    depend on an order no schedule sets."""
+    processes = processes_escape.in_run(run)
+    if not processes:
+        return ""
+    return (f"whether it is a race could not be decided: a process racecheck does not control ran at the same time "
+            f"({'; '.join(processes)}), and no schedule orders it")
+
+
 def schedule_dependence(session: Session, run: Run, result: Result) -> bool:
     """Whether the failure of ``run`` depends on the schedule (``not_a_race.depends_on_schedule`` over real runs
     of this session): False when every probe schedule fails the same way."""
@@ -134,12 +147,18 @@ def collect(
         if failure.race is None or same_race(failure.race, run.trace):
             failure.occurrences += 1
             return False
-    best, probes = shrunk(session, run, result)
+    notes: list[str] = []  # what of racecheck's own machinery failed on this failure (``search.salvage``)
+    # A run that left a thread stuck (a hang) is never run again: every rerun would wait out the hang bound and
+    # leave one more thread stuck. It is reported as found, with no pair (a hang is not a race).
+    again = not run.leaked
+    best, probes = attempt(lambda: shrunk(session, run, result), "shrinking", notes, (run, 0)) if again else (run, 0)
     strategy, seed = origin or (cfg.strategy, cfg.seed)
     token = session.token(best, strategy, seed, index)
     failure = failure_of(best, token, index, run, probes)
     failure.signature = signature
-    failure.race = racing_pair(session, best, result, (strategy, seed))
+    if not notes and again:
+        failure.race = attempt(lambda: racing_pair(session, best, result, (strategy, seed)),
+                               "naming the racing pair", notes, None)
     for other in known:
         if other.race is not None and failure.race is not None and other.race.key() == failure.race.key():
             other.occurrences += 1
@@ -151,9 +170,13 @@ def collect(
         failure.depends_on_schedule = True
     elif result.passed or any(f.signature != signature for f in result.failures):
         failure.depends_on_schedule = True  # an explored schedule did not fail this way
-    elif cfg.race_budget > 0 and judgeable(best):
-        failure.depends_on_schedule = schedule_dependence(session, best, result)
+    elif undecidable(best):
+        failure.undecided = undecidable(best)  # never "not a race" beside a process nobody scheduled
+    elif cfg.race_budget > 0 and judgeable(best) and not notes:
+        failure.depends_on_schedule = attempt(lambda: schedule_dependence(session, best, result),
+                                              "the not-a-race check", notes, None)
+    failure.incomplete = "; ".join(notes)
     result.failures.append(failure)
     if result.failure is None:
         result.failure = failure
-    return len(result.failures) >= cfg.max_failures
+    return bool(notes) or len(result.failures) >= cfg.max_failures  # after racecheck's own error: no more runs

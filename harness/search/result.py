@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 __racecheck_engine__ = True
 
 
+HANG_KIND = "uncontrolled-blocking"  # the kind of a hang's failure (its exception: UncontrolledBlocking)
+
+
 @dataclass
 class Failure:
     """A failing schedule, shrunk: replay it with ``racecheck.replay(fn, failure.token)``.
@@ -53,6 +56,11 @@ class Failure:
     # False: the failure also happened under every schedule the not-a-race check tried (``search.not_a_race``), so
     # the order of the threads does not decide it; None: not checked (a replay, unless asked to judge)
     depends_on_schedule: bool | None = None
+    # racecheck's own machinery failed after this failure was found (shrinking, the racing pair, the not-a-race
+    # check, a later schedule): which step stopped and why (``search.salvage``); the failure stands as found
+    incomplete: str = ""
+    # why the not-a-race check could not decide (an uncontrolled process ran beside the failure: never "not a race")
+    undecided: str = ""
 
     @property
     def message(self) -> str:
@@ -64,13 +72,24 @@ class Failure:
         """The failure happened under every schedule the check tried: a bug, but not a race."""
         return self.depends_on_schedule is False
 
+    @property
+    def hang(self) -> bool:
+        """A thread waited past the hang bound on something racecheck does not control (a socket, another process,
+        a real lock: ``runtime.watchdog.hang_bound``): a hang, never a race."""
+        return self.kind == HANG_KIND
+
     def __str__(self) -> str:
         where = f" in {self.thread}" if self.thread else ""
         race = f"{self.race}\n" if self.race is not None else ""
+        found = "a schedule that hangs" if self.hang else "a failing schedule"
         if self.not_a_race:
             race = f"{NOT_A_RACE}\n"
+        if self.undecided:
+            race += f"{self.undecided}\n"
+        if self.incomplete:
+            race += f"[{self.incomplete}]\n"
         return race + (
-            f"racecheck found a failing schedule (#{self.schedule_index}, {self.kind}{where}): {self.message}\n"
+            f"racecheck found {found} (#{self.schedule_index}, {self.kind}{where}): {self.message}\n"
             f"preemptions: {self.preemptions} (before shrinking {self.original_preemptions}), steps: {self.steps}\n"
             f"replay with: racecheck.replay(fn, {self.token!r})\n{self.trace}"
         )
@@ -130,9 +149,13 @@ class Result:
             )
         more = f" (and {len(self.failures) - 1} more distinct failures)" if len(self.failures) > 1 else ""
         verdict = f" ({NOT_A_RACE})" if self.failure.not_a_race else ""
+        if self.failure.undecided:
+            verdict = f" ({self.failure.undecided})"
+        stopped = f" [{self.failure.incomplete}]" if self.failure.incomplete else ""
+        head = "HANG" if self.failure.hang else "FAILED"
         return (
-            f"FAILED after {self.schedules} schedules: {self.failure.message}{verdict}; token {self.failure.token}"
-            f"{more}"
+            f"{head} after {self.schedules} schedules: {self.failure.message}{verdict}; token {self.failure.token}"
+            f"{more}{stopped}"
         )
 
     def races_text(self) -> str:

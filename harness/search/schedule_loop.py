@@ -11,6 +11,7 @@ from racecheck.search.data_race_sink import found_races
 from racecheck.search.data_races import RaceLog
 from racecheck.search.findings import collect
 from racecheck.search.result import Result, failure_of
+from racecheck.search.salvage import attempt
 from racecheck.search.session import STALE_RETRIES
 
 if TYPE_CHECKING:
@@ -128,9 +129,15 @@ class Schedules:
                 result.failures.append(result.failure)
                 stop = True
         if not stop and run.failure is not None:
-            run = session.located(run, result)
+            notes: list[str] = []
+            run = attempt(lambda: session.located(run, result), "running the failure again with locations", notes,
+                          run)
             self._races(run, index)
             stop = collect(session, run, index, result)
+            if notes and result.failures:
+                failure = result.failures[-1]
+                failure.incomplete = "; ".join([*notes, failure.incomplete] if failure.incomplete else notes)
+                stop = True
         elif not stop:
             result.passed += 1
             if self.races.wants_locations(run, found_races(run)):

@@ -18,9 +18,11 @@ the CLI, the pytest plugin and ``results.json`` all print from here:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from racecheck.control import processes_escape
 from racecheck.control.options import ControlOptions
 from racecheck.runtime import ExtensionOptions
 from racecheck.search.options import Parts
@@ -104,12 +106,16 @@ def _names(names: list[str]) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-def escaped(control: ControlOptions, leaked: list[str], real_locks: bool, unwatched: list[str]) -> tuple[str, ...]:
-    """What the exploration saw escape its control."""
+def escaped(control: ControlOptions, leaked: list[str], real_locks: bool, unwatched: list[str],
+            processes: Sequence[str] = ()) -> tuple[str, ...]:
+    """What the exploration saw escape its control; ``processes``: the uncontrolled processes it saw started or
+    talked to (``control.processes_escape``), each with its kind and line."""
     out = []
+    if processes:
+        out.append(f"processes racecheck does not control ({'; '.join(processes)})")
     if leaked:
         threads = sorted(set(leaked))
-        out.append(f"uncontrolled blocking ({_names(threads)} stuck in code racecheck does not control)")
+        out.append(f"a hang ({_names(threads)} stuck in an uncontrolled wait)")
     if real_locks:
         out.append("real locks made before the run (each critical section ran whole, never interleaved)")
     excluded = [getattr(m, "__name__", str(m)) for m in control.exclude]
@@ -127,5 +133,6 @@ def scope_of(parts: Parts, result: Any, real_locks: bool, unwatched: list[str], 
     space = "replayed" if replayed else "exhausted" if result.exhausted else "sampled"
     bound = search.bound if is_systematic(search.strategy) else None
     return Scope(space, result.strategy, result.schedules, result.interleavings, bound, bool(control.memory),
-                 files_watched(parts.extensions), escaped(control, list(result.leaked_threads), real_locks, unwatched),
+                 files_watched(parts.extensions),
+                 escaped(control, list(result.leaked_threads), real_locks, unwatched, processes_escape.seen()),
                  0 if replayed else getattr(result, "sampled", 0))

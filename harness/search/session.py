@@ -18,7 +18,16 @@ from typing import Any
 
 import racecheck.control.sync_facades  # noqa: F401 - importing it registers the sync stand-ins' swaps
 from racecheck import runtime
-from racecheck.control import autocontrol, external, instrument, lines, memory_install, memory_sampling, tempdirs
+from racecheck.control import (
+    autocontrol,
+    external,
+    instrument,
+    lines,
+    memory_install,
+    memory_sampling,
+    processes_escape,
+    tempdirs,
+)
 from racecheck.control.memory_names import Watch, forget_local_classes
 from racecheck.control.threads import controlled_thread_class
 from racecheck.errors import DataRaceError, InternalError, RacecheckError, ReplayDivergence, UserCallbackError
@@ -183,6 +192,7 @@ class Session:
                     self._sample(stack)
                 stack.enter_context(controlled_thread_class())
                 stack.enter_context(external.waiting_outside())
+                stack.enter_context(processes_escape.watching())  # after external's: it wraps what that one did
                 stack.enter_context(tempdirs.tracked())
                 stack.enter_context(collections_between_runs())
                 stack.callback(self.one_cpu.restore)  # after the carrier is closed: threads it left keep no pin
@@ -242,15 +252,16 @@ class Session:
             chooser = chooser.fresh()
         return run, chooser
 
-    def warm_up(self) -> None:
+    def warm_up(self) -> Run | None:
         """One run of the test before the first schedule, thrown away: what the code under test does once per
         process (loading a configuration, filling a cache, importing) happens there, and whatever it reaches comes
         under memory watch, so neither depends on which schedule of the exploration, or of a replay in a fresh
         process, happens to come first. Its token records it (the configuration key says memory). It is run once
         even when it brings code under watch (nothing of it is reported), and is the first learning run of sampled
-        watching."""
+        watching. Returns the run (None without memory watching), for an exploration to see that it hung."""
         if self.control.memory:
-            self.run_once(Replayer(()), locate=False, learn=True)
+            return self.run_once(Replayer(()), locate=False, learn=True)
+        return None
 
     def run_batch(
         self, next_chooser: Callable[[], Chooser | None], after: Callable[[Run], bool], locate: bool

@@ -31,7 +31,7 @@ def test_report_directory_holds_three_consistent_files(stub, tmp_path):
     assert race["failures"][0]["token"] in out.stdout
     assert race["schedules_per_s"] > 0 and race["schedules"] == race["failures"][0]["schedule_index"] + 1
     assert cells[("open-remove", "posix")]["verdict"] == "clean"
-    assert doc["summary"] == {"cells": 2, "races": 1, "not_a_race": 0, "failures": 1,
+    assert doc["summary"] == {"cells": 2, "races": 1, "not_a_race": 0, "hangs": 0, "failures": 1,
                               "schedules": sum(c["schedules"] for c in doc["cells"]),
                               "interleavings": sum(c["interleavings"] for c in doc["cells"]),
                               "exhausted": sum(c["exhausted"] for c in doc["cells"]),

@@ -22,7 +22,7 @@ LAYERS = (
     (4, "fakefs", ("racecheck.fakefs",)),
     (4, "search", ("racecheck.search",)),
     (5, "report", ("racecheck.report",)),
-    (6, "api", ("racecheck.config", "racecheck.api")),
+    (6, "api", ("racecheck.config", "racecheck.config_checks", "racecheck.api")),
     (7, "frontends", ("racecheck.frontends", "racecheck.pytest_plugin", "racecheck.__main__", "racecheck")),
     (8, "clients", ("racecheck.fixed_impl", "racecheck.scenarios")),
 )

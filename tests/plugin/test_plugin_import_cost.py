@@ -50,7 +50,7 @@ def test_racecheck_exports_its_names_lazily_from_their_modules():
         "except AttributeError as exc:\n"
         "    out['missing'] = str(exc)\n"
     )
-    assert out["all"] == ["Config", "Crashed", "Deadlock", "Failure", "InternalError", "RacecheckError",
+    assert out["all"] == ["Config", "ConfigError", "Crashed", "Deadlock", "Failure", "InternalError", "RacecheckError",
                           "ReplayDivergence", "Result", "StepLimitExceeded", "TokenError", "UncontrolledBlocking",
                           "explore", "point", "replay"]
     assert set(out["all"]) <= set(out["dir"])

@@ -19,6 +19,43 @@ from racecheck.fakefs.mount import target
 _registered = False
 
 
+class _Sink:
+    """What torch's C++ writer writes through: the fake file while the save is open, nothing once it is closed.
+
+    ``PyTorchFileWriter`` finishes its archive in its destructor when nobody called ``write_end_of_file`` (a save
+    stopped by an exception, or a thread of a run being stopped, unwound at a point inside the save). That
+    destructor runs whenever the writer is freed, and a Python error there cannot be raised: pybind11 calls
+    ``std::terminate``, so writing to the closed fake file would abort the interpreter. After ``close`` the
+    sink takes every write and drops it, as the real file, closed, would no longer receive them.
+    """
+
+    __slots__ = ("_file", "_closed")
+
+    def __init__(self, file: Any) -> None:
+        self._file = file
+        self._closed = False
+
+    def write(self, data: Any) -> int:
+        if self._closed:
+            return len(memoryview(data))
+        return self._file.write(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return offset if self._closed else self._file.seek(offset, whence)
+
+    def tell(self) -> int:
+        return 0 if self._closed else self._file.tell()
+
+    def flush(self) -> None:
+        if not self._closed:
+            self._file.flush()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._file.close()
+
+
 def register() -> bool:
     """Register the torch.serialization stand-in if torch is loaded (idempotent); True when registered."""
     global _registered
@@ -33,21 +70,22 @@ def register() -> bool:
     real_writer = ser._open_zipfile_writer
 
     class _FakeFileZipWriter(ser._open_zipfile_writer_buffer):
-        """torch's buffer writer over a fake file that it also closes."""
+        """torch's buffer writer over a fake file that it also closes, through a ``_Sink`` (see there)."""
 
         def __init__(self, path: Any) -> None:
             self._fake_file = fake_open(path, "wb")
+            self._sink = _Sink(self._fake_file)
             try:
-                super().__init__(self._fake_file)
+                super().__init__(self._sink)
             except BaseException:
-                self._fake_file.close()
+                self._sink.close()
                 raise
 
         def __exit__(self, *args: Any) -> None:
             try:
                 super().__exit__(*args)
             finally:
-                self._fake_file.close()
+                self._sink.close()
 
     def _open_zipfile_writer(name_or_buffer: Any) -> Any:
         if isinstance(name_or_buffer, (str, bytes)) or hasattr(name_or_buffer, "__fspath__"):

@@ -120,6 +120,10 @@ def failure_block(cell: CellResult, failure: FailureRecord | None = None, positi
     where = f" in {f.thread}" if f.thread else ""
     number = f"[{position}/{len(cell.failures)}] " if position else ""
     verdict = f"  {NOT_A_RACE}\n" if f.not_a_race else ""
+    if f.undecided:
+        verdict += f"  {f.undecided}\n"
+    if f.incomplete:
+        verdict += f"  [{f.incomplete}]\n"
     return (
         f"  {number}{f.message}\n"
         f"  {f.kind}{where}, schedule #{f.schedule_index}, {count(f.preemptions, 'preemption')}, "
@@ -147,6 +151,10 @@ def cell_line(cell: CellResult) -> str:
     """One line per explored cell: race found (where, after how much), a failure that is not a race (with its
     exception), or clean (coverage, throughput)."""
     how = f"({cell.strategy}, seed {cell.seed})"
+    if cell.verdict == "hang":
+        f = next(f for f in cell.failures if f.hang)
+        return (f"{cell.label}: HANG (an uncontrolled wait, not a race) at schedule #{f.schedule_index} {how} after "
+                f"{_coverage(cell)}")
     if cell.verdict == "not-a-race":
         f = cell.failures[0]
         more = f" (and {count(len(cell.failures) - 1, 'more distinct failure', 'more distinct failures')})" \

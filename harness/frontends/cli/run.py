@@ -152,6 +152,7 @@ def explore_and_report(cells: list[parallel.Cell], catalogue_name: str | None, *
                    "(always the same leading schedules of this exploration)")
     races = sum(1 for c in results if c.verdict == "race")
     not_races = sum(1 for c in results if c.verdict == "not-a-race")
+    hangs = sum(1 for c in results if c.verdict == "hang")
     distinct = sum(len(c.failures) for c in results)
     interleavings = sum(c.interleavings for c in results)
     exhausted = sum(1 for c in results if c.exhausted)
@@ -160,9 +161,11 @@ def explore_and_report(cells: list[parallel.Cell], catalogue_name: str | None, *
         done = f" ({count(distinct, 'distinct failure')})" + done
     if not_races:
         done = f", {count(not_races, 'cell')} failing under every schedule tried (not a race)" + done
+    if hangs:
+        done = f", {count(hangs, 'cell')} hanging (an uncontrolled wait, not a race)" + done
     click.echo(f"{count(len(results), 'cell')}, {count(explored, 'schedule')}, {count(interleavings, 'interleaving')}, "
                f"{count(races, 'race')} found{done}")
     run_info = {"jobs": jobs, "tx": list(tx), "time_budget_s": time_budget, "budget_reached": budget_hit,
                 "chunk": parallel.CHUNK, "explore_wall_s": round(explore_wall, 3)}
     write_reports(report_dir, results, run_info)
-    sys.exit(1 if races or not_races else 0)
+    sys.exit(1 if races or not_races or hangs else 0)
