@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control import real_locks
+from racecheck.control import handoff, real_locks
 from racecheck.control import rewrite_nodes as rewrite
 from racecheck.control.memory_discovery import PLAIN as _PLAIN
 from racecheck.control.memory_discovery import callee as _callee
@@ -103,7 +103,7 @@ def get_method(obj: Any, name: str) -> Any:
     if kind in real_locks.REAL_LOCKS and name in real_locks.LOCK_METHODS:  # a lock made before the run
         return real_locks.lock_method(name, value)
     _callee(value)
-    return value
+    return value if watch is None else handoff.stand_in(value, obj)
 
 
 def _unwatched_method(value: Any) -> bool:
@@ -282,9 +282,9 @@ def callee(value: Any) -> Any:
             owner = value.__self__
             if isinstance(owner, _CONTAINERS) and run.watch is not None:
                 return _container_call(owner, value.__name__, value)
-            return value
+            return value if run.watch is None else handoff.stand_in(value)
     _callee(value)
-    return value
+    return value if run.watch is None else handoff.stand_in(value)
 
 
 def _builtin_call(fn: Any, effect: str) -> Callable[..., Any]:

@@ -1,0 +1,369 @@
+"""The hand-off: watched code handing a shared object to code racecheck does not watch (a C function or method, a
+builtin, the standard library's Python code, an ``exclude=``d module) is an access, recorded at the call.
+
+Without it, what such code does to the object is invisible: ``json.dumps(d)`` reads every item of ``d`` while
+another thread writes them, and the partial-order search, seeing no access, would prove a racy program correct.
+So the memory hooks (``racecheck.control.memory_hooks``) give every unwatched callee a stand-in (``stand_in``)
+that, when the call is made, records on the calling thread's step what the callee does to each argument and
+receiver that another thread could reach, and everything they reach:
+
+* a *reader* (serialisers, copies, formatting, joins, constructors such as ``OrderedDict(x)``, ``itertools``):
+  a listing of each container (``LIST``: it conflicts with every change of an item) and a read of each attribute;
+* a *mutator* (``random.shuffle``, ``heapq.heappush``, ``list.sort`` called unbound): a change of every item of its
+  first argument, a read of the rest;
+* any other callee: a hand-off (``Kind.HANDOFF``) of every piece, which conflicts with every access to it; keys and
+  attributes the call added are recorded as written once it returns.
+
+Immutable values hold nothing to record (a tuple's contents are walked); a callee known to keep its arguments
+without looking at them (``Thread``, ``partial``) records nothing. A walk that meets more than ``LIMIT`` objects
+records unresolved memory instead (a wildcard over all memory: sound, coarse). A lazy result (an iterator from
+``itertools``, ``map``) is remembered as reading what it was made from when advanced. Each access names the callee
+(``Access.via``), so a data race reads ``T2 read all of dict#1 via json.dumps``.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from racecheck import runtime
+from racecheck.control.memory_discovery import PLAIN, unwatched
+from racecheck.runtime.access import LIST, MEMORY_OBJ, READ, WRITE, Access, Kind
+
+__racecheck_engine__ = True
+
+_state = runtime.thread_state
+LIMIT = 256  # objects one hand-off walks before it records unresolved memory instead
+
+READS, MUTATES, UNKNOWN = "reads", "mutates", "unknown"
+
+# Values with nothing another thread could change (a tuple or frozenset is walked for what it holds).
+_LEAVES = frozenset({int, float, complex, bool, str, bytes, type(None), range, slice, type(Ellipsis),
+                     type(NotImplemented), memoryview, types.CodeType, types.FunctionType, types.BuiltinFunctionType,
+                     types.MethodType, types.ModuleType, property, staticmethod, classmethod, type})
+_CONTAINERS = (dict, list, set, bytearray, deque)
+_C_CALLABLES = (types.BuiltinFunctionType, types.MethodWrapperType, types.MethodDescriptorType,
+                types.WrapperDescriptorType, types.ClassMethodDescriptorType)
+
+# Callees by ``module.qualname`` (a leading underscore dropped from the module: ``_pickle.dumps`` is
+# ``pickle.dumps``): what they do with the objects they are handed. ``None``: nothing (they keep references, or
+# look only at identity and type).
+_BY_NAME: dict[str, str | None] = {
+    **dict.fromkeys(("json.dumps", "json.dump", "json.encoder.JSONEncoder.encode",
+                     "json.encoder.JSONEncoder.iterencode", "pickle.dumps", "pickle.dump", "pickle.Pickler.dump",
+                     "copy.copy", "copy.deepcopy", "pprint.pformat", "pprint.pprint", "pprint.pp", "reprlib.repr",
+                     "functools.reduce", "str.join", "bytes.join", "str.format", "str.format_map", "repr", "ascii",
+                     "format", "print", "builtins.repr", "builtins.ascii", "builtins.format", "builtins.print",
+                     "operator.itemgetter.__call__", "operator.attrgetter.__call__", "operator.eq", "operator.ne",
+                     "operator.contains", "operator.countOf", "operator.indexOf", "statistics.mean",
+                     "statistics.median", "statistics.fmean", "heapq.nlargest", "heapq.nsmallest",
+                     "bisect.bisect", "bisect.bisect_left", "bisect.bisect_right", "csv.writer.writerow",
+                     "dataclasses.asdict", "dataclasses.astuple", "dataclasses.replace"), READS),
+    **dict.fromkeys(("random.shuffle", "random.Random.shuffle", "heapq.heappush", "heapq.heappop",
+                     "heapq.heapify", "heapq.heapreplace", "heapq.heappushpop", "bisect.insort", "bisect.insort_left",
+                     "bisect.insort_right"), MUTATES),
+    **dict.fromkeys(("threading.Thread", "threading.Timer", "functools.partial", "weakref.ref", "weakref.proxy",
+                     "weakref.finalize", "id", "type", "isinstance", "issubclass", "callable", "builtins.id",
+                     "builtins.type", "builtins.isinstance", "builtins.issubclass", "builtins.callable",
+                     "operator.is_", "operator.is_not", "object", "builtins.object", "super", "builtins.super",
+                     "contextvars.ContextVar.get", "contextvars.ContextVar.set"), None),
+}
+# Modules whose every function and method only looks at what it is handed (serialisers, formatting, parsing,
+# lazy iteration): readers.
+_READER_MODULES = frozenset({"json", "pickle", "copy", "pprint", "reprlib", "urllib.parse", "logging", "textwrap",
+                             "string", "itertools", "statistics", "base64", "html", "shlex", "fnmatch", "difflib",
+                             "struct", "zlib", "hashlib", "binascii", "csv", "decimal", "fractions", "math", "cmath",
+                             "collections", "enum", "dataclasses", "re", "os.path", "posixpath", "ntpath",
+                             "genericpath", "urllib.request", "datetime", "uuid", "ipaddress"})
+_CONTAINER_READS = frozenset({"get", "__getitem__", "__contains__", "keys", "values", "items", "copy", "count",
+                              "index", "__len__", "__iter__", "__reversed__", "issubset", "issuperset", "isdisjoint",
+                              "union", "intersection", "difference", "symmetric_difference", "__eq__", "__ne__",
+                              "__repr__", "__str__", "__format__", "__reduce_ex__", "__reduce__", "__getstate__",
+                              "__sizeof__", "__hash__", "__or__", "__and__", "__sub__", "__xor__", "__add__",
+                              "__mul__", "__lt__", "__le__", "__gt__", "__ge__", "__copy__", "__deepcopy__",
+                              "fromkeys"})
+
+# Hand-offs this exploration made to callees whose effect is not known (label -> calls), for the coverage line.
+unknown_callees: dict[str, int] = {}
+planted_off = [False]  # a test's planted bug: hand-offs record nothing (``tests/search/test_handoff_soundness.py``)
+
+
+def reset() -> None:
+    """A new exploration (which may exclude other modules: what is watched is decided again)."""
+    unknown_callees.clear()
+    _effects.clear()
+
+
+# ----- what a callee is -----------------------------------------------------------------------------------------------
+
+
+def label_of(fn: Any) -> str:
+    """How a report names a callee: ``json.dumps``, ``str.join``, ``mylib.encode``."""
+    target = getattr(fn, "__func__", fn)
+    qualname = getattr(target, "__qualname__", None) or getattr(type(target), "__qualname__", "?")
+    module = getattr(target, "__module__", None)
+    if module is None:
+        owner = getattr(fn, "__self__", None)
+        if owner is not None and not isinstance(owner, types.ModuleType):
+            owner_type = owner if isinstance(owner, type) else type(owner)
+            module = owner_type.__module__
+    if not module or module == "builtins":
+        return qualname
+    if module.startswith("_") and module[1:] in sys.modules:
+        module = module[1:]
+    return f"{module}.{qualname}"
+
+
+_effects: dict[Any, str | None] = {}  # callee key -> its effect, or None: nothing to record
+
+
+def _key(fn: Any) -> Any:
+    """What identifies a callee across calls: a bound method's function (a builtin's: its type and name)."""
+    owner = getattr(fn, "__self__", None)
+    if owner is None or isinstance(owner, types.ModuleType):
+        return fn
+    func = getattr(fn, "__func__", None)
+    if func is not None:
+        return func
+    return (type(owner) if not isinstance(owner, type) else owner, getattr(fn, "__name__", ""))
+
+
+def effect_of(fn: Any) -> str | None:
+    """What calling ``fn`` does to the objects it is handed, if ``fn`` is code racecheck does not watch: ``READS``,
+    ``MUTATES``, ``UNKNOWN``; None when it is watched code, racecheck's own, or known to look at nothing."""
+    try:
+        key = _key(fn)
+        found = _effects.get(key, _MISSING)
+    except TypeError:  # an unhashable callable object
+        key, found = None, _MISSING
+    if found is _MISSING:
+        found = _classify(fn)
+        if key is not None:
+            _effects[key] = found
+    return found
+
+
+_MISSING = object()
+
+
+def _classify(fn: Any) -> str | None:
+    kind = type(fn)
+    if kind is types.MethodType:
+        inner = fn.__func__
+        if type(inner) is types.FunctionType and inner.__code__ not in unwatched:
+            return None
+    elif kind is types.FunctionType:
+        if fn.__code__ not in unwatched:
+            return None
+    elif isinstance(fn, type):
+        if _own(getattr(fn, "__module__", "")) or issubclass(fn, BaseException):
+            return None
+        if not foreign(fn):
+            return None  # a class of the program: its methods run watched (its module is rewritten)
+    elif not isinstance(fn, _C_CALLABLES):
+        call = getattr(kind, "__call__", None)
+        if type(call) is types.FunctionType and call.__code__ not in unwatched:
+            return None  # a callable object of watched code
+        if _own(getattr(kind, "__module__", "")):
+            return None
+    elif _own(getattr(fn, "__module__", None) or getattr(type(getattr(fn, "__self__", None)), "__module__", "")):
+        return None
+    label = label_of(fn)
+    if label in _BY_NAME:
+        return _BY_NAME[label]
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, _CONTAINERS) or getattr(fn, "__objclass__", None) in _CONTAINERS:
+        return READS if getattr(fn, "__name__", "") in _CONTAINER_READS else MUTATES
+    module = label.rpartition(".")[0]
+    while module:
+        if module in _READER_MODULES:
+            return READS
+        module = module.rpartition(".")[0]
+    return UNKNOWN
+
+
+def foreign(cls: type) -> bool:
+    """A class whose code racecheck does not watch: written in C, or in the standard library."""
+    if not cls.__flags__ & _HEAPTYPE:
+        return True
+    return (getattr(cls, "__module__", "") or "").partition(".")[0] in _STDLIB
+
+
+_HEAPTYPE = 1 << 9
+_STDLIB = frozenset(sys.stdlib_module_names)
+
+
+def _own(module: Any) -> bool:
+    if not isinstance(module, str):
+        return False
+    if module.partition(".")[0] == "racecheck":
+        return True
+    found = sys.modules.get(module)
+    return found is not None and "__racecheck_engine__" in found.__dict__
+
+
+# ----- the stand-in ---------------------------------------------------------------------------------------------------
+
+
+def stand_in(fn: Any, receiver: Any = None) -> Any:
+    """``fn`` as watched code calls it: itself when it is watched or looks at nothing, else a stand-in that records
+    the hand-off of its arguments (and ``receiver``, a method's object) when the call is made."""
+    kind = type(fn)
+    if kind is types.FunctionType:
+        if fn.__code__ not in unwatched:
+            return fn
+    elif kind is types.MethodType:
+        inner = fn.__func__
+        if type(inner) is types.FunctionType and inner.__code__ not in unwatched:
+            return fn
+    effect = effect_of(fn)
+    if effect is None:
+        return fn
+    return _recording(fn, effect, receiver)
+
+
+def _recording(fn: Any, effect: str, receiver: Any) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        run = _state.run
+        if run is None or run.watch is None or planted_off[0]:
+            return fn(*args, **kwargs)
+        handed = [a for a in args if type(a) not in _LEAVES]
+        handed.extend(v for v in kwargs.values() if type(v) not in _LEAVES)
+        if receiver is not None and type(receiver) not in _LEAVES:
+            handed.append(receiver)
+        if not handed:
+            return fn(*args, **kwargs)
+        return _hand_off(run, fn, effect, handed, args, kwargs)
+
+    return call
+
+
+def _hand_off(run: Any, fn: Any, effect: str, handed: list[Any], args: tuple, kwargs: dict) -> Any:
+    watch = run.watch
+    label = label_of(fn)
+    declared, before = accesses(watch, effect, handed, label)
+    if not declared:
+        return fn(*args, **kwargs)
+    if effect == UNKNOWN:
+        unknown_callees[label] = unknown_callees.get(label, 0) + 1
+    shown = label if type(handed[0]) in _LEAVES_NAMED else f"{watch.name_of(handed[0])} to {label}"
+    if run.memory_point("hand", declared, 3, shown):
+        declared, before = accesses(watch, effect, handed, label)  # other threads may have run: the state it meets
+        run.replace_memory(declared)
+    else:
+        run.merge_memory(declared)
+    result = fn(*args, **kwargs)
+    if before and _state.run is run:
+        added = _added(watch, before, label)
+        if added:
+            run.merge_memory(added)
+    if result is not None and hasattr(type(result), "__next__") and not isinstance(result, _CONTAINERS):
+        sources = tuple(s for value in handed for s in watch.sources(value))
+        watch.remember_lazy(result, sources)  # an iterator over what it was handed: read when advanced
+    return result
+
+
+_LEAVES_NAMED = (tuple, frozenset)
+
+
+def accesses(watch: Any, effect: str, handed: list[Any], label: str) -> tuple[tuple[Access, ...], list[Any]]:
+    """What handing ``handed`` to a callee of ``effect`` touches, each access naming the callee; and, for a callee
+    that may change them, the key sets of the containers and instances it reached (to find what it added)."""
+    out: list[Access] = []
+    before: list[Any] = []
+    seen: set[int] = set()
+    first = handed[0] if effect == MUTATES else _MISSING
+    # (value, whether it was reached through an object of a foreign class: such an object's own foreign objects
+    # are its internals, a logger's manager, not the program's data, and are not walked)
+    todo = [(value, False) for value in reversed(handed)]
+    while todo:
+        value, inside = todo.pop()
+        kind = type(value)
+        if kind in _LEAVES or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if len(seen) > LIMIT:
+            return (Access(MEMORY_OBJ, WRITE, via=label),), []
+        lazy = watch.lazy.get(id(value))
+        if lazy is not None and lazy[0] is value:
+            todo.extend((source, inside) for source in reversed(lazy[1]))
+            continue
+        if kind is tuple or kind is frozenset:
+            todo.extend((inner, inside) for inner in reversed(value))
+            continue
+        how = Kind.HANDOFF if effect == UNKNOWN else WRITE if value is first else READ
+        if isinstance(value, _CONTAINERS):
+            out.extend(_container(watch, value, how))
+            if how is not READ and isinstance(value, (dict, set)):
+                before.append((value, None, set(value)))
+            inner_values = list(value.values()) if isinstance(value, dict) else list(value)
+            if isinstance(value, dict):
+                inner_values.extend(k for k in value if type(k) not in _LEAVES)
+            todo.extend((inner, inside) for inner in reversed(inner_values))
+        elif kind not in PLAIN and not _own(getattr(kind, "__module__", "")):
+            alien = foreign(kind)
+            if alien and inside:
+                continue
+            held = _attributes(value)
+            for name, _inner in held:
+                found = watch.attribute(value, name, how, write=how is not READ)
+                if found:
+                    out.extend(found)
+            todo.extend((inner, inside or alien) for _name, inner in reversed(held))
+            if how is not READ:
+                before.append((value, "attributes", {name for name, _ in held}))
+    return tuple(a._replace(via=label) for a in dict.fromkeys(out)), before
+
+
+def _container(watch: Any, value: Any, how: Kind) -> tuple[Access, ...]:
+    if isinstance(value, deque):
+        return watch.whole(value, READ if how is READ else how)
+    if how is READ:
+        return watch.whole(value, LIST)
+    keys = range(len(value) + 1) if isinstance(value, (list, bytearray)) else list(value)
+    if how is WRITE:
+        return watch.structural(value, keys)
+    base = watch.whole(value, how)
+    items = tuple(Access(one.obj, how) for one in watch.structural(value, keys)[:-1])
+    return base + items
+
+
+def _attributes(value: Any) -> list[tuple[str, Any]]:
+    """An instance's attributes as its ``__dict__`` and ``__slots__`` hold them, read without running its code."""
+    out: list[tuple[str, Any]] = []
+    try:
+        held = object.__getattribute__(value, "__dict__")
+    except (AttributeError, TypeError):
+        held = None
+    if type(held) is dict:
+        out.extend(held.items())
+    for klass in type(value).__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            try:
+                out.append((name, object.__getattribute__(value, name)))
+            except AttributeError:
+                pass
+    return out
+
+
+def _added(watch: Any, before: list[Any], label: str) -> tuple[Access, ...]:
+    """The keys and attributes a callee that may change what it was handed added to it: written."""
+    out: list[Access] = []
+    for value, what, keys in before:
+        if what is None:
+            new = [k for k in value if k not in keys]
+            if new:
+                out.extend(watch.structural(value, new))
+        else:
+            for name, _inner in _attributes(value):
+                if name not in keys:
+                    found = watch.attribute(value, name, WRITE, write=True)
+                    if found:
+                        out.extend(found)
+    return tuple(a._replace(via=label) for a in out)
