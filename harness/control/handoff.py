@@ -43,7 +43,7 @@ READS, MUTATES, UNKNOWN = "reads", "mutates", "unknown"
 # Values with nothing another thread could change (a tuple or frozenset is walked for what it holds).
 _LEAVES = frozenset({int, float, complex, bool, str, bytes, type(None), range, slice, type(Ellipsis),
                      type(NotImplemented), memoryview, types.CodeType, types.FunctionType, types.BuiltinFunctionType,
-                     types.MethodType, types.ModuleType, property, staticmethod, classmethod, type})
+                     types.MethodType, types.ModuleType, property, staticmethod, classmethod, type, super})
 _CONTAINERS = (dict, list, set, bytearray, deque)
 _C_CALLABLES = (types.BuiltinFunctionType, types.MethodWrapperType, types.MethodDescriptorType,
                 types.WrapperDescriptorType, types.ClassMethodDescriptorType)
@@ -68,7 +68,8 @@ _BY_NAME: dict[str, str | None] = {
     **dict.fromkeys(("threading.Thread", "threading.Timer", "functools.partial", "weakref.ref", "weakref.proxy",
                      "weakref.finalize", "id", "type", "isinstance", "issubclass", "callable", "builtins.id",
                      "builtins.type", "builtins.isinstance", "builtins.issubclass", "builtins.callable",
-                     "operator.is_", "operator.is_not", "object", "builtins.object", "super", "builtins.super",
+                     "operator.is_", "operator.is_not", "object", "super", "object.__init__", "object.__new__",
+                     "object.__init_subclass__", "dataclasses.is_dataclass", "dataclasses.fields",
                      "contextvars.ContextVar.get", "contextvars.ContextVar.set"), None),
 }
 # Modules whose every function and method only looks at what it is handed (serialisers, formatting, parsing,
@@ -105,11 +106,14 @@ def label_of(fn: Any) -> str:
     target = getattr(fn, "__func__", fn)
     qualname = getattr(target, "__qualname__", None) or getattr(type(target), "__qualname__", "?")
     module = getattr(target, "__module__", None)
-    if module is None:
-        owner = getattr(fn, "__self__", None)
+    if module is None:  # a C method: named by the class that defines it
+        owner = getattr(fn, "__objclass__", None) or getattr(fn, "__self__", None)
+        name = getattr(fn, "__name__", "")
         if owner is not None and not isinstance(owner, types.ModuleType):
-            owner_type = owner if isinstance(owner, type) else type(owner)
-            module = owner_type.__module__
+            for klass in (owner if isinstance(owner, type) else type(owner)).__mro__:
+                if name in klass.__dict__:
+                    module, qualname = klass.__module__, f"{klass.__qualname__}.{name}"
+                    break
     if not module or module == "builtins":
         return qualname
     if module.startswith("_") and module[1:] in sys.modules:
@@ -151,6 +155,9 @@ _MISSING = object()
 
 def _classify(fn: Any) -> str | None:
     kind = type(fn)
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType) and _own(type(owner).__module__):
+        return None  # a method of one of racecheck's stand-ins: a scheduling point that records itself
     if kind is types.MethodType:
         inner = fn.__func__
         if type(inner) is types.FunctionType and inner.__code__ not in unwatched:
@@ -196,6 +203,18 @@ _HEAPTYPE = 1 << 9
 _STDLIB = frozenset(sys.stdlib_module_names)
 
 
+def _engine_value(value: Any) -> bool:
+    """One of racecheck's own objects (a stand-in, a module facade): what is done to it, it records itself."""
+    kind = type(value)
+    found = _ENGINE_TYPES.get(kind)
+    if found is None:
+        found = _ENGINE_TYPES[kind] = isinstance(value, types.ModuleType) or _own(getattr(kind, "__module__", ""))
+    return found
+
+
+_ENGINE_TYPES: dict[type, bool] = {}
+
+
 def _own(module: Any) -> bool:
     if not isinstance(module, str):
         return False
@@ -234,6 +253,8 @@ def _recording(fn: Any, effect: str, receiver: Any) -> Callable[..., Any]:
         handed.extend(v for v in kwargs.values() if type(v) not in _LEAVES)
         if receiver is not None and type(receiver) not in _LEAVES:
             handed.append(receiver)
+        if handed:
+            handed = [value for value in handed if not _engine_value(value)]
         if not handed:
             return fn(*args, **kwargs)
         return _hand_off(run, fn, effect, handed, args, kwargs)
