@@ -56,6 +56,7 @@ _BY_NAME: dict[str, str | None] = {
                      "json.encoder.JSONEncoder.iterencode", "pickle.dumps", "pickle.dump", "pickle.Pickler.dump",
                      "copy.copy", "copy.deepcopy", "pprint.pformat", "pprint.pprint", "pprint.pp", "reprlib.repr",
                      "functools.reduce", "str.join", "bytes.join", "str.format", "str.format_map", "repr", "ascii",
+                     "str", "vars",
                      "format", "print", "builtins.repr", "builtins.ascii", "builtins.format", "builtins.print",
                      "operator.itemgetter.__call__", "operator.attrgetter.__call__", "operator.eq", "operator.ne",
                      "operator.contains", "operator.countOf", "operator.indexOf", "statistics.mean",
@@ -87,14 +88,46 @@ _CONTAINER_READS = frozenset({"get", "__getitem__", "__contains__", "keys", "val
                               "__mul__", "__lt__", "__le__", "__gt__", "__ge__", "__copy__", "__deepcopy__",
                               "fromkeys"})
 
-# Hand-offs this exploration made to callees whose effect is not known (label -> calls), for the coverage line.
+# What this exploration handed over (label -> calls), for the coverage line: shared objects handed to callees whose
+# effect is not known (recorded as hand-offs of all of them), and shared objects that reached code racecheck could
+# not see into without a record (``vars(obj)``: the object's own attribute dict, which the program may then read
+# and change as a dict), which no verdict can claim to have covered (``blind``).
 unknown_callees: dict[str, int] = {}
+blind: dict[str, int] = {}
 planted_off = [False]  # a test's planted bug: hand-offs record nothing (``tests/search/test_handoff_soundness.py``)
+
+
+def blind_spots(ran_out: bool) -> str:
+    """Why a search that ran out of schedules to try (``ran_out``) proves nothing: shared objects reached code racecheck
+    could not see into without a record ("" if none did)."""
+    if not ran_out or not blind:
+        return ""
+    return (f"not exhausted: shared objects reached code racecheck could not see into without a record "
+            f"({_counted(blind)}), so no search of what was watched is a proof")
+
+
+def handed_over() -> tuple[str, ...]:
+    """What the coverage line says of this exploration's hand-offs (``racecheck.search.scope``)."""
+    out = []
+    if unknown_callees:
+        out.append(f"shared objects handed to code racecheck cannot see into, recorded as touching all of them "
+                   f"({_counted(unknown_callees)})")
+    if blind:
+        out.append(f"shared objects reached code racecheck could not see into without a record "
+                   f"({_counted(blind)}): no proof")
+    return tuple(out)
+
+
+def _counted(calls: dict[str, int], shown: int = 5) -> str:
+    names = sorted(calls)
+    text = ", ".join(f"{name} x{calls[name]}" for name in names[:shown])
+    return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def reset() -> None:
     """A new exploration (which may exclude other modules: what is watched is decided again)."""
     unknown_callees.clear()
+    blind.clear()
     _effects.clear()
 
 
@@ -281,6 +314,8 @@ def _hand_off(run: Any, fn: Any, effect: str, handed: list[Any], args: tuple, kw
         added = _added(watch, before, label)
         if added:
             run.merge_memory(added)
+    if type(result) is dict and any(_attribute_dict(value) is result for value in handed):
+        blind[label] = blind.get(label, 0) + 1  # an alias of an object's attributes, read and changed as a dict
     if result is not None and hasattr(type(result), "__next__") and not isinstance(result, _CONTAINERS):
         sources = tuple(s for value in handed for s in watch.sources(value))
         watch.remember_lazy(result, sources)  # an iterator over what it was handed: read when advanced
@@ -352,13 +387,17 @@ def _container(watch: Any, value: Any, how: Kind) -> tuple[Access, ...]:
     return base + items
 
 
+def _attribute_dict(value: Any) -> Any:
+    try:
+        return object.__getattribute__(value, "__dict__")
+    except (AttributeError, TypeError):
+        return None
+
+
 def _attributes(value: Any) -> list[tuple[str, Any]]:
     """An instance's attributes as its ``__dict__`` and ``__slots__`` hold them, read without running its code."""
     out: list[tuple[str, Any]] = []
-    try:
-        held = object.__getattribute__(value, "__dict__")
-    except (AttributeError, TypeError):
-        held = None
+    held = _attribute_dict(value)
     if type(held) is dict:
         out.extend(held.items())
     for klass in type(value).__mro__:
