@@ -364,6 +364,8 @@ def accesses(watch: Any, effect: str, handed: list[Any], label: str) -> tuple[tu
             if alien and inside:
                 continue
             held = _attributes(value)
+            if type(_attribute_dict(value)) is dict:  # its attributes as a whole: one added or removed
+                out.extend(watch.whole(value, LIST if how is READ else how))
             for name, _inner in held:
                 found = watch.attribute(value, name, how, write=how is not READ)
                 if found:
@@ -385,6 +387,16 @@ def _container(watch: Any, value: Any, how: Kind) -> tuple[Access, ...]:
     base = watch.whole(value, how)
     items = tuple(Access(one.obj, how) for one in watch.structural(value, keys)[:-1])
     return base + items
+
+
+def new_attribute(watch: Any, obj: Any, name: str | None) -> tuple[Access, ...]:
+    """What else a write of attribute ``name`` of ``obj`` (None: a deletion) touches: where it adds the name to the
+    object's attributes, or removes one, the object's attributes as a whole (``Obj#1``), which a hand-off that reads
+    all of them lists: code that pickles or copies an object sees an attribute another thread adds."""
+    held = _attribute_dict(obj)
+    if type(held) is not dict or (name is not None and name in held):
+        return ()
+    return watch.whole(obj, WRITE)
 
 
 def _attribute_dict(value: Any) -> Any:

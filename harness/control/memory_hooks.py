@@ -161,7 +161,7 @@ def set_attribute(value: Any, obj: Any, name: str) -> None:
         if watch is not None and type(obj) not in _PLAIN:
             access = watch.attribute(obj, name, WRITE, write=True)
             if access is not None:
-                run.memory("write", access)
+                run.memory("write", access + handoff.new_attribute(watch, obj, name))
     _real_setattr(obj, name, value)
 
 
@@ -172,7 +172,7 @@ def delete_attribute(obj: Any, name: str) -> None:
         if watch is not None and type(obj) not in _PLAIN:
             access = watch.attribute(obj, name, WRITE, write=True)
             if access is not None:
-                run.memory("delete", access)
+                run.memory("delete", access + handoff.new_attribute(watch, obj, None))
     _real_delattr(obj, name)
 
 
