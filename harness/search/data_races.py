@@ -338,10 +338,10 @@ def describe_found(found: Found) -> str:
 
 
 def _as_race(found: Found, schedule: int, token: str, benign: bool) -> DataRace:
-    obj, (t1, k1, l1, i1, _p1, via1), (t2, k2, l2, i2, _p2, via2) = found
+    obj, (t1, k1, l1, i1, _p1, *via1), (t2, k2, l2, i2, _p2, *via2) = found
     # the report names the object by its text: a plain str crosses to another process (execnet) and to JSON
-    return DataRace(obj.text, RaceAccess(f"T{t1}", _op(obj, k1, via1), l1, i1),
-                    RaceAccess(f"T{t2}", _op(obj, k2, via2), l2, i2), schedule, token, benign)
+    return DataRace(obj.text, RaceAccess(f"T{t1}", _op(obj, k1, "".join(via1)), l1, i1),
+                    RaceAccess(f"T{t2}", _op(obj, k2, "".join(via2)), l2, i2), schedule, token, benign)
 
 
 def _op(obj: Obj, kind: str, via: str) -> str:
