@@ -129,6 +129,7 @@ def reset() -> None:
     unknown_callees.clear()
     blind.clear()
     _effects.clear()
+    _WALKS.clear()
 
 
 # ----- what a callee is -----------------------------------------------------------------------------------------------
@@ -154,7 +155,8 @@ def label_of(fn: Any) -> str:
     return f"{module}.{qualname}"
 
 
-_effects: dict[Any, str | None] = {}  # callee key -> its effect, or None: nothing to record
+# callee key -> (its effect, its label), or None: nothing to record
+_effects: dict[Any, tuple[str, str] | None] = {}
 
 
 def _key(fn: Any) -> Any:
@@ -168,16 +170,18 @@ def _key(fn: Any) -> Any:
     return (type(owner) if not isinstance(owner, type) else owner, getattr(fn, "__name__", ""))
 
 
-def effect_of(fn: Any) -> str | None:
-    """What calling ``fn`` does to the objects it is handed, if ``fn`` is code racecheck does not watch: ``READS``,
-    ``MUTATES``, ``UNKNOWN``; None when it is watched code, racecheck's own, or known to look at nothing."""
+def effect_of(fn: Any) -> tuple[str, str] | None:
+    """What calling ``fn`` does to the objects it is handed, if ``fn`` is code racecheck does not watch (``READS``,
+    ``MUTATES``, ``UNKNOWN``), with the callee's name; None when it is watched code, racecheck's own, or known to
+    look at nothing. Remembered per callee for the exploration."""
     try:
         key = _key(fn)
         found = _effects.get(key, _MISSING)
     except TypeError:  # an unhashable callable object
         key, found = None, _MISSING
     if found is _MISSING:
-        found = _classify(fn)
+        effect = _classify(fn)
+        found = None if effect is None else (effect, label_of(fn))
         if key is not None:
             _effects[key] = found
     return found
@@ -271,13 +275,13 @@ def stand_in(fn: Any, receiver: Any = None) -> Any:
         inner = fn.__func__
         if type(inner) is types.FunctionType and inner.__code__ not in unwatched:
             return fn
-    effect = effect_of(fn)
-    if effect is None:
+    found = effect_of(fn)
+    if found is None:
         return fn
-    return _recording(fn, effect, receiver)
+    return _recording(fn, found[0], found[1], receiver)
 
 
-def _recording(fn: Any, effect: str, receiver: Any) -> Callable[..., Any]:
+def _recording(fn: Any, effect: str, label: str, receiver: Any) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         run = _state.run
         if run is None or run.watch is None or planted_off[0]:
@@ -290,14 +294,13 @@ def _recording(fn: Any, effect: str, receiver: Any) -> Callable[..., Any]:
             handed = [value for value in handed if not _engine_value(value)]
         if not handed:
             return fn(*args, **kwargs)
-        return _hand_off(run, fn, effect, handed, args, kwargs)
+        return _hand_off(run, fn, effect, label, handed, args, kwargs)
 
     return call
 
 
-def _hand_off(run: Any, fn: Any, effect: str, handed: list[Any], args: tuple, kwargs: dict) -> Any:
+def _hand_off(run: Any, fn: Any, effect: str, label: str, handed: list[Any], args: tuple, kwargs: dict) -> Any:
     watch = run.watch
-    label = label_of(fn)
     declared, before = accesses(watch, effect, handed, label)
     if not declared:
         return fn(*args, **kwargs)
@@ -347,11 +350,16 @@ def accesses(watch: Any, effect: str, handed: list[Any], label: str) -> tuple[tu
         if lazy is not None and lazy[0] is value:
             todo.extend((source, inside) for source in reversed(lazy[1]))
             continue
-        if kind is tuple or kind is frozenset:
+        walk = _WALKS.get(kind)
+        if walk is None:
+            walk = _walk_of(kind)
+        if walk == _SKIP:
+            continue
+        if walk == _HOLDER:
             todo.extend((inner, inside) for inner in reversed(value))
             continue
         how = Kind.HANDOFF if effect == UNKNOWN else WRITE if value is first else READ
-        if isinstance(value, _CONTAINERS):
+        if walk == _CONTAINER:
             out.extend(_container(watch, value, how))
             if how is not READ and isinstance(value, (dict, set)):
                 before.append((value, None, set(value)))
@@ -359,8 +367,8 @@ def accesses(watch: Any, effect: str, handed: list[Any], label: str) -> tuple[tu
             if isinstance(value, dict):
                 inner_values.extend(k for k in value if type(k) not in _LEAVES)
             todo.extend((inner, inside) for inner in reversed(inner_values))
-        elif kind not in PLAIN and not _own(getattr(kind, "__module__", "")):
-            alien = foreign(kind)
+        else:
+            alien = walk == _FOREIGN
             if alien and inside:
                 continue
             held = _attributes(value)
@@ -374,6 +382,25 @@ def accesses(watch: Any, effect: str, handed: list[Any], label: str) -> tuple[tu
             if how is not READ:
                 before.append((value, "attributes", {name for name, _ in held}))
     return tuple(a._replace(via=label) for a in dict.fromkeys(out)), before
+
+
+_SKIP, _HOLDER, _CONTAINER, _PROGRAM, _FOREIGN = range(5)
+_WALKS: dict[type, int] = {}  # type -> how a hand-off's walk treats its objects
+
+
+def _walk_of(kind: type) -> int:
+    """How a walk treats objects of ``kind``: nothing in them (plain values, racecheck's own objects), only what
+    they hold (tuple, frozenset), a container, an object of the program, or of the standard library or C."""
+    if kind in _LEAVES or kind in PLAIN and not issubclass(kind, _CONTAINERS) or _own(getattr(kind, "__module__", "")):
+        walk = _SKIP
+    elif issubclass(kind, (tuple, frozenset)):
+        walk = _HOLDER
+    elif issubclass(kind, _CONTAINERS):
+        walk = _CONTAINER
+    else:
+        walk = _FOREIGN if foreign(kind) else _PROGRAM
+    _WALKS[kind] = walk
+    return walk
 
 
 def _container(watch: Any, value: Any, how: Kind) -> tuple[Access, ...]:
