@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control.memory_discovery import PLAIN, unwatched
+from racecheck.control.memory_discovery import PLAIN, callee, unwatched
 from racecheck.runtime.access import LIST, MEMORY_OBJ, READ, WRITE, Access, Kind
 
 __racecheck_engine__ = True
@@ -205,6 +205,11 @@ def _classify(fn: Any) -> str | None:
     elif isinstance(fn, type):
         if _own(getattr(fn, "__module__", "")) or issubclass(fn, BaseException):
             return None
+        init = getattr(fn, "__init__", None)
+        if type(init) is types.FunctionType:
+            callee(init)  # discovery decides whether its module is watched (an ``exclude=``d one is not)
+            if init.__code__ in unwatched:
+                return _named_effect(fn)
         if not foreign(fn):
             return None  # a class of the program: its methods run watched (its module is rewritten)
     elif not isinstance(fn, _C_CALLABLES):
@@ -215,6 +220,12 @@ def _classify(fn: Any) -> str | None:
             return None
     elif _own(getattr(fn, "__module__", None) or getattr(type(getattr(fn, "__self__", None)), "__module__", "")):
         return None
+    return _named_effect(fn)
+
+
+def _named_effect(fn: Any) -> str | None:
+    """The effect of an unwatched callee, by its name: the tables, a container's method, a reader module, or
+    unknown."""
     label = label_of(fn)
     if label in _BY_NAME:
         return _BY_NAME[label]

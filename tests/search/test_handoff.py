@@ -154,3 +154,29 @@ def test_without_the_keys_it_added_the_unknown_callee_is_missed(monkeypatch):
     monkeypatch.setattr(handoff, "_added", lambda watch, before, label: ())
     result = racecheck.explore(_unknown_adds_a_key, strategy="dpor", schedules=50, **QUIET)
     assert result.ok and result.exhausted
+
+
+def _excluded_reader(use_class: bool) -> None:
+    import handoff_excluded
+
+    d = {"a": 0, "b": 0}
+
+    def write():
+        d["a"] = 1
+        d["b"] = 1
+
+    other = threading.Thread(target=write)
+    other.start()
+    pair = handoff_excluded.Snapshot(d).pair if use_class else handoff_excluded.snapshot(d)
+    other.join()
+    assert pair[0] == pair[1], pair
+
+
+@pytest.mark.parametrize("use_class", [False, True], ids=["function", "class"])
+def test_a_module_left_out_with_exclude_is_a_hand_off(use_class):
+    def program():
+        _excluded_reader(use_class)
+
+    result = racecheck.explore(program, strategy="dpor", schedules=100, exclude=["handoff_excluded"], **QUIET)
+    assert result.failures, result.summary()
+    assert "handoff_excluded" in result.coverage.text(), result.coverage.text()
