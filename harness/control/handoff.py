@@ -314,7 +314,7 @@ def _hand_off(run: Any, fn: Any, effect: str, label: str, handed: list[Any], arg
     watch = run.watch
     declared, before = accesses(watch, effect, handed, label)
     if not declared:
-        return fn(*args, **kwargs)
+        return _returned(watch, label, handed, fn(*args, **kwargs))
     if effect == UNKNOWN:
         unknown_callees[label] = unknown_callees.get(label, 0) + 1
     shown = label if type(handed[0]) in _LEAVES_NAMED else f"{watch.name_of(handed[0])} to {label}"
@@ -328,6 +328,12 @@ def _hand_off(run: Any, fn: Any, effect: str, label: str, handed: list[Any], arg
         added = _added(watch, before, label)
         if added:
             run.merge_memory(added)
+    return _returned(watch, label, handed, result)
+
+
+def _returned(watch: Any, label: str, handed: list[Any], result: Any) -> Any:
+    """What the callee gave back: an alias of a handed object's attributes is a blind spot; an iterator reads what
+    it was handed whenever it is advanced."""
     if type(result) is dict and any(_attribute_dict(value) is result for value in handed):
         blind[label] = blind.get(label, 0) + 1  # an alias of an object's attributes, read and changed as a dict
     if result is not None and hasattr(type(result), "__next__") and not isinstance(result, _CONTAINERS):
