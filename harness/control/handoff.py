@@ -23,6 +23,7 @@ records unresolved memory instead (a wildcard over all memory: sound, coarse). A
 
 from __future__ import annotations
 
+import io
 import sys
 import types
 from collections import deque
@@ -408,8 +409,9 @@ _WALKS: dict[type, int] = {}  # type -> how a hand-off's walk treats its objects
 def _walk_of(kind: type) -> int:
     """How a walk treats objects of ``kind``: nothing in them (plain values, racecheck's own objects), only what
     they hold (tuple, frozenset), a container, an object of the program, or of the standard library or C."""
-    if kind in _LEAVES or kind in PLAIN and not issubclass(kind, _CONTAINERS) or _own(getattr(kind, "__module__", "")):
-        walk = _SKIP
+    if (kind in _LEAVES or kind in PLAIN and not issubclass(kind, _CONTAINERS) or _own(getattr(kind, "__module__", ""))
+            or issubclass(kind, io.IOBase)):
+        walk = _SKIP  # a file object's state is C state (position, buffer); its `mode` and `name` are open()'s
     elif issubclass(kind, (tuple, frozenset)):
         walk = _HOLDER
     elif issubclass(kind, _CONTAINERS):
