@@ -305,6 +305,8 @@ def _recording(fn: Any, effect: str, label: str, receiver: Any) -> Callable[...,
         if handed:
             handed = [value for value in handed if not _engine_value(value)]
         if not handed:
+            if fn is vars and args and isinstance(args[0], type) and not _own(args[0].__module__):
+                blind[label] = blind.get(label, 0) + 1  # a class's attributes, read through a proxy no hook watches
             return fn(*args, **kwargs)
         return _hand_off(run, fn, effect, label, handed, args, kwargs)
 
@@ -335,8 +337,12 @@ def _hand_off(run: Any, fn: Any, effect: str, label: str, handed: list[Any], arg
 def _returned(watch: Any, label: str, handed: list[Any], result: Any) -> Any:
     """What the callee gave back: an alias of a handed object's attributes is a blind spot; an iterator reads what
     it was handed whenever it is advanced."""
-    if type(result) is dict and any(_attribute_dict(value) is result for value in handed):
-        blind[label] = blind.get(label, 0) + 1  # an alias of an object's attributes, read and changed as a dict
+    if type(result) is dict:
+        for value in handed:
+            if _attribute_dict(value) is result:  # the object's own attributes, read and changed as a dict
+                watch.alias(result, value)
+                break
+
     if result is not None and hasattr(type(result), "__next__") and not isinstance(result, _CONTAINERS):
         sources = tuple(s for value in handed for s in watch.sources(value))
         watch.remember_lazy(result, sources)  # an iterator over what it was handed: read when advanced

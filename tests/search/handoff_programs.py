@@ -171,6 +171,8 @@ READS = {
     "sorted": ["got = sorted(D.items())"],
     "constructors": ["got = (sorted(dict(D).items()), list(L), sorted(set(L)))"],
     "vars": ["got = sorted(vars(P).items())"],
+    "vars_key": ["attributes = vars(P)", "got = (attributes.get('c'), len(attributes))"],
+    "vars_late": ["attributes = vars(P)", "x = P.b", "got = (x, attributes['a'])"],
     "getattr": ["name = 'a' if len(L) > 5 else 'b'", "got = getattr(P, name)"],
     "reduce": ["got = functools.reduce(operator.add, L)"],
     "itertools": ["got = list(itertools.chain(L, sorted(D)))"],

@@ -112,28 +112,55 @@ def test_a_callee_of_unknown_effect_conflicts_with_every_access_to_what_it_was_h
     assert "operator.setitem" in result.coverage.text(), result.coverage.text()
 
 
-def _handed_to_vars() -> None:
-    obj = handoff_programs.Pair()
+class Settings:
+    retries = 0
 
+
+def _handed_to_vars() -> None:
     def other():
-        obj.a = 1
+        Settings.retries = 1
 
     t = threading.Thread(target=other)
     t.start()
-    attributes = vars(obj)
-    value = attributes["a"]
+    value = vars(Settings)["retries"]
     t.join()
     assert value in (0, 1)
 
 
 def test_an_alias_racecheck_cannot_follow_leaves_no_proof():
-    """``vars(obj)`` hands back the object's own attribute dict, which the program then reads as a dict: no
-    strategy may say exhausted, and the verdict and the coverage line say why."""
+    """``vars(cls)`` hands back a read-only view of a class's attributes, which no hook watches: no strategy may
+    say exhausted, and the verdict and the coverage line say why."""
     for strategy in ("dpor", "dfs", "pct"):
         result = racecheck.explore(_handed_to_vars, strategy=strategy, schedules=200, **QUIET)
         assert result.ok and not result.exhausted, (strategy, result.summary())
         assert "could not see into without a record (vars x" in result.no_proof, result.no_proof
         assert "vars x" in result.coverage.text()
+
+
+def _attributes_as_a_dict() -> None:
+    """``vars(obj)`` is the object's own attribute dict: read as a dict, its items are the object's attributes."""
+    obj = handoff_programs.Pair()
+    seen = []
+
+    def other():
+        obj.a = 1
+        obj.c = 1
+
+    t = threading.Thread(target=other)
+    t.start()
+    attributes = vars(obj)
+    seen.append(attributes["a"])
+    seen.append("c" in attributes)
+    seen.append(len(attributes))
+    t.join()
+    assert seen == [1, True, 3], seen  # fails unless the other thread ran first: a reversal
+
+
+def test_an_objects_attribute_dict_is_followed():
+    result = racecheck.explore(_attributes_as_a_dict, strategy="dpor", schedules=200, max_failures=20, **QUIET)
+    assert result.exhausted and not result.no_proof, result.summary()
+    outcomes = {str(f.exception).split(",")[0] for f in result.failures}
+    assert result.failures and result.interleavings >= 3, (result.interleavings, outcomes)
 
 
 def test_immutable_arguments_and_private_results_record_nothing():
