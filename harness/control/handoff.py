@@ -14,7 +14,9 @@ receiver that another thread could reach, and everything they reach:
 * any other callee: a hand-off (``Kind.HANDOFF``) of every piece, which conflicts with every access to it; keys and
   attributes the call added are recorded as written once it returns.
 
-Immutable values hold nothing to record (a tuple's contents are walked); a callee known to keep its arguments
+``vars(obj)`` hands back the object's own attribute dict: it is named as the object (``Watch.alias``), its items as
+the attributes. ``vars(cls)`` hands back a view no hook watches: a blind spot, after which no verdict is a proof
+(``blind_spots``). Immutable values hold nothing to record (a tuple's contents are walked); a callee known to keep its arguments
 without looking at them (``Thread``, ``partial``) records nothing. A walk that meets more than ``LIMIT`` objects
 records unresolved memory instead (a wildcard over all memory: sound, coarse). A lazy result (an iterator from
 ``itertools``, ``map``) is remembered as reading what it was made from when advanced. Each access names the callee
@@ -91,8 +93,8 @@ _CONTAINER_READS = frozenset({"get", "__getitem__", "__contains__", "keys", "val
 
 # What this exploration handed over (label -> calls), for the coverage line: shared objects handed to callees whose
 # effect is not known (recorded as hand-offs of all of them), and shared objects that reached code racecheck could
-# not see into without a record (``vars(obj)``: the object's own attribute dict, which the program may then read
-# and change as a dict), which no verdict can claim to have covered (``blind``).
+# not see into without a record (``vars(cls)``: a view of a class's attributes no hook watches), which no verdict
+# can claim to have covered (``blind``).
 unknown_callees: dict[str, int] = {}
 blind: dict[str, int] = {}
 planted_off = [False]  # a test's planted bug: hand-offs record nothing (``tests/search/test_handoff_soundness.py``)
