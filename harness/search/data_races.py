@@ -101,8 +101,9 @@ class DataRace:
                    str(data["token"]), bool(data.get("benign", False)))
 
 
-# One race as found in one run: (object, (thread, kind, location, event index, point) for each side).
-Side = tuple[int, str, str, int, int]
+# One race as found in one run: (object, (thread, kind, location, event index, point, the callee it was handed to
+# or "") for each side).
+Side = tuple[int, str, str, int, int, str]
 Found = tuple[Obj, Side, Side]
 
 _NUMBER = re.compile(r"(@T\d+)?#\d+")
@@ -234,14 +235,15 @@ class _Finder:
             if category == Role.DATA:  # inline: the most frequent case by far
                 kind, tid = one.kind, op[7]
                 clock = clocks[tid]
-                entry = (clock[tid], op[5], op[6], op[4])
+                entry = (clock[tid], op[5], op[6], op[4], one.via)
                 last = shadow.get(obj)
                 if last is None:
                     shadow[obj] = {(tid, kind): entry}
                     continue
-                for (other, other_kind), (epoch, index, point, loc) in last.items():
+                for (other, other_kind), (epoch, index, point, loc, via) in last.items():
                     if other != tid and epoch > clock[other] and conflict[(other_kind, kind)]:
-                        self._found(obj, (other, other_kind, loc, index, point), (tid, kind, op[4], op[5], op[6]))
+                        self._found(obj, (other, other_kind, loc, index, point, via),
+                                    (tid, kind, op[4], op[5], op[6], one.via))
                 last[(tid, kind)] = entry
             elif category == Role.SYNC:
                 self._sync(op, obj, one.kind)
@@ -342,10 +344,17 @@ def describe_found(found: Found) -> str:
 
 
 def _as_race(found: Found, schedule: int, token: str, benign: bool) -> DataRace:
-    obj, (t1, k1, l1, i1, _p1), (t2, k2, l2, i2, _p2) = found
+    obj, (t1, k1, l1, i1, _p1, *via1), (t2, k2, l2, i2, _p2, *via2) = found
     # the report names the object by its text: a plain str crosses to another process (execnet) and to JSON
-    return DataRace(obj.text, RaceAccess(f"T{t1}", Relation.word(obj, k1), l1, i1),
-                    RaceAccess(f"T{t2}", Relation.word(obj, k2), l2, i2), schedule, token, benign)
+    return DataRace(obj.text, RaceAccess(f"T{t1}", _op(obj, k1, "".join(via1)), l1, i1),
+                    RaceAccess(f"T{t2}", _op(obj, k2, "".join(via2)), l2, i2), schedule, token, benign)
+
+
+def _op(obj: Obj, kind: str, via: str) -> str:
+    """An access as a report names it; one made by code racecheck does not watch names the object and the callee
+    watched code handed it to: ``read all of dict#1 via json.dumps``."""
+    word = Relation.word(obj, kind)
+    return f"{word} {obj.text} via {via}" if via else word
 
 
 def _coarse(found: Found) -> tuple:
