@@ -157,7 +157,7 @@ def test_gets_that_do_not_name_the_head_are_caught(monkeypatch):
         m.setattr(executor, "WorkQueue", HeadBlindQueue)
         planted_result = [explore(pool_programs.make_test(p))[1] for p in PLANTED_PROGRAMS]
     assert any(reference(pool_programs.make_test(p), monkeypatch)[1] - got
-               for p, got in zip(PLANTED_PROGRAMS, planted_result))
+               for p, got in zip(PLANTED_PROGRAMS, planted_result, strict=True))
 
 
 def test_a_locked_pool_is_proved_in_at_most_half_the_schedules_of_the_coarse_queue(monkeypatch):
