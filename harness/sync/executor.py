@@ -17,11 +17,11 @@ import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.runtime.access import MEMORY, WRITE, Obj, ObjKind, on
+from racecheck.runtime.access import ENTRY, MEMORY, WRITE, Obj, ObjKind, on
 from racecheck.runtime.locations import thread_bottom
 from racecheck.sync.futures import Future, callbacks_of, has_callbacks
 from racecheck.sync.locks import ControlledLock
-from racecheck.sync.queues import ControlledSimpleQueue
+from racecheck.sync.work_queue import WorkQueue
 
 __racecheck_engine__ = True
 
@@ -107,15 +107,17 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
         self._name = run.new_object_id("Executor")
         self._max_workers = max_workers
         run.new_object_id("SimpleQueue")  # counted as it always was, so that later queues keep their numbers
-        self._work_queue = ControlledSimpleQueue(run, name=Obj(ObjKind.FIFO_QUEUE, f"{self._name}.queue", engine=True))
+        self._work_queue = WorkQueue(run, name=Obj(ObjKind.FIFO_QUEUE, f"{self._name}.queue", engine=True))
         self._idle = 0  # workers waiting for work (the stdlib's idle semaphore; checked without a point)
         self._threads: list[Any] = []
         self._shutdown = False
         self._broken: str | bool = False
         self._shutdown_lock = ControlledLock(run, name=Obj(ObjKind.LOCK, f"{self._name}.lock", engine=True))
-        # The idle count is read by submit after its put and written by a worker after a work item, in steps that
-        # name other objects: both touch it, so the search orders them.
-        self._idle_access = on(Obj(ObjKind.ENGINE_STATE, f"{self._name}.idle", engine=True), WRITE)
+        # The idle count is read (and taken from) by submit after its put and raised by a worker after a work item,
+        # in steps that name other objects: both touch it, so the search orders a submit against each raise. Two
+        # raises commute (``entry``: each adds one), so the order in which workers finish is not explored for it.
+        idle = Obj(ObjKind.ENGINE_STATE, f"{self._name}.idle", engine=True)
+        self._idle_access, self._idle_raise = on(idle, WRITE), on(idle, ENTRY)
         self._thread_name_prefix = thread_name_prefix or self._name.replace("#", "-")
         self._initializer = initializer
         self._initargs = initargs
@@ -158,15 +160,14 @@ class ThreadPoolExecutor(concurrent.futures.Executor):
                 self._initializer_failed()
                 return
         while True:
-            item = self._work_queue.get(block=True)
-            if item is None:
+            item = self._work_queue.get_work()
+            if item is None:  # the sentinel, left in the queue for the next worker (the stdlib puts it back)
                 self._shutdown = True
-                self._work_queue.put(None)  # pass the sentinel to the next worker
                 return
             item.run()
             del item
             self._idle += 1
-            self._run.touch(self._idle_access)
+            self._run.touch(self._idle_raise)
 
     def _initializer_failed(self) -> None:
         with self._shutdown_lock:
