@@ -124,6 +124,7 @@ def _record(failure: Any, base: int) -> FailureRecord:
         occurrences=int(getattr(failure, "occurrences", 1)),
         signature=[str(part) for part in getattr(failure, "signature", ())],
         race_key=key,
+        notes=[str(note) for note in getattr(failure, "notes", ())],
     )
 
 

@@ -37,6 +37,7 @@ class FailureRecord:
     occurrences: int = 1  # failing schedules explored that were this same failure (over every chunk)
     signature: list[str] = field(default_factory=list)  # what groups failures: kind, exception type, where raised
     race_key: str = ""  # the racing pair's operations and places, comparable across chunks ("" when not named)
+    notes: list[str] = field(default_factory=list)  # what the report left undone and why (shrink cut short, no pair)
 
     @property
     def not_a_race(self) -> bool:

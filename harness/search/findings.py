@@ -12,8 +12,11 @@ from typing import TYPE_CHECKING
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.scheduler import VALUE_PICK, Run
 from racecheck.runtime.trace import TraceEvent
+from racecheck.search.dependency import steps
 from racecheck.search.not_a_race import depends_on_schedule
-from racecheck.search.race import WAITING, Race, find_race, same_race
+from racecheck.search.post_budget import WorkBudget, unbounded
+from racecheck.search.race import WAITING, Race, same_race, search_pair
+from racecheck.search.race_candidates import checked_objects
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, failure_of, outcome_line
 from racecheck.search.shrink import Probe, fewest_preemptions, normalize, shrink
@@ -24,7 +27,8 @@ if TYPE_CHECKING:
 __racecheck_engine__ = True
 
 
-def _fewest_preemptions(session: Session, signature: tuple, found: int, budget: int) -> tuple[Probe | None, int]:
+def _fewest_preemptions(session: Session, signature: tuple, found: int, budget: int,
+                        work: WorkBudget) -> tuple[Probe | None, int]:
     """The exhaustive pass of the shrinker (``shrink.fewest_preemptions``) over real runs of this session."""
 
     def execute(chooser: Chooser) -> Probe | None:
@@ -33,11 +37,13 @@ def _fewest_preemptions(session: Session, signature: tuple, found: int, budget: 
             return Probe(normalize(run.choices), (run.preemptions, run.steps), run)
         return None
 
-    return fewest_preemptions(execute, found, budget)
+    return fewest_preemptions(execute, found, budget, work.more)
 
 
-def shrunk(session: Session, run: Run, result: Result) -> tuple[Run, int]:
-    """The simplest run that fails the same way as ``run`` (fewest preemptions, then fewest steps)."""
+def shrunk(session: Session, run: Run, result: Result, work: WorkBudget | None = None) -> tuple[Run, int]:
+    """The simplest run that fails the same way as ``run`` (fewest preemptions, then fewest steps), within ``work``
+    (``post_budget``; its ``cut`` says whether it stopped the shrink)."""
+    work = work or unbounded()
     budget = session.search.shrink_budget
     start = Probe(normalize(run.choices), (run.preemptions, run.steps), run)
     if budget <= 0:
@@ -53,22 +59,26 @@ def shrunk(session: Session, run: Run, result: Result) -> tuple[Run, int]:
         key = (candidate.preemptions, candidate.steps)
         return Probe(normalize(candidate.choices), key, candidate)
 
-    best, probes = shrink(start, probe, budget=budget)
-    if best.key[0] > 0:
-        fewer, spent = _fewest_preemptions(session, signature, best.key[0], budget)
+    best, probes = shrink(start, probe, budget=budget, more=work.more)
+    if best.key[0] > 0 and not work.cut:
+        fewer, spent = _fewest_preemptions(session, signature, best.key[0], budget, work)
         probes += spent
         if fewer is not None:
-            best, more = shrink(fewer, probe, budget=budget)
+            best, more = shrink(fewer, probe, budget=budget, more=work.more)
             probes += more
     return best.payload, probes
 
 
-def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, int] | None = None) -> Race | None:
-    """``race.find_race`` over real runs of this session: swap conflicting pairs of the shrunk schedule. ``origin``:
-    the strategy and seed the swapped run's token names (the session's own by default)."""
+def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, int] | None = None,
+                work: WorkBudget | None = None, notes: list[str] | None = None) -> Race | None:
+    """``race.search_pair`` over real runs of this session: swap conflicting pairs of the shrunk schedule, those on
+    what the failing check read first. ``origin``: the strategy and seed the swapped run's token names (the
+    session's own by default); ``work``: the budget in steps (``post_budget``); ``notes`` gets why no pair was
+    named, when the search says."""
     budget = session.search.race_budget
     if budget <= 0 or run.failure is None:
         return None
+    work = work or unbounded()
     signature = run.failure.signature()
     values = [c for c, p in zip(run.choices, run.picked, strict=False) if p == VALUE_PICK]
 
@@ -95,8 +105,11 @@ def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, i
             for rec in run.threads
             if rec.launched and rec.op != "exit"  # torn down since, but still showing what it waited for
         ]
-    race, _spent = find_race(events, values, execute, fails_same, describe, budget, token_of)
-    return race
+    checked = checked_objects(steps(run.trace), run.failure.tid)
+    found = search_pair(events, values, execute, fails_same, describe, budget, token_of, checked, work.more)
+    if found.note and notes is not None:
+        notes.append(f"{found.note} ({work.words()})" if work.cut else found.note)
+    return found.race
 
 
 def judgeable(run: Run) -> bool:
@@ -135,12 +148,17 @@ def collect(
         if failure.race is None or same_race(failure.race, run.trace):
             failure.occurrences += 1
             return False
-    best, probes = shrunk(session, run, result)
+    found_in = session.steps_run  # what finding it cost: each phase below may spend a multiple of it
+    shrinking = WorkBudget(lambda: session.steps_run, found_in)
+    best, probes = shrunk(session, run, result, shrinking)
     strategy, seed = origin or (cfg.strategy, cfg.seed)
     token = session.token(best, strategy, seed, index)
     failure = failure_of(best, token, index, run, probes)
     failure.signature = signature
-    failure.race = racing_pair(session, best, result, (strategy, seed))
+    if shrinking.cut:
+        failure.notes.append(f"shrinking cut short after {probes} probes ({shrinking.words()})")
+    pairing = WorkBudget(lambda: session.steps_run, found_in)
+    failure.race = racing_pair(session, best, result, (strategy, seed), pairing, failure.notes)
     for other in known:
         if other.race is not None and failure.race is not None and other.race.key() == failure.race.key():
             other.occurrences += 1

@@ -20,8 +20,12 @@ from typing import Any
 
 from racecheck.runtime.chooser import Chooser, Decision, RunView
 from racecheck.runtime.trace import TraceEvent, normalize_addresses
-from racecheck.search.dependency import conflicts, shown, steps
-from racecheck.search.race_order import Place, PlaceTracker, identities, isolating_order, matched, named, other_reversed
+from racecheck.runtime.steps import Obj
+from racecheck.runtime.relation import active, shown
+from racecheck.search.dependency import conflicts, steps
+from racecheck.search.race_candidates import ranked
+from racecheck.search.race_order import (ENGINE, Place, PlaceTracker, conflict_objects, identities,
+                                         isolating_order, matched, named, op_shape, other_reversed, queue_counts)
 
 __racecheck_engine__ = True
 
@@ -43,11 +47,13 @@ class RaceEvent:
     step: int
     nth: int  # this is the thread's nth step (0-based): its identity across replays
     waiting: bool = False  # the operation a thread was blocked in when the run ended (a deadlock's other side)
+    within: str = ""  # the operation of the step ``op`` joined, when ``op`` is an access inside another's step
 
     def __str__(self) -> str:
         where = f" @{self.loc}" if self.loc else ""
         state = " (waiting)" if self.waiting else ""
-        return normalize_addresses(f"T{self.tid} {self.op}{state}{where}")
+        inside = f" (in {self.within})" if self.within else ""
+        return normalize_addresses(f"T{self.tid} {self.op}{state}{inside}{where}")
 
 
 @dataclass(frozen=True)
@@ -71,25 +77,12 @@ class Race:
 WAITING = "waiting"  # the switch mark of a pseudo-event: an operation a thread was blocked in at the end
 
 
-def candidates(events: Sequence[TraceEvent]) -> list[tuple[int, int, str]]:
-    """Pairs (i, j, resource) of positions in ``dependency.steps(events)``: for every step j, the latest earlier step of
-    another thread that conflicts with it (its own accesses and its notes'), and the object they conflict on as a
-    report names it. Pairs on the program's objects come first, then unnamed memory, then the engine's bookkeeping
-    (``race_order.rank``); latest j first within each."""
-    found = steps(events)
-    pairs: list[tuple[int, int, int, str]] = []
-    for j in range(len(found) - 1, 0, -1):
-        later, touched = found[j].event, found[j].accesses
-        for i in range(j - 1, -1, -1):
-            earlier, before = found[i].event, found[i].accesses
-            if earlier.tid == later.tid:
-                continue
-            if conflicts(before, touched):
-                rank, obj = named(before, touched)
-                pairs.append((rank, i, j, shown(obj)))
-                break
-    pairs.sort(key=lambda pair: pair[0])  # stable: latest first within a rank
-    return [(i, j, resource) for _rank, i, j, resource in pairs]
+def candidates(events: Sequence[TraceEvent], checked: frozenset[Obj] = frozenset()) -> list[tuple[int, int, str]]:
+    """Pairs (i, j, resource) of positions in ``dependency.steps(events)``: for every step j and every other thread,
+    that thread's latest earlier step that conflicts with it (its own accesses and its notes'), and the object they
+    conflict on as a report names it, in the order they are tried (``race_candidates``: off the engine's
+    bookkeeping, on what the failing check read (``checked``), with a write, the program's objects, latest first)."""
+    return ranked(steps(events), checked)
 
 
 class SwapChooser(Chooser):
@@ -106,7 +99,7 @@ class SwapChooser(Chooser):
         self.made = (order, values, by_place)
         self.view: RunView | None = None
         self.order = list(order)
-        self.ops = dict(self.order)
+        self.ops = {place: op_shape(op) for place, op in self.order}
         self.values = list(values)
         self.value_position = 0
         self.by_place = by_place
@@ -144,7 +137,7 @@ class SwapChooser(Chooser):
             else:
                 place = (thread.tid, self.steps.get(thread.tid, 0), 0)
             expected = self.ops.get(place)
-            if expected is not None and expected != thread.op:
+            if expected is not None and expected != op_shape(thread.op):
                 self.left.add(thread.tid)
             pending[thread.tid] = place
         return pending
@@ -171,6 +164,39 @@ class SwapChooser(Chooser):
         return value if value < n else 0
 
 
+@dataclass
+class PairSearch:
+    """What naming the racing pair came to: the race, or why none was named (``note``: the budget ran out, or no
+    single swap decides the failure, with the pairs tried), and the swaps run."""
+
+    race: Race | None
+    spent: int
+    note: str = ""
+
+
+NO_SINGLE_PAIR = "no single racing pair decides this failure"
+PAIRS_SHOWN = 3  # pairs a "no single pair" note names
+
+
+def side(step: Any, obj: Obj | None, kinds: Sequence[str]) -> tuple[str, str]:
+    """How a race names one step's side: its operation, or, where the step's own operation is about another object
+    (an access that joined a step another operation began, a write inside a real lock's critical section), the
+    access on the pair's object (``write dict#1['port']``) and the operation of the step it joined."""
+    event = step.event
+    own = event.access[0].obj if event.access else None
+    if obj is None or own is None or own is obj or not kinds:
+        return event.op, ""
+    return f"{active().word(obj, kinds[0])} {shown(obj)}", event.op
+
+
+def race_event(found: Sequence[Any], k: int, obj: Obj | None, kinds: Sequence[str], waiting: bool = False) -> RaceEvent:
+    """One side of a pair: step ``k`` of ``found`` as a report names it."""
+    step = found[k]
+    op, within = side(step, obj, kinds)
+    event = step.event
+    return RaceEvent(event.tid, op, event.loc, event.step, step.nth, waiting, within)
+
+
 def find_race(
     events: Sequence[TraceEvent],
     values: Sequence[int],
@@ -180,40 +206,62 @@ def find_race(
     budget: int,
     token_of: Callable[[Any], str] | None = None,
 ) -> tuple[Race | None, int]:
+    """``search_pair`` without the checked objects or a work budget: (race or None, runs spent)."""
+    found = search_pair(events, values, execute, fails_same, describe, budget, token_of)
+    return found.race, found.spent
+
+
+def search_pair(
+    events: Sequence[TraceEvent],
+    values: Sequence[int],
+    execute: Callable[[Chooser], Any],
+    fails_same: Callable[[Any], bool],
+    describe: Callable[[Any], str],
+    budget: int,
+    token_of: Callable[[Any], str] | None = None,
+    checked: frozenset[Obj] = frozenset(),
+    more: Callable[[], bool] | None = None,
+) -> PairSearch:
     """The racing pair of the failing schedule whose trace is ``events`` (``values``: its drawn values in order).
     A deadlocked run's trace may end with pseudo-events marked ``WAITING``: the operations its threads were blocked
     in, which never became steps but are one side of the race (the lock the other thread took first).
 
     ``execute(chooser)`` runs one schedule and returns the run (its ``.trace``); ``fails_same(run)`` says whether
     it still fails the same way; ``describe(run)`` says what it did instead; ``token_of(run)`` the swapped run's
-    token. Returns (race or None, runs spent)."""
+    token; ``checked``: the objects the failing check read (tried first); ``more()``: whether the work budget
+    allows another swap (``budget`` counts swaps)."""
     found = steps(events)
     names = identities(found)
+    counts = queue_counts(found)
     by_place = all(event.at >= 0 for event, _, _ in found)
     spent = 0
-    for i, j, resource in candidates(events):
-        if spent >= budget:
-            break
-        order = isolating_order(found, i, j)
+    tried: list[str] = []
+    for i, j, resource in candidates(events, checked):
+        if spent >= budget or more is not None and not more():
+            return PairSearch(None, spent, f"racing pair left unnamed: the budget ran out after {spent} swaps")
+        order = isolating_order(found, i, j, counts)
         if order is None:
             continue  # every order that reverses this pair reverses another: its swap would isolate nothing
-        (first, first_nth, _), (second, second_nth, _) = found[i], found[j]
         spent += 1
         run = execute(SwapChooser([(names[k], found[k].event.op) for k in order], values, by_place))
         swapped = steps(run.trace)
         if not _reversed(found, swapped, i, j):
             continue
-        if other_reversed(found, swapped, i, j) is not None or fails_same(run):
+        rank, obj = named(found[i].accesses, found[j].accesses)
+        kinds = sorted(conflict_objects(found[i].accesses, found[j].accesses, wildcards=False).get(obj, ()))
+        first = race_event(found, i, obj, [a for a, _ in kinds])
+        second = race_event(found, j, obj, [b for _, b in kinds], found[j].event.switch == WAITING)
+        if other_reversed(found, swapped, i, j) is not None:
             continue
-        race = Race(
-            RaceEvent(first.tid, first.op, first.loc, first.step, first_nth),
-            RaceEvent(second.tid, second.op, second.loc, second.step, second_nth, second.switch == WAITING),
-            resource,
-            describe(run),
-            token_of(run) if token_of is not None else "",
-        )
-        return race, spent
-    return None, spent
+        if fails_same(run):
+            if rank != ENGINE and len(tried) < PAIRS_SHOWN:
+                tried.append(f"{first} / {second} on {resource}")
+            continue
+        race = Race(first, second, resource, describe(run), token_of(run) if token_of is not None else "")
+        return PairSearch(race, spent)
+    if not tried:
+        return PairSearch(None, spent)
+    return PairSearch(None, spent, f"{NO_SINGLE_PAIR}: swapped alone, each still fails ({'; '.join(tried)})")
 
 
 def _reversed(original: Sequence[tuple[TraceEvent, int, Any]], swapped: Sequence[tuple[TraceEvent, int, Any]],

@@ -53,6 +53,9 @@ class Failure:
     # False: the failure also happened under every schedule the not-a-race check tried (``search.not_a_race``), so
     # the order of the threads does not decide it; None: not checked (a replay, unless asked to judge)
     depends_on_schedule: bool | None = None
+    # what the report left undone and why: shrinking cut short, the racing pair left unnamed or decided by no single
+    # pair (``search.post_budget``, ``search.race``), one line each
+    notes: list[str] = field(default_factory=list)
 
     @property
     def message(self) -> str:
@@ -69,6 +72,7 @@ class Failure:
         race = f"{self.race}\n" if self.race is not None else ""
         if self.not_a_race:
             race = f"{NOT_A_RACE}\n"
+        race += "".join(f"{note}\n" for note in self.notes)
         return race + (
             f"racecheck found a failing schedule (#{self.schedule_index}, {self.kind}{where}): {self.message}\n"
             f"preemptions: {self.preemptions} (before shrinking {self.original_preemptions}), steps: {self.steps}\n"

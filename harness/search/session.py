@@ -130,6 +130,7 @@ class Session:
         # "warm-up" (it learns too)
         self.sampling: memory_sampling.Sampling | None = None
         self.next_mode = "whole"
+        self.steps_run = 0  # scheduling steps of every run so far: what the work after a failure is measured in
 
     def _modules(self) -> list[types.ModuleType]:
         targets: list[Any] = []
@@ -340,6 +341,7 @@ class Session:
             for ext in self.extensions:
                 ext.end_run(run, run.crashed)
         run.detach()
+        self.steps_run += run.steps
         if run.leaked and run.locate:
             run.drop_locations()
         self._judge_races(run)
