@@ -179,12 +179,16 @@ PAIRS_SHOWN = 3  # pairs a "no single pair" note names
 
 
 def side(step: Any, obj: Obj | None, kinds: Sequence[str]) -> tuple[str, str]:
-    """How a race names one step's side: its operation, or, where the step's own operation is about another object
-    (an access that joined a step another operation began, a write inside a real lock's critical section), the
-    access on the pair's object (``write dict#1['port']``) and the operation of the step it joined."""
+    """How a race names one step's side: its operation, or, where the pair's object was touched only by a memory
+    access that joined the step another operation began (``TraceEvent.marks``: made where no other thread could
+    run, a write inside a real lock's critical section), that access (``write dict#1['port']``) and the operation
+    of the step it joined."""
     event = step.event
-    own = event.access[0].obj if event.access else None
-    if obj is None or own is None or own is obj or not kinds:
+    joined = len(event.marks)
+    own = event.access[:len(event.access) - joined] if joined else event.access
+    if obj is None or not kinds or not joined or any(a.obj is obj for a in own):
+        return event.op, ""
+    if not any(a.obj is obj for a in event.access[len(event.access) - joined:]):
         return event.op, ""
     return f"{active().word(obj, kinds[0])} {shown(obj)}", event.op
 

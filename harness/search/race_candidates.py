@@ -11,7 +11,8 @@ They are tried in the order that finds the pair a person would name first (the o
 1. not on the engine's own bookkeeping (an executor's idle count, a future's condition);
 2. on an object the failing check read (the failing thread's last step: ``assert c.count == 2`` reads ``count``);
 3. with a write on one side (a change of what the other side saw), not two operations that only look;
-4. the program's objects before memory the engine could not name;
+4. the program's objects before memory the engine could not name, and of that, two wildcards meeting (the unknown
+   memory two bare points stand for) before a wildcard meeting a thread's start or join;
 5. latest in the trace first.
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from racecheck.runtime.access import FAIRNESS_OBJ
-from racecheck.runtime.relation import ENGINE, Relation, active
+from racecheck.runtime.relation import ENGINE, UNNAMED, Relation, active
 from racecheck.runtime.steps import Access, Kind, Obj, ObjKind, Step
 from racecheck.search.dependency import shown
 from racecheck.search.race_order import conflict_objects, named
@@ -33,9 +34,11 @@ LOOKS = frozenset({Kind.READ, Kind.LIST, Kind.JOIN, Kind.BEGIN, Kind.WAIT, Kind.
 
 def latest_conflicts(found: Sequence[Step], relation: Relation | None = None) -> list[tuple[int, int]]:
     """Pairs (i, j) of positions in ``found``: for every step j and every other thread, that thread's latest step
-    before j that conflicts with it (fairness left out: it orders steps around a yield, no object of the program).
-    One pass: per object, per thread, the last position of each distinct access; per thread, the last position
-    touching each kind of object, for wildcards (which conflict with every object they cover, whatever the kinds)."""
+    before j that conflicts with it on an object both name; and the latest earlier step of any other thread that
+    conflicts with j at all, through a wildcard too (a wildcard conflicts with everything it covers, so one of those
+    per step, as before, not one per thread). Fairness is left out: it orders steps around a yield, no object of the
+    program. One pass: per object, per thread, the last position of each distinct access; per thread, the last
+    position touching each kind of object and the last with each kind of wildcard."""
     relation = relation or active()
     conflict = relation.conflict
     wildcards = relation.wildcards
@@ -45,12 +48,14 @@ def latest_conflicts(found: Sequence[Step], relation: Relation | None = None) ->
     pairs: list[tuple[int, int]] = []
     for j, step in enumerate(found):
         tid = step.event.tid
-        best: dict[int, int] = {}  # other thread -> its latest step conflicting with j
+        best: dict[int, int] = {}  # other thread -> its latest step conflicting with j on a named object
+        latest = -1  # the latest step of another thread conflicting with j in any way
         for a in step.accesses:
             obj = a.obj
             if obj is FAIRNESS_OBJ:
                 continue
-            for t, seen in last.get(obj, {}).items():
+            covered = wildcards.get(obj.kind)
+            for t, seen in (last.get(obj, {}).items() if covered is None else ()):
                 if t == tid:
                     continue
                 top = best.get(t, -1)
@@ -59,18 +64,17 @@ def latest_conflicts(found: Sequence[Step], relation: Relation | None = None) ->
                         top = i
                 if top >= 0:
                     best[t] = top
-            covered = wildcards.get(obj.kind)
             for t, kinds in (by_kind.items() if covered is not None else ()):
                 if t != tid:
-                    top = max((i for kind, i in kinds.items() if kind in covered), default=-1)
-                    if top > best.get(t, -1):
-                        best[t] = top
+                    latest = max(latest, max((i for kind, i in kinds.items() if kind in covered), default=-1))
             for t, kinds in wild.items():
                 if t != tid:
-                    top = max((i for kind, i in kinds.items() if obj.kind in wildcards[kind]), default=-1)
-                    if top > best.get(t, -1):
-                        best[t] = top
-        pairs.extend((i, j) for i in best.values())
+                    latest = max(latest, max((i for kind, i in kinds.items() if obj.kind in wildcards[kind]),
+                                             default=-1))
+        mine = sorted(set(best.values()))
+        pairs.extend((i, j) for i in mine)
+        if latest >= 0 and latest not in mine and latest > max(mine, default=-1):
+            pairs.append((latest, j))
         for a in step.accesses:
             obj = a.obj
             if obj is FAIRNESS_OBJ:
@@ -112,7 +116,10 @@ def rank_key(found: Sequence[Step], i: int, j: int, checked: frozenset[Obj],
     objs = conflict_objects(left, right, wildcards=False)
     kinds = objs.get(obj, ())
     on_check = obj in checked or _container(obj) in checked_names or any(o in checked for o in objs)
-    key = (rank == ENGINE, not on_check, not _writes(kinds) if kinds else True, rank, -j, -i)
+    # a wildcard (a bare point: unknown memory) that met a named object of another kind (a join, a lock) explains
+    # less than two wildcards meeting: the unknown memory both sides touched
+    stray = rank == UNNAMED and not active().is_wildcard(obj)
+    key = (rank == ENGINE, not on_check, not _writes(kinds) if kinds else True, rank, stray, -j, -i)
     return key, shown(obj)
 
 

@@ -49,7 +49,7 @@ __racecheck_engine__ = True
 
 __all__ = ["ENGINE", "PROGRAM", "UNNAMED", "conflict_objects", "fifo_free", "identities", "isolating_order",
            "looks_below", "matched", "memory_step", "named", "one_way", "op_shape", "ordering", "other_reversed",
-           "queue_counts", "rank"]
+           "queue_counts", "rank", "reorders"]
 
 _MET_FIRST = re.compile(r"@T\d+#\d+")
 
@@ -326,14 +326,14 @@ def other_reversed(original: Sequence[Step], swapped: Sequence[Step], i: int, j:
             for y in seen.get(obj, ()):
                 if y <= x or original[x].tid == original[y].tid or (x, y) == (i, j):
                     continue
-                if _reorders(left, original[y].accesses, counts[at[y]]):
+                if reorders(left, original[y].accesses, counts[at[y]]):
                     return x, y
         for obj in {a.obj for a in left if not _unknown(a.obj, relation)}:
             seen.setdefault(obj, []).append(x)
     return None
 
 
-def _reorders(left: tuple[Access, ...], right: tuple[Access, ...], get_counts: dict[Obj, tuple[int, int]]) -> bool:
+def reorders(left: tuple[Access, ...], right: tuple[Access, ...], get_counts: dict[Obj, tuple[int, int]]) -> bool:
     """Whether steps ``left`` (earlier in the original) and ``right`` conflict on an object both name, where the
     swapped run ran ``right`` first (``get_counts``: its queue counts there)."""
     objs = conflict_objects(left, right, wildcards=False)
