@@ -19,13 +19,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from racecheck.runtime.chooser import Chooser, Decision, RunView
-from racecheck.runtime.trace import TraceEvent, normalize_addresses
-from racecheck.runtime.steps import Obj
 from racecheck.runtime.relation import active, shown
+from racecheck.runtime.steps import Obj
+from racecheck.runtime.trace import TraceEvent, normalize_addresses
 from racecheck.search.dependency import conflicts, steps
 from racecheck.search.race_candidates import ranked
-from racecheck.search.race_order import (ENGINE, Place, PlaceTracker, conflict_objects, identities,
-                                         isolating_order, matched, named, op_shape, other_reversed, queue_counts)
+from racecheck.search.race_order import (
+    ENGINE,
+    Place,
+    PlaceTracker,
+    conflict_objects,
+    identities,
+    isolating_order,
+    joint_order,
+    matched,
+    named,
+    op_shape,
+    other_reversed,
+    queue_counts,
+    reversed_pairs,
+)
 
 __racecheck_engine__ = True
 
@@ -240,29 +253,52 @@ def search_pair(
     by_place = all(event.at >= 0 for event, _, _ in found)
     spent = 0
     tried: list[str] = []
-    for i, j, resource in candidates(events, checked):
-        if spent >= budget or more is not None and not more():
-            return PairSearch(None, spent, f"racing pair left unnamed: the budget ran out after {spent} swaps")
-        order = isolating_order(found, i, j, counts)
-        if order is None:
-            continue  # every order that reverses this pair reverses another: its swap would isolate nothing
-        spent += 1
-        run = execute(SwapChooser([(names[k], found[k].event.op) for k in order], values, by_place))
-        swapped = steps(run.trace)
-        if not _reversed(found, swapped, i, j):
-            continue
+    tied: list[tuple[int, int, str]] = []  # candidates no swap reverses alone, for the joint swaps
+    out_of_budget = "racing pair left unnamed: the budget ran out after {} swaps"
+
+    def swap(order: list[int]) -> Any:
+        return execute(SwapChooser([(names[k], found[k].event.op) for k in order], values, by_place))
+
+    def pair_text(i: int, j: int, resource: str) -> tuple[RaceEvent, RaceEvent, str]:
         rank, obj = named(found[i].accesses, found[j].accesses)
         kinds = sorted(conflict_objects(found[i].accesses, found[j].accesses, wildcards=False).get(obj, ()))
         first = race_event(found, i, obj, [a for a, _ in kinds])
         second = race_event(found, j, obj, [b for _, b in kinds], found[j].event.switch == WAITING)
-        if other_reversed(found, swapped, i, j) is not None:
+        return first, second, f"{first} / {second} on {resource}" if rank != ENGINE else ""
+
+    for i, j, resource in candidates(events, checked):
+        if spent >= budget or more is not None and not more():
+            return PairSearch(None, spent, out_of_budget.format(spent))
+        order = isolating_order(found, i, j, counts)
+        if order is None:
+            tied.append((i, j, resource))
+            continue  # every order that reverses this pair reverses another: its swap would isolate nothing
+        spent += 1
+        run = swap(order)
+        swapped = steps(run.trace)
+        if not _reversed(found, swapped, i, j) or other_reversed(found, swapped, i, j) is not None:
             continue
+        first, second, text = pair_text(i, j, resource)
         if fails_same(run):
-            if rank != ENGINE and len(tried) < PAIRS_SHOWN:
-                tried.append(f"{first} / {second} on {resource}")
+            if text and len(tried) < PAIRS_SHOWN:
+                tried.append(text)
             continue
-        race = Race(first, second, resource, describe(run), token_of(run) if token_of is not None else "")
-        return PairSearch(race, spent)
+        return PairSearch(Race(first, second, resource, describe(run), token_of(run) if token_of else ""), spent)
+    for i, j, _resource in tied:  # no pair decides alone: do the pairs that a joint swap reverses, together?
+        if spent >= budget or more is not None and not more():
+            break
+        order = joint_order(found, i, j, counts)
+        if order is None:
+            continue
+        spent += 1
+        run = swap(order)
+        if not _reversed(found, steps(run.trace), i, j) or fails_same(run):
+            continue
+        pairs = [pair_text(x, y, shown(named(found[x].accesses, found[y].accesses)[1]))[2]
+                 for x, y in reversed_pairs(found, steps(run.trace), PAIRS_SHOWN)]
+        together = "; ".join(text for text in pairs if text)
+        return PairSearch(None, spent, f"{NO_SINGLE_PAIR}: no single swap makes it pass; these pairs swapped "
+                                       f"together do ({together})")
     if not tried:
         return PairSearch(None, spent)
     return PairSearch(None, spent, f"{NO_SINGLE_PAIR}: swapped alone, each still fails ({'; '.join(tried)})")

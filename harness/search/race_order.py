@@ -48,8 +48,8 @@ from racecheck.search.dependency import conflicts
 __racecheck_engine__ = True
 
 __all__ = ["ENGINE", "PROGRAM", "UNNAMED", "conflict_objects", "fifo_free", "identities", "isolating_order",
-           "looks_below", "matched", "memory_step", "named", "one_way", "op_shape", "ordering", "other_reversed",
-           "queue_counts", "rank", "reorders"]
+           "joint_order", "looks_below", "matched", "memory_step", "named", "one_way", "op_shape", "ordering",
+           "other_reversed", "queue_counts", "rank", "reorders", "reversed_pairs"]
 
 _MET_FIRST = re.compile(r"@T\d+#\d+")
 
@@ -237,6 +237,61 @@ def isolating_order(found: Sequence[Step], i: int, j: int,
     held = set(moved)
     kept = [k for k in range(i + 1, j) if k not in held]
     return [*range(i), *kept, j, i, *moved, *range(j + 1, len(found))]
+
+
+def joint_order(found: Sequence[Step], i: int, j: int,
+                counts: list[dict[Obj, tuple[int, int]]] | None = None) -> list[int] | None:
+    """Where no order reverses the pair (i, j) alone (j happens after i by another path too): the order that puts j,
+    with every step between them that j happens after (its thread's earlier steps, and what those conflict with,
+    transitively), before i, everything else kept. It reverses i against each of those steps that conflicts with
+    it: the pairs that decide together. None when j needs a later step of i's own thread, or i enables one of them."""
+    if one_way(found, i, j):
+        return None
+    if counts is None:
+        counts = queue_counts(found)
+    first = found[i].tid
+    pulled = [j]
+    threads = {found[j].tid}
+    reach = _Reach()
+    reach.add(j, found[j].accesses)
+    for k in range(j - 1, i, -1):
+        tid = found[k].tid
+        needed = tid in threads or any(
+            found[t].tid != tid and ordering(found, counts, k, t) for t in reach.meeting(found[k].accesses))
+        if not needed:
+            continue
+        if tid == first or one_way(found, i, k):
+            return None
+        pulled.append(k)
+        threads.add(tid)
+        reach.add(k, found[k].accesses)
+    pulled.sort()
+    held = set(pulled)
+    rest = [k for k in range(i, j + 1) if k not in held]
+    return [*range(i), *pulled, *rest, *range(j + 1, len(found))]
+
+
+def reversed_pairs(original: Sequence[Step], swapped: Sequence[Step], limit: int) -> list[tuple[int, int]]:
+    """Up to ``limit`` pairs of conflicting steps (positions in ``original``) that the swapped run ran in the other
+    order, in the order the walk meets them (``other_reversed``'s walk, not stopping at the first)."""
+    where = matched(original, swapped)
+    at = [where.get(ident) for ident in identities(original)]
+    counts = queue_counts(swapped)
+    relation = active()
+    walked = sorted((position, x) for x, position in enumerate(at) if position is not None)
+    seen: dict[Obj, list[int]] = {}
+    found: list[tuple[int, int]] = []
+    for _position, x in walked:
+        left = original[x].accesses
+        objs = {a.obj for a in left if not _unknown(a.obj, relation)}
+        for y in sorted({y for obj in objs for y in seen.get(obj, ()) if y > x}):
+            if original[x].tid != original[y].tid and reorders(left, original[y].accesses, counts[at[y]]):
+                found.append((x, y))
+                if len(found) >= limit:
+                    return found
+        for obj in objs:
+            seen.setdefault(obj, []).append(x)
+    return found
 
 
 Place = tuple[int, int, int]  # (thread, its operations of stand-ins so far, memory points since the last one)

@@ -19,7 +19,14 @@ from racecheck.runtime.trace import TraceEvent
 from racecheck.search.dependency import conflicts, steps
 from racecheck.search.race_candidates import latest_conflicts
 from racecheck.search.race_order import (
-    conflict_objects, isolating_order, one_way, ordering, other_reversed, queue_counts, reorders)
+    conflict_objects,
+    isolating_order,
+    one_way,
+    ordering,
+    other_reversed,
+    queue_counts,
+    reorders,
+)
 
 OBJS = [acc.Obj(acc.ObjKind.MEMORY, "Box#1.a"), acc.Obj(acc.ObjKind.MEMORY, "Box#1.b"),
         acc.Obj(acc.ObjKind.LOCK, "Lock#1"), acc.Obj(acc.ObjKind.FIFO_QUEUE, "Queue#1"), acc.MEMORY_OBJ]
