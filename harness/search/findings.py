@@ -14,7 +14,7 @@ from racecheck.runtime.scheduler import VALUE_PICK, Run
 from racecheck.runtime.trace import TraceEvent
 from racecheck.search.dependency import steps
 from racecheck.search.not_a_race import depends_on_schedule
-from racecheck.search.post_budget import WorkBudget, unbounded
+from racecheck.search.post_budget import FACTOR, WorkBudget, capped, cut_by, unbounded
 from racecheck.search.race import WAITING, Race, same_race, search_pair
 from racecheck.search.race_candidates import checked_objects
 from racecheck.search.replay import Replayer
@@ -28,11 +28,12 @@ __racecheck_engine__ = True
 
 
 def _fewest_preemptions(session: Session, signature: tuple, found: int, budget: int,
-                        work: WorkBudget) -> tuple[Probe | None, int]:
+                        work: WorkBudget, original: Run) -> tuple[Probe | None, int]:
     """The exhaustive pass of the shrinker (``shrink.fewest_preemptions``) over real runs of this session."""
 
     def execute(chooser: Chooser) -> Probe | None:
-        run = session.run_once(chooser)
+        with capped(session, work, original):
+            run = session.run_once(chooser)
         if run.failure is not None and run.failure.signature() == signature:
             return Probe(normalize(run.choices), (run.preemptions, run.steps), run)
         return None
@@ -52,7 +53,8 @@ def shrunk(session: Session, run: Run, result: Result, work: WorkBudget | None =
 
     def probe(choices: list[int]) -> Probe | None:
         replayer = Replayer(choices)
-        candidate = session.run_once(replayer)
+        with capped(session, work, run):
+            candidate = session.run_once(replayer)
         result.leaked_threads.extend(candidate.leaked)
         if candidate.failure is None or candidate.failure.signature() != signature:
             return None
@@ -61,7 +63,7 @@ def shrunk(session: Session, run: Run, result: Result, work: WorkBudget | None =
 
     best, probes = shrink(start, probe, budget=budget, more=work.more)
     if best.key[0] > 0 and not work.cut:
-        fewer, spent = _fewest_preemptions(session, signature, best.key[0], budget, work)
+        fewer, spent = _fewest_preemptions(session, signature, best.key[0], budget, work, run)
         probes += spent
         if fewer is not None:
             best, more = shrink(fewer, probe, budget=budget, more=work.more)
@@ -83,7 +85,8 @@ def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, i
     values = [c for c, p in zip(run.choices, run.picked, strict=False) if p == VALUE_PICK]
 
     def execute(chooser: Chooser) -> Run:
-        swapped = session.run_once(chooser)
+        with capped(session, work, run):
+            swapped = session.run_once(chooser)
         result.leaked_threads.extend(swapped.leaked)
         return swapped
 
@@ -92,8 +95,10 @@ def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, i
     def token_of(other: Run) -> str:
         return session.token(other, strategy, seed, 0)
 
-    def fails_same(other: Run) -> bool:
-        return other.failure is not None and other.failure.signature() == signature
+    limit = session.run_config.max_steps
+
+    def fails_same(other: Run) -> bool:  # a swap cut at the budget's cap proves nothing: as if it still failed
+        return other.failure is not None and other.failure.signature() == signature or cut_by(other, limit)
 
     def describe(other: Run) -> str:
         return "passes" if other.failure is None else outcome_line(other)[3:]
@@ -149,7 +154,7 @@ def collect(
             failure.occurrences += 1
             return False
     found_in = session.steps_run  # what finding it cost: each phase below may spend a multiple of it
-    shrinking = WorkBudget(lambda: session.steps_run, found_in)
+    shrinking = WorkBudget(lambda: session.steps_run, found_in, found_in)
     best, probes = shrunk(session, run, result, shrinking)
     strategy, seed = origin or (cfg.strategy, cfg.seed)
     token = session.token(best, strategy, seed, index)
@@ -157,7 +162,8 @@ def collect(
     failure.signature = signature
     if shrinking.cut:
         failure.notes.append(f"shrinking cut short after {probes} probes ({shrinking.words()})")
-    pairing = WorkBudget(lambda: session.steps_run, found_in)
+    # the two phases together: twice what finding it cost (shrinking at most once), each with the floor
+    pairing = WorkBudget(lambda: session.steps_run, found_in, FACTOR * found_in - shrinking.spent)
     failure.race = racing_pair(session, best, result, (strategy, seed), pairing, failure.notes)
     for other in known:
         if other.race is not None and failure.race is not None and other.race.key() == failure.race.key():

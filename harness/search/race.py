@@ -125,6 +125,8 @@ class SwapChooser(Chooser):
         self.seen = 0  # events of the run's trace counted into the tracker
         self.steps: dict[int, int] = {}  # thread -> steps made (by_place=False)
         self.left: set[int] = set()  # threads that left the original run
+        self.done: set[Place] = set()  # the places of the steps the run made so far
+        self.cursor = 0  # the order's entries before it are made: a decision looks from here on
 
     def begin(self, view: RunView) -> None:
         self.view = view
@@ -140,6 +142,10 @@ class SwapChooser(Chooser):
         trace = view.trace
         for event in trace[self.seen:]:
             if event.switch != "info":
+                if self.by_place:
+                    self.done.add(self.tracker.place(event.tid, event.at, event.access))
+                else:
+                    self.done.add((event.tid, self.steps.get(event.tid, 0), 0))
                 self.tracker.advance(event.tid, event.at, event.access)
                 self.steps[event.tid] = self.steps.get(event.tid, 0) + 1
         self.seen = len(trace)
@@ -165,7 +171,10 @@ class SwapChooser(Chooser):
             index = bisect_right(starts, here)
             if 0 < index and starts[index - 1] < here and starts[index - 1][0] == here[0]:
                 return positions[current]  # inside one of the order's steps: it goes on
-        for place, _op in self.order:
+        order, done = self.order, self.done
+        while self.cursor < len(order) and order[self.cursor][0] in done:
+            self.cursor += 1  # a place made never comes again (a thread's places only grow): skipped for good
+        for place, _op in order[self.cursor:]:
             tid = place[0]
             if tid in positions and pending.get(tid) == place:
                 return positions[tid]

@@ -37,6 +37,7 @@ executor's work queue, lock and idle count, a future's condition) and the schedu
 from __future__ import annotations
 
 import re
+from bisect import insort
 from collections.abc import Sequence
 
 from racecheck.runtime.access import CREATE, FAIRNESS_OBJ, GET, LIST, PUT, READ, REMOVE
@@ -279,18 +280,25 @@ def reversed_pairs(original: Sequence[Step], swapped: Sequence[Step], limit: int
     counts = queue_counts(swapped)
     relation = active()
     walked = sorted((position, x) for x, position in enumerate(at) if position is not None)
-    seen: dict[Obj, list[int]] = {}
+    seen: dict[Obj, list[int]] = {}  # as in ``other_reversed``
     found: list[tuple[int, int]] = []
     for _position, x in walked:
         left = original[x].accesses
         objs = {a.obj for a in left if not _unknown(a.obj, relation)}
-        for y in sorted({y for obj in objs for y in seen.get(obj, ()) if y > x}):
+        later: set[int] = set()
+        for obj in objs:
+            positions = seen.get(obj, ())
+            for k in range(len(positions) - 1, -1, -1):
+                if positions[k] <= x:
+                    break
+                later.add(positions[k])
+        for y in sorted(later):
             if original[x].tid != original[y].tid and reorders(left, original[y].accesses, counts[at[y]]):
                 found.append((x, y))
                 if len(found) >= limit:
                     return found
         for obj in objs:
-            seen.setdefault(obj, []).append(x)
+            insort(seen.setdefault(obj, []), x)
     return found
 
 
@@ -374,17 +382,21 @@ def other_reversed(original: Sequence[Step], swapped: Sequence[Step], i: int, j:
     counts = queue_counts(swapped)
     relation = active()
     walked = sorted((position, x) for x, position in enumerate(at) if position is not None)
-    seen: dict[Obj, list[int]] = {}  # object -> original positions of the walked steps touching it, in walk order
+    seen: dict[Obj, list[int]] = {}  # object -> original positions of the walked steps touching it, sorted
     for _position, x in walked:
         left = original[x].accesses
-        for obj in {a.obj for a in left if not _unknown(a.obj, relation)}:
-            for y in seen.get(obj, ()):
-                if y <= x or original[x].tid == original[y].tid or (x, y) == (i, j):
-                    continue
-                if reorders(left, original[y].accesses, counts[at[y]]):
+        objs = {a.obj for a in left if not _unknown(a.obj, relation)}
+        for obj in objs:
+            later = seen.get(obj, ())
+            for k in range(len(later) - 1, -1, -1):  # only those after x in the original: few, unless reordered
+                y = later[k]
+                if y <= x:
+                    break
+                if original[x].tid != original[y].tid and (x, y) != (i, j) and reorders(
+                        left, original[y].accesses, counts[at[y]]):
                     return x, y
-        for obj in {a.obj for a in left if not _unknown(a.obj, relation)}:
-            seen.setdefault(obj, []).append(x)
+        for obj in objs:
+            insort(seen.setdefault(obj, []), x)
     return None
 
 
