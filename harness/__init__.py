@@ -27,8 +27,8 @@ __all__ = [
     "replay",
 ]
 
-_ERRORS = ("ConfigError", "Crashed", "Deadlock", "InternalError", "RacecheckError", "ReplayDivergence", "StepLimitExceeded",
-           "TokenError", "UncontrolledBlocking")
+_ERRORS = ("ConfigError", "Crashed", "Deadlock", "InternalError", "RacecheckError", "ReplayDivergence",
+           "StepLimitExceeded", "TokenError", "UncontrolledBlocking")
 # Public name -> the module that defines it, imported on first use.
 _LAZY = {
     **dict.fromkeys(("explore", "replay", "Result", "Failure"), "racecheck.api"),

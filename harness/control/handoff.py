@@ -16,9 +16,9 @@ receiver that another thread could reach, and everything they reach:
 
 ``vars(obj)`` hands back the object's own attribute dict: it is named as the object (``Watch.alias``), its items as
 the attributes. ``vars(cls)`` hands back a view no hook watches: a blind spot, after which no verdict is a proof
-(``blind_spots``). Immutable values hold nothing to record (a tuple's contents are walked); a callee known to keep its arguments
-without looking at them (``Thread``, ``partial``) records nothing. A walk that meets more than ``LIMIT`` objects
-records unresolved memory instead (a wildcard over all memory: sound, coarse). A lazy result (an iterator from
+(``blind_spots``). Immutable values hold nothing to record (a tuple's contents are walked); a callee known to keep
+its arguments without looking at them (``Thread``, ``partial``) records nothing. A walk that meets more than
+``LIMIT`` objects records unresolved memory instead (a wildcard over all memory: sound, coarse). A lazy result (an iterator from
 ``itertools``, ``map``) is remembered as reading what it was made from when advanced. Each access names the callee
 (``Access.via``), so a data race reads ``T2 read all of dict#1 via json.dumps``.
 """
@@ -216,7 +216,7 @@ def _classify(fn: Any) -> str | None:
         if not foreign(fn):
             return None  # a class of the program: its methods run watched (its module is rewritten)
     elif not isinstance(fn, _C_CALLABLES):
-        call = getattr(kind, "__call__", None)
+        call = getattr(kind, "__call__", None)  # noqa: B004 (the method itself, to see whether it is watched code)
         if type(call) is types.FunctionType and call.__code__ not in unwatched:
             return None  # a callable object of watched code
         if _own(getattr(kind, "__module__", "")):

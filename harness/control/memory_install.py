@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control import handoff, lines, memory_discovery, memory_hooks
+from racecheck.control import handoff, lines, memory_discovery, memory_hooks, rewrite_cache
 from racecheck.control.autocontrol import Exclusions, controlled_module
 from racecheck.control.memory_names import set_rebound
 from racecheck.control.rewrite import rewrite_module
@@ -75,8 +75,7 @@ def compiled_module(filename: str, name: str, namespace: dict[str, Any]) -> Comp
     try:
         source = "".join(linecache.getlines(filename, namespace))
         if source:
-            rewritten = rewrite_module(source, filename, name, _imported_as(namespace, source, filename))
-            module_code = compile(rewritten.tree, filename, "exec", dont_inherit=True)
+            module_code, rebound = _rewritten(source, filename, name, namespace)
             codes: dict[tuple[Any, ...], types.CodeType | None] = {}
             every: set[types.CodeType] = set()
             for code in _nested(module_code):
@@ -84,11 +83,27 @@ def compiled_module(filename: str, name: str, namespace: dict[str, Any]) -> Comp
                 codes[key] = None if key in codes else code
                 every.add(code)
                 every.update(c for c in code.co_consts if isinstance(c, types.CodeType))
-            found = Compiled(codes, rewritten.rebound, every)
+            found = Compiled(codes, rebound, every)
     except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError):
         found = None
     _compiled[filename] = found
     return found
+
+
+def _rewritten(source: str, filename: str, name: str,
+               namespace: dict[str, Any]) -> tuple[types.CodeType, frozenset[str]]:
+    """The module's rewritten code, compiled, and the globals its functions rebind: from the disk cache
+    (``rewrite_cache``) when a process before this one made it, else made here (and kept there)."""
+    prepare = _imported_as(namespace, source, filename)
+    if prepare is None:
+        kept = rewrite_cache.load(source, filename, name)
+        if kept is not None:
+            return kept
+    rewritten = rewrite_module(source, filename, name, prepare)
+    module_code = compile(rewritten.tree, filename, "exec", dont_inherit=True)
+    if prepare is None:
+        rewrite_cache.store(source, filename, name, module_code, rewritten.rebound)
+    return module_code, rewritten.rebound
 
 
 def _imported_as(namespace: dict[str, Any], source: str, filename: str) -> Any:

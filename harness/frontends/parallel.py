@@ -126,6 +126,7 @@ def _record(failure: Any, base: int) -> FailureRecord:
         race_key=key,
         incomplete=str(getattr(failure, "incomplete", "")),
         undecided=str(getattr(failure, "undecided", "")),
+        notes=[str(note) for note in getattr(failure, "notes", ())],
     )
 
 

@@ -39,6 +39,7 @@ class FailureRecord:
     race_key: str = ""  # the racing pair's operations and places, comparable across chunks ("" when not named)
     incomplete: str = ""  # racecheck's own machinery failed after finding it: which step stopped, and why
     undecided: str = ""  # why the not-a-race check could not decide (an uncontrolled process ran beside it)
+    notes: list[str] = field(default_factory=list)  # what the report left undone and why (shrink cut short, no pair)
 
     @property
     def not_a_race(self) -> bool:

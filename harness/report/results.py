@@ -54,6 +54,7 @@ def failure_dict(f: FailureRecord) -> dict:
         "events": f.events,
         "race": f.race,
         "race_text": f.race_text,
+        "notes": list(f.notes),
         "cleanup": f.cleanup,
         "depends_on_schedule": f.depends_on_schedule,
         "occurrences": f.occurrences,

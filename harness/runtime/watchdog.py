@@ -4,8 +4,9 @@ not control), and saying where that thread is stuck.
 One bound for every uncontrolled wait (``hang_bound``): a controlled thread that has made no scheduling point for
 ``HANG_WATCHDOGS`` watchdogs (10 s by default) while it waits, on a socket or pipe, on another process, on a real
 lock or in C code, is hung, whatever it waits on. A thread that moves (a computation without points, in code
-that is not watched, or a long first import) is not waiting: its time starts again where it goes. The verdict is a hang, never a race
-(``Failure.hang``), and its message names the bound, not the time measured, so a replay reads the same.
+that is not watched, or a long first import) is not waiting: its time starts again where it goes. The verdict is
+a hang, never a race (``Failure.hang``), and its message names the bound, not the time measured, so a replay
+reads the same.
 
 The supervisor (the explorer's own, uncontrolled thread) asks a ``Watch`` every ``poll_interval`` while a phase of
 a run goes on; once it says the phase is stuck, ``Run.fail_stuck`` records the failure with ``describe_stuck``'s

@@ -14,8 +14,11 @@ from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.scheduler import VALUE_PICK, Run
 from racecheck.runtime.steps import Outcome
 from racecheck.runtime.trace import TraceEvent
+from racecheck.search.dependency import steps
 from racecheck.search.not_a_race import depends_on_schedule
-from racecheck.search.race import WAITING, Race, find_race, same_race
+from racecheck.search.post_budget import FACTOR, WorkBudget, capped, cut_by, unbounded
+from racecheck.search.race import WAITING, Race, same_race, search_pair
+from racecheck.search.race_candidates import checked_objects
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, failure_of, outcome_line
 from racecheck.search.salvage import attempt
@@ -27,20 +30,24 @@ if TYPE_CHECKING:
 __racecheck_engine__ = True
 
 
-def _fewest_preemptions(session: Session, signature: tuple, found: int, budget: int) -> tuple[Probe | None, int]:
+def _fewest_preemptions(session: Session, signature: tuple, found: int, budget: int,
+                        work: WorkBudget, original: Run) -> tuple[Probe | None, int]:
     """The exhaustive pass of the shrinker (``shrink.fewest_preemptions``) over real runs of this session."""
 
     def execute(chooser: Chooser) -> Probe | None:
-        run = session.run_once(chooser)
+        with capped(session, work, original):
+            run = session.run_once(chooser)
         if run.failure is not None and run.failure.signature() == signature:
             return Probe(normalize(run.choices), (run.preemptions, run.steps), run)
         return None
 
-    return fewest_preemptions(execute, found, budget)
+    return fewest_preemptions(execute, found, budget, work.more)
 
 
-def shrunk(session: Session, run: Run, result: Result) -> tuple[Run, int]:
-    """The simplest run that fails the same way as ``run`` (fewest preemptions, then fewest steps)."""
+def shrunk(session: Session, run: Run, result: Result, work: WorkBudget | None = None) -> tuple[Run, int]:
+    """The simplest run that fails the same way as ``run`` (fewest preemptions, then fewest steps), within ``work``
+    (``post_budget``; its ``cut`` says whether it stopped the shrink)."""
+    work = work or unbounded()
     budget = session.search.shrink_budget
     start = Probe(normalize(run.choices), (run.preemptions, run.steps), run)
     if budget <= 0:
@@ -49,34 +56,40 @@ def shrunk(session: Session, run: Run, result: Result) -> tuple[Run, int]:
 
     def probe(choices: list[int]) -> Probe | None:
         replayer = Replayer(choices)
-        candidate = session.run_once(replayer)
+        with capped(session, work, run):
+            candidate = session.run_once(replayer)
         result.leaked_threads.extend(candidate.leaked)
         if candidate.failure is None or candidate.failure.signature() != signature:
             return None
         key = (candidate.preemptions, candidate.steps)
         return Probe(normalize(candidate.choices), key, candidate)
 
-    best, probes = shrink(start, probe, budget=budget)
-    if best.key[0] > 0:
-        fewer, spent = _fewest_preemptions(session, signature, best.key[0], budget)
+    best, probes = shrink(start, probe, budget=budget, more=work.more)
+    if best.key[0] > 0 and not work.cut:
+        fewer, spent = _fewest_preemptions(session, signature, best.key[0], budget, work, run)
         probes += spent
         if fewer is not None:
-            best, more = shrink(fewer, probe, budget=budget)
+            best, more = shrink(fewer, probe, budget=budget, more=work.more)
             probes += more
     return best.payload, probes
 
 
-def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, int] | None = None) -> Race | None:
-    """``race.find_race`` over real runs of this session: swap conflicting pairs of the shrunk schedule. ``origin``:
-    the strategy and seed the swapped run's token names (the session's own by default)."""
+def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, int] | None = None,
+                work: WorkBudget | None = None, notes: list[str] | None = None) -> Race | None:
+    """``race.search_pair`` over real runs of this session: swap conflicting pairs of the shrunk schedule, those on
+    what the failing check read first. ``origin``: the strategy and seed the swapped run's token names (the
+    session's own by default); ``work``: the budget in steps (``post_budget``); ``notes`` gets why no pair was
+    named, when the search says."""
     budget = session.search.race_budget
     if budget <= 0 or run.failure is None:
         return None
+    work = work or unbounded()
     signature = run.failure.signature()
     values = [c for c, p in zip(run.choices, run.picked, strict=False) if p == VALUE_PICK]
 
     def execute(chooser: Chooser) -> Run:
-        swapped = session.run_once(chooser)
+        with capped(session, work, run):
+            swapped = session.run_once(chooser)
         result.leaked_threads.extend(swapped.leaked)
         return swapped
 
@@ -85,8 +98,10 @@ def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, i
     def token_of(other: Run) -> str:
         return session.token(other, strategy, seed, 0)
 
-    def fails_same(other: Run) -> bool:
-        return other.failure is not None and other.failure.signature() == signature
+    limit = session.run_config.max_steps
+
+    def fails_same(other: Run) -> bool:  # a swap cut at the budget's cap proves nothing: as if it still failed
+        return other.failure is not None and other.failure.signature() == signature or cut_by(other, limit)
 
     def describe(other: Run) -> str:
         return "passes" if other.failure is None else outcome_line(other)[3:]
@@ -96,8 +111,11 @@ def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, i
     if run_end.outcome is Outcome.DEADLOCK:
         events += [TraceEvent(run_end.steps + 1, waiting.tid, waiting.op, waiting.loc, WAITING, waiting.access,
                               waiting.points) for waiting in run_end.waiting]
-    race, _spent = find_race(events, values, execute, fails_same, describe, budget, token_of)
-    return race
+    checked = checked_objects(steps(run_end.trace), run.failure.tid)
+    found = search_pair(events, values, execute, fails_same, describe, budget, token_of, checked, work.more)
+    if found.note and notes is not None:
+        notes.append(f"{found.note} ({work.words()})" if work.cut else found.note)
+    return found.race
 
 
 def judgeable(run: Run) -> bool:
@@ -151,13 +169,20 @@ def collect(
     # A run that left a thread stuck (a hang) is never run again: every rerun would wait out the hang bound and
     # leave one more thread stuck. It is reported as found, with no pair (a hang is not a race).
     again = not run.leaked
-    best, probes = attempt(lambda: shrunk(session, run, result), "shrinking", notes, (run, 0)) if again else (run, 0)
+    found_in = session.steps_run  # what finding it cost: each phase below may spend a multiple of it
+    shrinking = WorkBudget(lambda: session.steps_run, found_in, found_in)
+    best, probes = (attempt(lambda: shrunk(session, run, result, shrinking), "shrinking", notes, (run, 0))
+                    if again else (run, 0))
     strategy, seed = origin or (cfg.strategy, cfg.seed)
     token = session.token(best, strategy, seed, index)
     failure = failure_of(best, token, index, run, probes)
     failure.signature = signature
+    if shrinking.cut:
+        failure.notes.append(f"shrinking cut short after {probes} probes ({shrinking.words()})")
     if not notes and again:
-        failure.race = attempt(lambda: racing_pair(session, best, result, (strategy, seed)),
+        # the two phases together: twice what finding it cost (shrinking at most once), each with the floor
+        pairing = WorkBudget(lambda: session.steps_run, found_in, FACTOR * found_in - shrinking.spent)
+        failure.race = attempt(lambda: racing_pair(session, best, result, (strategy, seed), pairing, failure.notes),
                                "naming the racing pair", notes, None)
     for other in known:
         if other.race is not None and failure.race is not None and other.race.key() == failure.race.key():

@@ -19,9 +19,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from racecheck.runtime.chooser import Chooser, Decision, RunView
+from racecheck.runtime.relation import active, shown
+from racecheck.runtime.steps import Obj
 from racecheck.runtime.trace import TraceEvent, normalize_addresses
-from racecheck.search.dependency import conflicts, shown, steps
-from racecheck.search.race_order import Place, PlaceTracker, identities, isolating_order, matched, named, other_reversed
+from racecheck.search.dependency import conflicts, steps
+from racecheck.search.race_candidates import ranked
+from racecheck.search.race_order import (
+    ENGINE,
+    Place,
+    PlaceTracker,
+    conflict_objects,
+    identities,
+    isolating_order,
+    joint_order,
+    matched,
+    named,
+    op_shape,
+    other_reversed,
+    queue_counts,
+    reversed_pairs,
+)
 
 __racecheck_engine__ = True
 
@@ -43,11 +60,13 @@ class RaceEvent:
     step: int
     nth: int  # this is the thread's nth step (0-based): its identity across replays
     waiting: bool = False  # the operation a thread was blocked in when the run ended (a deadlock's other side)
+    within: str = ""  # the operation of the step ``op`` joined, when ``op`` is an access inside another's step
 
     def __str__(self) -> str:
         where = f" @{self.loc}" if self.loc else ""
         state = " (waiting)" if self.waiting else ""
-        return normalize_addresses(f"T{self.tid} {self.op}{state}{where}")
+        inside = f" (in {self.within})" if self.within else ""
+        return normalize_addresses(f"T{self.tid} {self.op}{state}{inside}{where}")
 
 
 @dataclass(frozen=True)
@@ -71,25 +90,12 @@ class Race:
 WAITING = "waiting"  # the switch mark of a pseudo-event: an operation a thread was blocked in at the end
 
 
-def candidates(events: Sequence[TraceEvent]) -> list[tuple[int, int, str]]:
-    """Pairs (i, j, resource) of positions in ``dependency.steps(events)``: for every step j, the latest earlier step of
-    another thread that conflicts with it (its own accesses and its notes'), and the object they conflict on as a
-    report names it. Pairs on the program's objects come first, then unnamed memory, then the engine's bookkeeping
-    (``race_order.rank``); latest j first within each."""
-    found = steps(events)
-    pairs: list[tuple[int, int, int, str]] = []
-    for j in range(len(found) - 1, 0, -1):
-        later, touched = found[j].event, found[j].accesses
-        for i in range(j - 1, -1, -1):
-            earlier, before = found[i].event, found[i].accesses
-            if earlier.tid == later.tid:
-                continue
-            if conflicts(before, touched):
-                rank, obj = named(before, touched)
-                pairs.append((rank, i, j, shown(obj)))
-                break
-    pairs.sort(key=lambda pair: pair[0])  # stable: latest first within a rank
-    return [(i, j, resource) for _rank, i, j, resource in pairs]
+def candidates(events: Sequence[TraceEvent], checked: frozenset[Obj] = frozenset()) -> list[tuple[int, int, str]]:
+    """Pairs (i, j, resource) of positions in ``dependency.steps(events)``: for every step j and every other thread,
+    that thread's latest earlier step that conflicts with it (its own accesses and its notes'), and the object they
+    conflict on as a report names it, in the order they are tried (``race_candidates``: off the engine's
+    bookkeeping, on what the failing check read (``checked``), with a write, the program's objects, latest first)."""
+    return ranked(steps(events), checked)
 
 
 class SwapChooser(Chooser):
@@ -106,7 +112,7 @@ class SwapChooser(Chooser):
         self.made = (order, values, by_place)
         self.view: RunView | None = None
         self.order = list(order)
-        self.ops = dict(self.order)
+        self.ops = {place: op_shape(op) for place, op in self.order}
         self.values = list(values)
         self.value_position = 0
         self.by_place = by_place
@@ -119,6 +125,8 @@ class SwapChooser(Chooser):
         self.seen = 0  # events of the run's trace counted into the tracker
         self.steps: dict[int, int] = {}  # thread -> steps made (by_place=False)
         self.left: set[int] = set()  # threads that left the original run
+        self.done: set[Place] = set()  # the places of the steps the run made so far
+        self.cursor = 0  # the order's entries before it are made: a decision looks from here on
 
     def begin(self, view: RunView) -> None:
         self.view = view
@@ -134,6 +142,10 @@ class SwapChooser(Chooser):
         trace = view.trace
         for event in trace[self.seen:]:
             if event.switch != "info":
+                if self.by_place:
+                    self.done.add(self.tracker.place(event.tid, event.at, event.access))
+                else:
+                    self.done.add((event.tid, self.steps.get(event.tid, 0), 0))
                 self.tracker.advance(event.tid, event.at, event.access)
                 self.steps[event.tid] = self.steps.get(event.tid, 0) + 1
         self.seen = len(trace)
@@ -144,7 +156,7 @@ class SwapChooser(Chooser):
             else:
                 place = (thread.tid, self.steps.get(thread.tid, 0), 0)
             expected = self.ops.get(place)
-            if expected is not None and expected != thread.op:
+            if expected is not None and expected != op_shape(thread.op):
                 self.left.add(thread.tid)
             pending[thread.tid] = place
         return pending
@@ -159,7 +171,10 @@ class SwapChooser(Chooser):
             index = bisect_right(starts, here)
             if 0 < index and starts[index - 1] < here and starts[index - 1][0] == here[0]:
                 return positions[current]  # inside one of the order's steps: it goes on
-        for place, _op in self.order:
+        order, done = self.order, self.done
+        while self.cursor < len(order) and order[self.cursor][0] in done:
+            self.cursor += 1  # a place made never comes again (a thread's places only grow): skipped for good
+        for place, _op in order[self.cursor:]:
             tid = place[0]
             if tid in positions and pending.get(tid) == place:
                 return positions[tid]
@@ -171,6 +186,43 @@ class SwapChooser(Chooser):
         return value if value < n else 0
 
 
+@dataclass
+class PairSearch:
+    """What naming the racing pair came to: the race, or why none was named (``note``: the budget ran out, or no
+    single swap decides the failure, with the pairs tried), and the swaps run."""
+
+    race: Race | None
+    spent: int
+    note: str = ""
+
+
+NO_SINGLE_PAIR = "no single racing pair decides this failure"
+PAIRS_SHOWN = 3  # pairs a "no single pair" note names
+
+
+def side(step: Any, obj: Obj | None, kinds: Sequence[str]) -> tuple[str, str]:
+    """How a race names one step's side: its operation, or, where the pair's object was touched only by a memory
+    access that joined the step another operation began (``TraceEvent.marks``: made where no other thread could
+    run, a write inside a real lock's critical section), that access (``write dict#1['port']``) and the operation
+    of the step it joined."""
+    event = step.event
+    joined = len(event.marks)
+    own = event.access[:len(event.access) - joined] if joined else event.access
+    if obj is None or not kinds or not joined or any(a.obj is obj for a in own):
+        return event.op, ""
+    if not any(a.obj is obj for a in event.access[len(event.access) - joined:]):
+        return event.op, ""
+    return f"{active().word(obj, kinds[0])} {shown(obj)}", event.op
+
+
+def race_event(found: Sequence[Any], k: int, obj: Obj | None, kinds: Sequence[str], waiting: bool = False) -> RaceEvent:
+    """One side of a pair: step ``k`` of ``found`` as a report names it."""
+    step = found[k]
+    op, within = side(step, obj, kinds)
+    event = step.event
+    return RaceEvent(event.tid, op, event.loc, event.step, step.nth, waiting, within)
+
+
 def find_race(
     events: Sequence[TraceEvent],
     values: Sequence[int],
@@ -180,40 +232,85 @@ def find_race(
     budget: int,
     token_of: Callable[[Any], str] | None = None,
 ) -> tuple[Race | None, int]:
+    """``search_pair`` without the checked objects or a work budget: (race or None, runs spent)."""
+    found = search_pair(events, values, execute, fails_same, describe, budget, token_of)
+    return found.race, found.spent
+
+
+def search_pair(
+    events: Sequence[TraceEvent],
+    values: Sequence[int],
+    execute: Callable[[Chooser], Any],
+    fails_same: Callable[[Any], bool],
+    describe: Callable[[Any], str],
+    budget: int,
+    token_of: Callable[[Any], str] | None = None,
+    checked: frozenset[Obj] = frozenset(),
+    more: Callable[[], bool] | None = None,
+) -> PairSearch:
     """The racing pair of the failing schedule whose trace is ``events`` (``values``: its drawn values in order).
     A deadlocked run's trace may end with pseudo-events marked ``WAITING``: the operations its threads were blocked
     in, which never became steps but are one side of the race (the lock the other thread took first).
 
     ``execute(chooser)`` runs one schedule and returns the run (its ``.trace``); ``fails_same(run)`` says whether
     it still fails the same way; ``describe(run)`` says what it did instead; ``token_of(run)`` the swapped run's
-    token. Returns (race or None, runs spent)."""
+    token; ``checked``: the objects the failing check read (tried first); ``more()``: whether the work budget
+    allows another swap (``budget`` counts swaps)."""
     found = steps(events)
     names = identities(found)
+    counts = queue_counts(found)
     by_place = all(event.at >= 0 for event, _, _ in found)
     spent = 0
-    for i, j, resource in candidates(events):
-        if spent >= budget:
-            break
-        order = isolating_order(found, i, j)
+    tried: list[str] = []
+    tied: list[tuple[int, int, str]] = []  # candidates no swap reverses alone, for the joint swaps
+    out_of_budget = "racing pair left unnamed: the budget ran out after {} swaps"
+
+    def swap(order: list[int]) -> Any:
+        return execute(SwapChooser([(names[k], found[k].event.op) for k in order], values, by_place))
+
+    def pair_text(i: int, j: int, resource: str) -> tuple[RaceEvent, RaceEvent, str]:
+        rank, obj = named(found[i].accesses, found[j].accesses)
+        kinds = sorted(conflict_objects(found[i].accesses, found[j].accesses, wildcards=False).get(obj, ()))
+        first = race_event(found, i, obj, [a for a, _ in kinds])
+        second = race_event(found, j, obj, [b for _, b in kinds], found[j].event.switch == WAITING)
+        return first, second, f"{first} / {second} on {resource}" if rank != ENGINE else ""
+
+    for i, j, resource in candidates(events, checked):
+        if spent >= budget or more is not None and not more():
+            return PairSearch(None, spent, out_of_budget.format(spent))
+        order = isolating_order(found, i, j, counts)
         if order is None:
+            tied.append((i, j, resource))
             continue  # every order that reverses this pair reverses another: its swap would isolate nothing
-        (first, first_nth, _), (second, second_nth, _) = found[i], found[j]
         spent += 1
-        run = execute(SwapChooser([(names[k], found[k].event.op) for k in order], values, by_place))
+        run = swap(order)
         swapped = steps(run.trace)
-        if not _reversed(found, swapped, i, j):
+        if not _reversed(found, swapped, i, j) or other_reversed(found, swapped, i, j) is not None:
             continue
-        if other_reversed(found, swapped, i, j) is not None or fails_same(run):
+        first, second, text = pair_text(i, j, resource)
+        if fails_same(run):
+            if text and len(tried) < PAIRS_SHOWN:
+                tried.append(text)
             continue
-        race = Race(
-            RaceEvent(first.tid, first.op, first.loc, first.step, first_nth),
-            RaceEvent(second.tid, second.op, second.loc, second.step, second_nth, second.switch == WAITING),
-            resource,
-            describe(run),
-            token_of(run) if token_of is not None else "",
-        )
-        return race, spent
-    return None, spent
+        return PairSearch(Race(first, second, resource, describe(run), token_of(run) if token_of else ""), spent)
+    for i, j, _resource in tied:  # no pair decides alone: do the pairs that a joint swap reverses, together?
+        if spent >= budget or more is not None and not more():
+            break
+        order = joint_order(found, i, j, counts)
+        if order is None:
+            continue
+        spent += 1
+        run = swap(order)
+        if not _reversed(found, steps(run.trace), i, j) or fails_same(run):
+            continue
+        pairs = [pair_text(x, y, shown(named(found[x].accesses, found[y].accesses)[1]))[2]
+                 for x, y in reversed_pairs(found, steps(run.trace), PAIRS_SHOWN)]
+        together = "; ".join(text for text in pairs if text)
+        return PairSearch(None, spent, f"{NO_SINGLE_PAIR}: no single swap makes it pass; these pairs swapped "
+                                       f"together do ({together})")
+    if not tried:
+        return PairSearch(None, spent)
+    return PairSearch(None, spent, f"{NO_SINGLE_PAIR}: swapped alone, each still fails ({'; '.join(tried)})")
 
 
 def _reversed(original: Sequence[tuple[TraceEvent, int, Any]], swapped: Sequence[tuple[TraceEvent, int, Any]],

@@ -36,6 +36,8 @@ executor's work queue, lock and idle count, a future's condition) and the schedu
 
 from __future__ import annotations
 
+import re
+from bisect import insort
 from collections.abc import Sequence
 
 from racecheck.runtime.access import CREATE, FAIRNESS_OBJ, GET, LIST, PUT, READ, REMOVE
@@ -47,8 +49,16 @@ from racecheck.search.dependency import conflicts
 __racecheck_engine__ = True
 
 __all__ = ["ENGINE", "PROGRAM", "UNNAMED", "conflict_objects", "fifo_free", "identities", "isolating_order",
-           "looks_below", "matched", "memory_step", "named", "one_way", "ordering", "other_reversed", "queue_counts",
-           "rank"]
+           "joint_order", "looks_below", "matched", "memory_step", "named", "one_way", "op_shape", "ordering",
+           "other_reversed", "queue_counts", "rank", "reorders", "reversed_pairs"]
+
+_MET_FIRST = re.compile(r"@T\d+#\d+")
+
+
+def op_shape(op: str) -> str:
+    """An operation's text with the names that depend on which thread met an object first (``list@T2#1``, the first
+    list thread T2 met) made alike: a swap changes who meets a shared object first, not which operation a step is."""
+    return _MET_FIRST.sub("@T*", op) if "@T" in op else op
 
 
 def named(left: tuple[Access, ...], right: tuple[Access, ...]) -> tuple[int, Obj]:
@@ -72,15 +82,29 @@ def conflict_objects(left: tuple[Access, ...], right: tuple[Access, ...],
     """The objects two steps of different threads conflict on (fairness left out), each with the pairs of kinds
     that conflict there (``left``'s kind first). A wildcard is filed under the object it met; ``wildcards=False``
     leaves wildcards out (a bare point, a line point, memory the engine could not name), keeping only conflicts on
-    objects both steps name."""
+    objects both steps name. ``right`` is indexed by object, so a step that joined thousands of accesses costs
+    their number, not its square."""
     relation = active()
     found: dict[Obj, set[tuple[str, str]]] = {}
+    by_obj: dict[Obj, list[int]] = {}
+    wild: list[int] = []
+    for k, b in enumerate(right):
+        if b.obj is FAIRNESS_OBJ:
+            continue
+        by_obj.setdefault(b.obj, []).append(k)
+        if wildcards and relation.is_wildcard(b.obj):
+            wild.append(k)
+    everything = sorted(k for ks in by_obj.values() for k in ks) if wildcards else []
     for a in left:
         if a.obj is FAIRNESS_OBJ or not wildcards and _unknown(a.obj, relation):
             continue
-        for b in right:
-            if b.obj is FAIRNESS_OBJ or not wildcards and b.obj is not a.obj:
-                continue
+        if wildcards and relation.is_wildcard(a.obj):
+            pool = everything
+        else:
+            same = by_obj.get(a.obj, [])
+            pool = sorted(same + [k for k in wild if right[k].obj is not a.obj]) if wild else same
+        for k in pool:
+            b = right[k]
             if relation.conflict(a, b):
                 wildcard = a.obj is not b.obj and relation.covers(a.obj, b.obj)
                 found.setdefault(b.obj if wildcard else a.obj, set()).add((a.kind, b.kind))
@@ -162,47 +186,120 @@ def one_way(found: Sequence[Step], i: int, j: int) -> bool:
 
 
 class _Reach:
-    """The named objects a set of steps touched, to rule out cheaply that another step conflicts with any of them."""
+    """The named objects a set of steps touched, each with those steps, so that a later step is checked only
+    against the moved steps that touch one of its objects (not against every one of them)."""
 
-    def __init__(self, touched: tuple[Access, ...]) -> None:
-        self.objs: set[Obj] = set()
+    def __init__(self) -> None:
+        self.steps: dict[Obj, list[int]] = {}
         self.relation = active()
-        self.add(touched)
 
-    def add(self, touched: tuple[Access, ...]) -> None:
-        self.objs.update(a.obj for a in touched if not _unknown(a.obj, self.relation))
+    def add(self, k: int, touched: tuple[Access, ...]) -> None:
+        for a in touched:
+            if not _unknown(a.obj, self.relation):
+                at = self.steps.setdefault(a.obj, [])
+                if not at or at[-1] != k:
+                    at.append(k)
 
-    def may_meet(self, touched: tuple[Access, ...]) -> bool:
-        return any(a.obj in self.objs for a in touched)
+    def meeting(self, touched: tuple[Access, ...]) -> list[int]:
+        """The steps added so far that touch an object of ``touched``, each once, in order."""
+        seen: set[int] = set()
+        for a in touched:
+            seen.update(self.steps.get(a.obj, ()))
+        return sorted(seen)
 
 
-def isolating_order(found: Sequence[Step], i: int, j: int) -> list[int] | None:
+def isolating_order(found: Sequence[Step], i: int, j: int,
+                    counts: list[dict[Obj, tuple[int, int]]] | None = None) -> list[int] | None:
     """The steps of ``found`` (their positions) in an order that puts step j before step i and keeps every other
     conflicting pair in its order: the steps between them that happen after i (its thread's, and what conflicts
     with those) move after j with it. None when j itself happens after i by another path, or the two only enable
-    one another: then no order reverses this pair alone."""
+    one another: then no order reverses this pair alone. ``counts``: ``queue_counts(found)``, when the caller
+    tries many pairs of one trace."""
     if one_way(found, i, j):
         return None
-    counts = queue_counts(found)
-    after = [i]
+    if counts is None:
+        counts = queue_counts(found)
     threads = {found[i].tid}
-    reach = _Reach(found[i].accesses)
+    reach = _Reach()
+    reach.add(i, found[i].accesses)
     moved: list[int] = []
     for k in range(i + 1, j + 1):
         tid = found[k].tid
-        tainted = tid in threads or reach.may_meet(found[k].accesses) and any(
-            found[t].tid != tid and ordering(found, counts, t, k) for t in after if not (t == i and k == j))
+        tainted = tid in threads or any(
+            found[t].tid != tid and ordering(found, counts, t, k)
+            for t in reach.meeting(found[k].accesses) if not (t == i and k == j))
         if not tainted:
             continue
         if k == j:
             return None
-        after.append(k)
         moved.append(k)
         threads.add(tid)
-        reach.add(found[k].accesses)
+        reach.add(k, found[k].accesses)
     held = set(moved)
     kept = [k for k in range(i + 1, j) if k not in held]
     return [*range(i), *kept, j, i, *moved, *range(j + 1, len(found))]
+
+
+def joint_order(found: Sequence[Step], i: int, j: int,
+                counts: list[dict[Obj, tuple[int, int]]] | None = None) -> list[int] | None:
+    """Where no order reverses the pair (i, j) alone (j happens after i by another path too): the order that puts j,
+    with every step between them that j happens after (its thread's earlier steps, and what those conflict with,
+    transitively), before i, everything else kept. It reverses i against each of those steps that conflicts with
+    it: the pairs that decide together. None when j needs a later step of i's own thread, or i enables one of them."""
+    if one_way(found, i, j):
+        return None
+    if counts is None:
+        counts = queue_counts(found)
+    first = found[i].tid
+    pulled = [j]
+    threads = {found[j].tid}
+    reach = _Reach()
+    reach.add(j, found[j].accesses)
+    for k in range(j - 1, i, -1):
+        tid = found[k].tid
+        needed = tid in threads or any(
+            found[t].tid != tid and ordering(found, counts, k, t) for t in reach.meeting(found[k].accesses))
+        if not needed:
+            continue
+        if tid == first or one_way(found, i, k):
+            return None
+        pulled.append(k)
+        threads.add(tid)
+        reach.add(k, found[k].accesses)
+    pulled.sort()
+    held = set(pulled)
+    rest = [k for k in range(i, j + 1) if k not in held]
+    return [*range(i), *pulled, *rest, *range(j + 1, len(found))]
+
+
+def reversed_pairs(original: Sequence[Step], swapped: Sequence[Step], limit: int) -> list[tuple[int, int]]:
+    """Up to ``limit`` pairs of conflicting steps (positions in ``original``) that the swapped run ran in the other
+    order, in the order the walk meets them (``other_reversed``'s walk, not stopping at the first)."""
+    where = matched(original, swapped)
+    at = [where.get(ident) for ident in identities(original)]
+    counts = queue_counts(swapped)
+    relation = active()
+    walked = sorted((position, x) for x, position in enumerate(at) if position is not None)
+    seen: dict[Obj, list[int]] = {}  # as in ``other_reversed``
+    found: list[tuple[int, int]] = []
+    for _position, x in walked:
+        left = original[x].accesses
+        objs = {a.obj for a in left if not _unknown(a.obj, relation)}
+        later: set[int] = set()
+        for obj in objs:
+            positions = seen.get(obj, ())
+            for k in range(len(positions) - 1, -1, -1):
+                if positions[k] <= x:
+                    break
+                later.add(positions[k])
+        for y in sorted(later):
+            if original[x].tid != original[y].tid and reorders(left, original[y].accesses, counts[at[y]]):
+                found.append((x, y))
+                if len(found) >= limit:
+                    return found
+        for obj in objs:
+            insort(seen.setdefault(obj, []), x)
+    return found
 
 
 Place = tuple[int, int, int]  # (thread, its operations of stand-ins so far, memory points since the last one)
@@ -258,7 +355,7 @@ def matched(original: Sequence[Step], swapped: Sequence[Step]) -> dict[Place, in
     """Place (``identities``) -> position in ``swapped`` for the steps both traces share: a thread's steps while
     they do the same operation at the same place as in the original, up to its first difference (a point the
     original ran inside a step, where no other thread could run, is no difference)."""
-    ops = {ident: (step.event.op, step.event.loc)
+    ops = {ident: (op_shape(step.event.op), step.event.loc)
            for ident, step in zip(identities(original), original, strict=True)}
     diverged: set[int] = set()
     out: dict[tuple[int, int], int] = {}
@@ -266,7 +363,7 @@ def matched(original: Sequence[Step], swapped: Sequence[Step]) -> dict[Place, in
         event = step.event
         if event.tid in diverged or ident not in ops:
             continue
-        if ops[ident] == (event.op, event.loc):
+        if ops[ident] == (op_shape(event.op), event.loc):
             out[ident] = position
         else:
             diverged.add(event.tid)
@@ -275,23 +372,40 @@ def matched(original: Sequence[Step], swapped: Sequence[Step]) -> dict[Place, in
 
 def other_reversed(original: Sequence[Step], swapped: Sequence[Step], i: int, j: int) -> tuple[int, int] | None:
     """A pair of conflicting steps, other than (i, j), that the swapped run ran in the other order (positions in
-    ``original``), or None: then the swap reversed that pair alone."""
+    ``original``), or None: then the swap reversed that pair alone.
+
+    One walk of the matched steps in the swapped run's order: a step at original position p meets, per object it
+    touches, the steps already walked with a later original position (they ran first here, after it there); only
+    those are compared, latest original position first, so a trace of 10^5 steps costs about its length."""
     where = matched(original, swapped)
     at = [where.get(ident) for ident in identities(original)]
     counts = queue_counts(swapped)
-    for x in range(len(original)):
-        if at[x] is None:
-            continue
-        for y in range(x + 1, len(original)):
-            if at[y] is None or at[y] > at[x] or original[x].tid == original[y].tid or (x, y) == (i, j):
-                continue
-            left, right = original[x].accesses, original[y].accesses
-            objs = conflict_objects(left, right, wildcards=False)
-            for obj in list(objs):
-                if (looks_below(left, right, obj) or looks_below(right, left, obj)
-                        or fifo_free(obj, left, right, counts[at[y]].get(obj, (0, 0)))):
-                    del objs[obj]
-            if objs:
-                return x, y
+    relation = active()
+    walked = sorted((position, x) for x, position in enumerate(at) if position is not None)
+    seen: dict[Obj, list[int]] = {}  # object -> original positions of the walked steps touching it, sorted
+    for _position, x in walked:
+        left = original[x].accesses
+        objs = {a.obj for a in left if not _unknown(a.obj, relation)}
+        for obj in objs:
+            later = seen.get(obj, ())
+            for k in range(len(later) - 1, -1, -1):  # only those after x in the original: few, unless reordered
+                y = later[k]
+                if y <= x:
+                    break
+                if original[x].tid != original[y].tid and (x, y) != (i, j) and reorders(
+                        left, original[y].accesses, counts[at[y]]):
+                    return x, y
+        for obj in objs:
+            insort(seen.setdefault(obj, []), x)
     return None
 
+
+def reorders(left: tuple[Access, ...], right: tuple[Access, ...], get_counts: dict[Obj, tuple[int, int]]) -> bool:
+    """Whether steps ``left`` (earlier in the original) and ``right`` conflict on an object both name, where the
+    swapped run ran ``right`` first (``get_counts``: its queue counts there)."""
+    objs = conflict_objects(left, right, wildcards=False)
+    for obj in list(objs):
+        if (looks_below(left, right, obj) or looks_below(right, left, obj)
+                or fifo_free(obj, left, right, get_counts.get(obj, (0, 0)))):
+            del objs[obj]
+    return bool(objs)

@@ -61,6 +61,9 @@ class Failure:
     incomplete: str = ""
     # why the not-a-race check could not decide (an uncontrolled process ran beside the failure: never "not a race")
     undecided: str = ""
+    # what the report left undone and why: shrinking cut short, the racing pair left unnamed or decided by no single
+    # pair (``search.post_budget``, ``search.race``), one line each
+    notes: list[str] = field(default_factory=list)
 
     @property
     def message(self) -> str:
@@ -88,6 +91,7 @@ class Failure:
             race += f"{self.undecided}\n"
         if self.incomplete:
             race += f"[{self.incomplete}]\n"
+        race += "".join(f"{note}\n" for note in self.notes)
         return race + (
             f"racecheck found {found} (#{self.schedule_index}, {self.kind}{where}): {self.message}\n"
             f"preemptions: {self.preemptions} (before shrinking {self.original_preemptions}), steps: {self.steps}\n"

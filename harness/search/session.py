@@ -146,6 +146,7 @@ class Session:
         # What else listens to every run (``racecheck.runtime.sinks``): each factory makes one sink per run, handed
         # to it beside the session's own (the data-race finder)
         self.sink_factories: list[Callable[[], Sink]] = []
+        self.steps_run = 0  # scheduling steps of every run so far: what the work after a failure is measured in
 
     def _modules(self) -> list[types.ModuleType]:
         targets: list[Any] = []
@@ -357,6 +358,7 @@ class Session:
             for ext in self.extensions:
                 ext.end_run(run, run.crashed)
         run.detach()
+        self.steps_run += run.steps
         if run.leaked and run.locate:
             run.drop_locations()
         run.close_sinks()

@@ -55,8 +55,10 @@ def _candidates(choices: list[int]) -> Iterator[list[int]]:
             yield choices[:i] + [lower] + choices[i + 1 :]
 
 
-def shrink(start: Probe, probe: Callable[[list[int]], Probe | None], budget: int = 300) -> tuple[Probe, int]:
-    """Greedy descent to a local minimum; returns the best probe and the number of probes spent."""
+def shrink(start: Probe, probe: Callable[[list[int]], Probe | None], budget: int = 300,
+           more: Callable[[], bool] | None = None) -> tuple[Probe, int]:
+    """Greedy descent to a local minimum; returns the best probe and the number of probes spent. ``more()``: whether
+    the work budget (``post_budget``) allows another probe."""
     best = start
     spent = 0
     seen: set[tuple[int, ...]] = {tuple(best.choices)}
@@ -69,7 +71,8 @@ def shrink(start: Probe, probe: Callable[[list[int]], Probe | None], budget: int
             if key in seen:
                 continue
             seen.add(key)
-            if spent >= budget:
+            if spent >= budget or more is not None and not more():
+                improved = False
                 break
             spent += 1
             result = probe(candidate)
@@ -82,7 +85,7 @@ def shrink(start: Probe, probe: Callable[[list[int]], Probe | None], budget: int
 
 
 def fewest_preemptions(
-    execute: Callable[[Chooser], Probe | None], found: int, budget: int = 300
+    execute: Callable[[Chooser], Probe | None], found: int, budget: int = 300, more: Callable[[], bool] | None = None
 ) -> tuple[Probe | None, int]:
     """Bounded exhaustive search at bounds 0, 1, ..., found-1: the first schedule that fails the same way.
 
@@ -95,7 +98,7 @@ def fewest_preemptions(
     spent = 0
     for bound in range(found):
         search = BoundedDFS(0, preemption_bound=bound)
-        while spent < budget:
+        while spent < budget and (more is None or more()):
             chooser = search.new_execution(spent)
             if chooser is None:
                 break
@@ -104,6 +107,6 @@ def fewest_preemptions(
             search.end_execution(chooser, 0)
             if failure is not None:
                 return failure, spent
-        if spent >= budget:
+        if spent >= budget or more is not None and not more():
             break
     return None, spent

@@ -131,7 +131,7 @@ def failure_block(cell: CellResult, failure: FailureRecord | None = None, positi
         f"{verdict}"
         f"  replay with: racecheck replay {f.token}\n"
         f"{f.trace}"
-    ) + (f"\n  {f.race_text}" if f.race_text else "")
+    ) + (f"\n  {f.race_text}" if f.race_text else "") + "".join(f"\n  {note}" for note in f.notes)
 
 
 def failure_blocks(cell: CellResult, quiet: bool = False) -> list[str]:

@@ -1,0 +1,89 @@
+"""How much work a failure's report may cost: shrinking and naming the racing pair get a budget that scales with what
+finding the failure cost.
+
+A user waits for the report, not for the find: a failure found in four seconds should not take minutes to shrink.
+Work is counted in scheduling steps run (``Session.steps_run``), not in seconds, so the same exploration shrinks to
+the same schedule and names the same pair on any machine and under any load (a budget on the clock would make the
+report depend on the machine's speed); a replay of the same program costs about what its exploration's runs cost per
+step, so steps are time up to that program's own cost per step. Shrinking may run as many steps as the exploration
+ran up to the failure, and naming the pair what is left of ``FACTOR`` times that, so the two together stay within
+``FACTOR`` times the find; each phase has ``FLOOR`` steps at least, so small programs keep the full shrink and pair
+search they always had (300 probes of a 60-step run fit in it). One run of either phase stops at ``PROBE_FACTOR``
+times the failing run's steps (``capped``): a probe that spins must not spend the budget alone. Where a phase stops
+on its budget, the report says so (``Failure.notes``). The probe counts of ``shrink_budget`` and ``race_budget``
+still cap each phase too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__racecheck_engine__ = True
+
+FACTOR = 2  # the post-failure phases together may run this many times the steps it took to find the failure
+FLOOR = 20_000  # steps every phase may run, however quickly the failure was found
+PROBE_FACTOR = 4  # one post-failure run may take this many times the failing run's steps ...
+PROBE_FLOOR = 2_000  # ... or this many, whichever is more
+
+
+class WorkBudget:
+    """One phase's budget in steps run (``share`` of the ``found`` steps the find cost, or the floor): ``more()`` says
+    whether another run fits, and remembers when it did not."""
+
+    def __init__(self, meter: Callable[[], int], found: int, share: int, floor: int = FLOOR) -> None:
+        self.meter = meter
+        self.start = meter()
+        self.limit = max(floor, share)
+        self.found = found
+        self.cut = False
+
+    @property
+    def spent(self) -> int:
+        return self.meter() - self.start
+
+    def more(self) -> bool:
+        if self.spent < self.limit:
+            return True
+        self.cut = True
+        return False
+
+    @property
+    def left(self) -> int:
+        return max(0, self.limit - self.spent)
+
+    def words(self) -> str:
+        """What the budget was, for a report's note."""
+        return f"{self.spent} steps run, the budget {self.limit} steps (finding it took {self.found})"
+
+
+def unbounded() -> WorkBudget:
+    """A budget that never runs out (a replay's judging, where nothing was explored to scale it by)."""
+    return WorkBudget(lambda: 0, 0, 1 << 62)
+
+
+@contextmanager
+def capped(session: Any, work: WorkBudget, original: Any) -> Iterator[int]:
+    """One run of ``session`` stopped at ``PROBE_FACTOR`` times the steps of the failing run ``original`` (at least
+    ``PROBE_FLOOR``), and at what is left of ``work``, never above its own ``max_steps``: a shrink probe or a swap
+    that spins (a busy-wait loop the change let run on) would otherwise spend the whole step limit in one run, 10x a
+    small budget. Such a run ends as a step-limit failure, which the caller takes for "not the same failure"
+    (``cut_by``); a failure that is itself a step-limit (a livelock) keeps the full limit, or a cut run would look
+    the same as it. Yields the cap."""
+    saved = session.run_config
+    cap = saved.max_steps
+    if original.failure is None or original.failure.kind != "step-limit":
+        cap = max(1, min(cap, work.left, max(PROBE_FLOOR, PROBE_FACTOR * original.steps)))
+    session.run_config = dataclasses.replace(saved, max_steps=cap)
+    try:
+        yield cap
+    finally:
+        session.run_config = saved
+
+
+def cut_by(run: Any, limit: int) -> bool:
+    """Whether ``run`` ended at a cap ``capped`` set, below the exploration's own step limit ``limit``."""
+    failure = run.failure
+    return failure is not None and failure.kind == "step-limit" and run.steps <= limit

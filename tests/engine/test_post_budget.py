@@ -1,0 +1,63 @@
+"""Post-failure work bounded and proportional (issue 47, item 1): shrinking and the racing pair's search run within a
+budget in steps that scales with what finding the failure cost, with a floor that leaves small programs their full
+shrink; where a phase stops on it, the failure, its printed block and results.json say so."""
+
+import threading
+
+import racecheck
+from classic_bugs import lost_update
+from racecheck.frontends.parallel import failure_record
+from racecheck.report.results import failure_dict
+from racecheck.search.post_budget import FLOOR, WorkBudget
+
+
+class SpinLock:
+    def __init__(self) -> None:
+        self.held = False
+        self.count = 0
+
+    def work(self) -> None:
+        for _ in range(2):
+            while self.held:  # spins: a probe that lets it spin runs until its cap
+                pass
+            self.held = True  # test-and-set, not atomic
+            seen = self.count
+            self.count = seen + 1
+            self.held = False
+
+
+def spin_lock() -> None:
+    lock = SpinLock()
+    threads = [threading.Thread(target=lock.work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert lock.count == 4, lock.count
+
+
+def test_a_budget_counts_steps_from_its_start_and_remembers_running_out():
+    steps = [100]
+    budget = WorkBudget(lambda: steps[0], found=10, share=20, floor=0)
+    assert budget.more() and budget.left == 20 and not budget.cut
+    steps[0] += 25
+    assert not budget.more() and budget.cut and budget.left == 0
+    assert WorkBudget(lambda: 0, found=10, share=20).limit == FLOOR
+
+
+def test_a_spinning_program_is_reported_at_once_and_says_its_shrink_was_cut_short():
+    result = racecheck.explore(spin_lock, strategy="random", seed=0, schedules=50)
+    failure = result.failure
+    assert failure is not None and failure.race is not None, result.verdict()
+    assert any(note.startswith("shrinking cut short") for note in failure.notes), failure.notes
+    assert failure.notes[0] in str(failure)
+    record = failure_record(failure)
+    assert failure_dict(record)["notes"] == failure.notes
+    again = racecheck.replay(spin_lock, failure.token)
+    assert again.failure is not None and again.failure.trace == failure.trace
+
+
+def test_a_small_program_keeps_its_full_shrink_and_pair_without_notes():
+    failure = racecheck.explore(lost_update, strategy="pct", seed=0, schedules=200).failure
+    assert failure is not None and failure.race is not None
+    assert failure.notes == []
