@@ -19,8 +19,8 @@ the attributes. ``vars(cls)`` hands back a view no hook watches: a blind spot, a
 (``blind_spots``). Immutable values hold nothing to record (a tuple's contents are walked); a callee known to keep
 its arguments without looking at them (``Thread``, ``partial``) records nothing. A walk that meets more than
 ``LIMIT`` objects records unresolved memory instead (a wildcard over all memory: sound, coarse). A lazy result (an
-iterator from ``itertools``, ``map``) is remembered as reading what it was made from when advanced. Each access names the callee
-(``Access.via``), so a data race reads ``T2 read all of dict#1 via json.dumps``.
+iterator from ``itertools``, ``map``) is remembered as reading what it was made from when advanced. Each access
+names the callee (``Access.via``), so a data race reads ``T2 read all of dict#1 via json.dumps``.
 """
 
 from __future__ import annotations
