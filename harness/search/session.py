@@ -20,6 +20,7 @@ import racecheck.control.sync_facades  # noqa: F401 - importing it registers the
 from racecheck import runtime
 from racecheck.control import autocontrol, external, instrument, lines, memory_install, memory_sampling, tempdirs
 from racecheck.control.memory_names import Watch, forget_local_classes
+from racecheck.control.processes import install as processes
 from racecheck.control.threads import controlled_thread_class
 from racecheck.errors import DataRaceError, InternalError, RacecheckError, ReplayDivergence, UserCallbackError
 from racecheck.runtime.affinity import OneCpu
@@ -176,6 +177,7 @@ class Session:
                     self._sample(stack)
                 stack.enter_context(controlled_thread_class())
                 stack.enter_context(external.waiting_outside())
+                stack.enter_context(processes.joining())  # over external's: children of the run join it
                 stack.enter_context(tempdirs.tracked())
                 stack.enter_context(collections_between_runs())
                 stack.callback(self.one_cpu.restore)  # after the carrier is closed: threads it left keep no pin

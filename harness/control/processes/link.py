@@ -1,0 +1,135 @@
+"""The child's side of a process of the run: the pipe to its proxy thread in the parent, and the entry point that
+runs the process's own ``run`` once the proxy says go.
+
+A child started by a controlled thread runs only while its proxy thread (a controlled thread of the parent's run)
+holds the baton: the child waits for "go", runs until it calls an inter-process object (a queue, pipe, value,
+lock, event of the run), sends that call to its proxy, and waits for the answer; the proxy performs the call on
+the parent's model of the object (a scheduling point like any other) and answers. So the parent's scheduler
+chooses among every thread of every process, and a token replays them all.
+
+Objects of the run reach a child as an id only (pickled for spawn, copied for fork), and every method of theirs
+checks ``LINK`` first: set in a child of the run, it makes the call a request. In the parent, an id read back from
+a child (an object sent through a queue) becomes the parent's model again (``rebuild``).
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import pickle
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from racecheck import runtime
+
+__racecheck_engine__ = True
+
+RESOURCE = "processes"  # run.resources key of the run's ``Registry``
+
+# Set in a child of a run once its proxy said go: every call of a served object goes through it. None elsewhere.
+LINK: Link | None = None
+
+
+class Registry:
+    """The inter-process state of one run: its served objects by id, its child processes in start order."""
+
+    def __init__(self) -> None:
+        self.models: dict[str, Any] = {}
+        self.children: list[Any] = []
+        self.process_of: dict[int, str] = {}  # a proxy thread's id -> its process's label ("P1")
+
+
+def registry_of(run: Any) -> Registry:
+    """The run's registry, made on first use (a run is the unit of isolation: nothing outlives it)."""
+    registry = run.resources.get(RESOURCE)
+    if registry is None:
+        registry = run.resources[RESOURCE] = Registry()
+    return registry
+
+
+def rebuild(cls: type, mid: str) -> Any:
+    """Unpickling a served object: in the parent, the run's model itself; in a child, a handle that only knows the
+    id (its every method is a request)."""
+    if LINK is None:
+        run = runtime.current_run()
+        if run is not None:
+            model = registry_of(run).models.get(mid)
+            if model is not None:
+                return model
+    handle = cls.__new__(cls)
+    handle.mid = mid
+    return handle
+
+
+def routed(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A method of a served object: in a child of a run, a request to the parent's model; else the method."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        link = LINK
+        if link is not None:
+            return link.call(self.mid, name, args, kwargs)
+        return method(self, *args, **kwargs)
+
+    return call
+
+
+class Link:
+    """The child's end of the pipe to its proxy: one request at a time, answered in order."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def call(self, mid: str, method: str, args: tuple, kwargs: dict) -> Any:
+        self.conn.send(("call", mid, method, args, kwargs))
+        status, value = self.conn.recv()
+        if status == "ok":
+            return value
+        raise value
+
+
+def portable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling, else a RuntimeError that says what it was."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - anything unpicklable travels as text
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+class ChildEntry:
+    """What a child of the run runs in place of its process's ``run`` (picklable, for spawn): wait for go, then the
+    process's own ``run``, then say how it ended. A "stop" instead of go (the run ended before the child's first
+    step) leaves at once."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def __call__(self) -> None:
+        global LINK
+        runtime.bind(None, None)  # fork: the copied thread's run belongs to the parent
+        try:
+            go = self.conn.recv()
+        except (EOFError, OSError):
+            go = "stop"
+        if go != "go":
+            raise SystemExit(0)
+        LINK = Link(self.conn)
+        process = multiprocessing.current_process()
+        try:
+            type(process).run(process)
+        except SystemExit:
+            self._say(("exit",))
+            raise
+        except BaseException as exc:
+            self._say(("raised", portable(exc), traceback.format_exc()))
+            raise
+        self._say(("exit",))
+
+    def _say(self, message: tuple) -> None:
+        try:
+            self.conn.send(message)
+        except OSError:
+            pass  # the parent has ended the run: nobody listens
