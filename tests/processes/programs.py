@@ -81,3 +81,114 @@ def counter(method="fork"):
 
 def counter_locked(method="fork"):
     _two_bumpers(method, bump_locked)
+
+
+# Zero-argument forms, named so a token's target names them in any process.
+def leak_fork():
+    leak("fork")
+
+
+def leak_spawn():
+    leak("spawn")
+
+
+def leak_fixed_fork():
+    leak_fixed("fork")
+
+
+def counter_fork():
+    counter("fork")
+
+
+def counter_spawn():
+    counter("spawn")
+
+
+def counter_locked_fork():
+    counter_locked("fork")
+
+
+def _take_lock(lock):
+    with lock:
+        pass
+
+
+def deadlock_across_processes():
+    """The parent holds a multiprocessing Lock and joins a child that needs it: a deadlock in every schedule."""
+    ctx = multiprocessing.get_context("fork")
+    lock = ctx.Lock()
+    child = ctx.Process(target=_take_lock, args=(lock,))
+    with lock:
+        child.start()
+        child.join()
+
+
+def _echo(conn, other):
+    other.close()  # forked: the child holds a copy of the parent's end too, which would keep EOF away
+    while True:
+        try:
+            item = conn.recv()
+        except EOFError:
+            return
+        conn.send(item * 2)
+
+
+def pipe_echo(method="fork"):
+    """Ping-pong over a Pipe; the parent closes its end and the child sees EOF (once its own copy of that end is
+    closed too: a child that forgets to close it waits forever, and so does ``pipe_echo_forgetful``)."""
+    ctx = multiprocessing.get_context(method)
+    here, there = ctx.Pipe()
+    child = ctx.Process(target=_echo, args=(there, here))
+    child.start()
+    there.close()  # the parent's copy only: the child's stays open
+    for n in range(3):
+        here.send(n)
+        assert here.recv() == 2 * n
+    assert not here.poll()
+    here.close()
+    child.join()
+    assert child.exitcode == 0
+
+
+def _fails():
+    raise ValueError("from the child")
+
+
+def child_raises():
+    child = multiprocessing.get_context("fork").Process(target=_fails)
+    child.start()
+    child.join()
+
+
+def _wait_forever(queue):
+    queue.get()
+
+
+def parent_fails_while_child_waits():
+    """The parent fails while a child waits on a queue nobody fills: the child is reaped with the run."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_wait_forever, args=(queue,), daemon=True)
+    child.start()
+    raise RuntimeError(f"parent fails, child pid {child.pid is not None}")
+
+
+def _echo_forgetful(conn):
+    while True:
+        try:
+            item = conn.recv()
+        except EOFError:
+            return
+        conn.send(item)
+
+
+def pipe_echo_forgetful():
+    ctx = multiprocessing.get_context("fork")
+    here, there = ctx.Pipe()
+    child = ctx.Process(target=_echo_forgetful, args=(there,))
+    child.start()
+    there.close()
+    here.send(1)
+    assert here.recv() == 1
+    here.close()
+    child.join()

@@ -22,6 +22,7 @@ from racecheck import runtime
 from racecheck.control.processes.link import ChildEntry, portable, registry_of
 from racecheck.control.processes.models import ProcessConnection
 from racecheck.runtime.access import END, JOIN, on_thread
+from racecheck.runtime.locations import code_location
 from racecheck.runtime.teardown import RECORD
 
 __racecheck_engine__ = True
@@ -49,6 +50,22 @@ def from_machinery(depth: int) -> bool:
     starting its workers, a queue making its lock), which keeps its real objects."""
     name = sys._getframe(depth + 1).f_globals.get("__name__", "")
     return name.startswith(MACHINERY) or name in ("multiprocessing", "concurrent.futures")
+
+
+_AT_LINE: dict[tuple[str, int, str], Any] = {}
+
+
+def at_line(line: tuple[str, int, str]) -> Any:
+    """A caller whose frame stands at the child's line (its file, its line number, no engine marker), so the trace
+    row of a point a proxy makes for its child names the child's line, as a thread's names its own."""
+    call = _AT_LINE.get(line)
+    if call is None:
+        filename, number, module = line
+        source = "\n" * (max(number, 1) - 1) + "def at(call, args, kwargs): return call(*args, **kwargs)\n"
+        namespace: dict[str, Any] = {"__name__": module}
+        exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - a fixed one-line caller
+        call = _AT_LINE[line] = namespace["at"]
+    return call
 
 
 class Child:
@@ -88,9 +105,10 @@ class Child:
                 if message[0] == "raised":
                     self.said_end = True
                     raise message[1]
-                _, mid, method, args, kwargs = message
+                _, mid, method, args, kwargs, line = message
+                call = getattr(registry.models[mid], method)
                 try:
-                    reply = ("ok", getattr(registry.models[mid], method)(*args, **kwargs))
+                    reply = ("ok", at_line(line)(call, args, kwargs) if line else call(*args, **kwargs))
                 except Exception as exc:  # noqa: BLE001 - the child's call raises it there
                     reply = ("err", portable(exc))
                 if not self._send(reply):
@@ -189,6 +207,8 @@ def start(process: Any, real_start: Any) -> None:
     child.rec = getattr(proxy, RECORD)
     registry.process_of[child.rec.tid] = label
     run.note(f"{label}.T0 is T{child.rec.tid}")
+    if run.locate:  # its first step shows where the child's code begins, as a thread's shows its target
+        child.rec.loc = code_location(process._target or type(process).run)
     _inherit_pipes(run, process, label)
     process.run = ChildEntry(child_end)
     try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import pickle
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -83,11 +84,21 @@ class Link:
         self.conn = conn
 
     def call(self, mid: str, method: str, args: tuple, kwargs: dict) -> Any:
-        self.conn.send(("call", mid, method, args, kwargs))
+        self.conn.send(("call", mid, method, args, kwargs, caller_line()))
         status, value = self.conn.recv()
         if status == "ok":
             return value
         raise value
+
+
+def caller_line() -> tuple[str, int, str] | None:
+    """Where the child's own code made the call (the first frame that is not the engine's), for the trace."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__racecheck_engine__"):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return frame.f_code.co_filename, frame.f_lineno, frame.f_globals.get("__name__", "")
 
 
 def portable(exc: BaseException) -> BaseException:

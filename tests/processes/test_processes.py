@@ -1,0 +1,102 @@
+"""multiprocessing children are threads of the run: the issue's situations found, their twins clean, tokens
+replayed in a fresh process, every child reaped."""
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import textwrap
+
+import programs
+import pytest
+import racecheck
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _explore(fn, strategy, **options):
+    return racecheck.explore(fn, strategy=strategy, seed=1, **options)
+
+
+@pytest.fixture(scope="module")
+def found():
+    """The racy programs under pct and dpor, explored once for the module's tests."""
+    out = {}
+    for name in ("leak_fork", "counter_fork"):
+        for strategy in ("pct", "dpor"):
+            out[name, strategy] = _explore(getattr(programs, name), strategy, schedules=30)
+    return out
+
+
+@pytest.mark.parametrize("name, message", [("leak_fork", "leaked epoch=0.ckpt"), ("counter_fork", "lost update")])
+@pytest.mark.parametrize("strategy", ["pct", "dpor"])
+def test_the_race_is_found(found, name, message, strategy):
+    failure = found[name, strategy].failure
+    assert failure is not None and message in failure.message, failure
+    assert "P1.T0 is T1" in failure.trace
+
+
+def test_the_racing_steps_are_the_childs_own_lines(found):
+    trace = found["counter_fork", "pct"].failure.trace
+    assert "write mp.Value#1  @programs.py" in trace and "read mp.Value#1  @programs.py" in trace
+
+
+@pytest.mark.parametrize("name", ["leak_fixed_fork", "counter_locked_fork"])
+def test_the_locked_twins_are_proved_by_dpor(name):
+    result = _explore(getattr(programs, name), "dpor", schedules=200)
+    assert result.ok, result.failure
+    assert result.coverage.space == "exhausted"
+
+
+def test_the_tokens_replay_in_a_fresh_process(found, tmp_path):
+    tokens = {name: found[name, strategy].failure.token for name, strategy in found}
+    traces = {name: found[name, strategy].failure.trace for name, strategy in found}
+    script = tmp_path / "replay.py"
+    script.write_text(textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {HERE!r})
+        import programs, racecheck
+        if __name__ == "__main__":
+            out = {{}}
+            for name, token in json.loads(sys.stdin.read()).items():
+                failure = racecheck.replay(getattr(programs, name), token).failure
+                out[name] = failure and failure.trace
+            print(json.dumps(out))
+    """))
+    done = subprocess.run([sys.executable, str(script)], input=json.dumps(tokens), capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONHASHSEED="4321"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == traces
+
+
+def test_spawn_children_are_controlled_too():
+    leak = _explore(programs.leak_spawn, "dpor", schedules=10)
+    assert leak.failure is not None and "leaked epoch=0.ckpt" in leak.failure.message
+    again = racecheck.replay(programs.leak_spawn, leak.failure.token)
+    assert again.failure.trace == leak.failure.trace
+
+
+def test_a_deadlock_across_processes_is_exact():
+    failure = _explore(programs.deadlock_across_processes, "random", schedules=3).failure
+    assert failure is not None and failure.kind == "deadlock", failure
+    assert "acquire mp.Lock#1" in failure.message and "join P1" in failure.message
+
+
+def test_pipe_ends_are_per_process_and_eof_follows_the_last_close():
+    result = _explore(programs.pipe_echo, "dpor", schedules=50)
+    assert result.ok, result.failure
+    assert result.coverage.space == "exhausted"
+    hang = _explore(programs.pipe_echo_forgetful, "random", schedules=2).failure  # as the real one hangs
+    assert hang is not None and hang.kind == "deadlock" and "recv mp.Pipe#1.1" in hang.message, hang
+
+
+def test_an_exception_in_a_child_is_a_finding():
+    failure = _explore(programs.child_raises, "random", schedules=2).failure
+    assert failure is not None and failure.message == "ValueError: from the child", failure
+
+
+def test_no_child_outlives_its_run():
+    failure = _explore(programs.parent_fails_while_child_waits, "random", schedules=3).failure
+    assert failure is not None and "parent fails" in failure.message
+    assert multiprocessing.active_children() == []
