@@ -185,7 +185,7 @@ def _inherit_pipes(run: Any, process: Any, label: str) -> None:
     if method == "fork":
         ends = [m for m in models if isinstance(m, ProcessConnection) and "P0" in m.holders]
     else:
-        handed = [*process._args, *process._kwargs.values()]
+        handed = [*vars(process).get("_args", ()), *vars(process).get("_kwargs", {}).values()]
         ends = [m for m in handed if isinstance(m, ProcessConnection)]
     for end in ends:
         end.holders.add(label)

@@ -17,7 +17,7 @@ from typing import Any
 from racecheck.control.processes.link import rebuild, registry_of, routed
 from racecheck import runtime
 from racecheck.runtime.access import GET, PUT, READ, WRITE, on
-from racecheck.runtime.steps import Obj, ObjKind
+from racecheck.runtime.steps import ObjKind
 from racecheck.sync.conditions import ControlledCondition
 from racecheck.sync.events import ControlledBarrier, ControlledBoundedSemaphore, ControlledEvent, ControlledSemaphore
 from racecheck.sync.locks import ControlledLock, ControlledRLock
@@ -359,6 +359,7 @@ class ProcessConnection(Served, Primitive):
 
     def _accesses(self) -> None:
         self._get, self._read = on(self._obj, GET), on(self._obj, READ)
+        self.put_access = on(self._obj, PUT)  # what the other end's send and close touch
 
     def _ready(self) -> bool:
         return bool(self._inbox) or not self.peer.holders
@@ -377,7 +378,7 @@ class ProcessConnection(Served, Primitive):
         data = bytes(memoryview(buf).cast("B"))
         data = data[offset:] if size is None else data[offset:offset + size]
         peer = self.peer
-        self._run.schedule(f"send {self._name}", access=on(peer._obj, PUT))
+        self._run.schedule(f"send {self._name}", access=peer.put_access)
         if not peer.holders:
             raise BrokenPipeError(32, "Broken pipe")
         peer._inbox.append(data)
@@ -407,7 +408,7 @@ class ProcessConnection(Served, Primitive):
     @routed
     def close(self) -> None:
         self.holders.discard(calling_process(self._run))
-        self._run.note(f"close {self._name}", access=on(self.peer._obj, PUT))
+        self._run.note(f"close {self._name}", access=self.peer.put_access)
 
     def fileno(self) -> int:
         raise OSError("racecheck: a served Pipe end has no descriptor (multiprocessing.connection.wait on it is "
