@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from racecheck.control.processes.link import processes_in
 from racecheck.errors import ForeignTokenError, ReplayDivergence, TokenError, UserCallbackError
 from racecheck.search.coverage import Coverage
 from racecheck.search.data_races import RaceLog
@@ -150,6 +151,7 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
     result.max_steps_seen = run.steps
     result.crashes = int(run.crashed)
     result.leaked_threads = list(run.leaked)
+    result.processes = processes_in(run)
     if run.failure is not None:
         result.failure = failure_of(run, parsed.encode(), parsed.index, run, 0)
         result.failure.signature = run.failure.signature()

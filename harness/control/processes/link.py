@@ -49,6 +49,12 @@ def registry_of(run: Any) -> Registry:
     return registry
 
 
+def processes_in(run: Any) -> int:
+    """How many processes the run had: its own, and each child it started."""
+    registry = run.resources.get(RESOURCE)
+    return 1 + (len(registry.children) if registry is not None else 0)
+
+
 def rebuild(cls: type, mid: str) -> Any:
     """Unpickling a served object: in the parent, the run's model itself; in a child, a handle that only knows the
     id (its every method is a request)."""
