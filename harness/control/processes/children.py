@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control.processes.link import ChildEntry, portable, registry_of
+from racecheck.control.processes.link import ChildEntry, portable, registry_of, uncontrolled
 from racecheck.control.processes.models import ProcessConnection
 from racecheck.runtime.access import END, JOIN, on_thread
 from racecheck.runtime.locations import code_location
@@ -119,7 +119,8 @@ class Child:
 
     def _send(self, message: Any) -> bool:
         try:
-            self.conn.send(message)
+            with uncontrolled(self.run):
+                self.conn.send(message)
         except (OSError, ValueError):
             return False
         except Exception as exc:  # noqa: BLE001 - an answer that does not pickle is the child's error
@@ -136,7 +137,8 @@ class Child:
             if self.conn not in ready:
                 return None
             try:
-                return _real(multiprocessing.connection.Connection.recv)(self.conn)
+                with uncontrolled(run):
+                    return _real(multiprocessing.connection.Connection.recv)(self.conn)
             except (EOFError, OSError):
                 return None
         finally:

@@ -19,7 +19,8 @@ import multiprocessing
 import pickle
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from racecheck import runtime
@@ -30,6 +31,8 @@ RESOURCE = "processes"  # run.resources key of the run's ``Registry``
 
 # Set in a child of a run once its proxy said go: every call of a served object goes through it. None elsewhere.
 LINK: Link | None = None
+# The run whose objects are being unpickled by a thread that ``uncontrolled`` let go of its run, else None.
+UNPICKLING: Any = None
 
 
 class Registry:
@@ -59,7 +62,7 @@ def rebuild(cls: type, mid: str) -> Any:
     """Unpickling a served object: in the parent, the run's model itself; in a child, a handle that only knows the
     id (its every method is a request)."""
     if LINK is None:
-        run = runtime.current_run()
+        run = UNPICKLING or runtime.current_run()
         if run is not None:
             model = registry_of(run).models.get(mid)
             if model is not None:
@@ -67,6 +70,23 @@ def rebuild(cls: type, mid: str) -> Any:
     handle = cls.__new__(cls)
     handle.mid = mid
     return handle
+
+
+@contextmanager
+def uncontrolled(run: Any) -> Iterator[None]:
+    """Pickling across the boundary runs as the real module's feeder and reader do: outside the run. Reducers
+    (torch's, for tensors) take real locks and make their own; made by a controlled thread, those would be
+    controlled objects held inside a real lock's critical section. Served objects still unpickle as ``run``'s."""
+    global UNPICKLING
+    bound, rec = runtime.current_run(), runtime.current_thread_record()
+    saved = UNPICKLING
+    runtime.bind(None, None)
+    UNPICKLING = run
+    try:
+        yield
+    finally:
+        UNPICKLING = saved
+        runtime.bind(bound, rec)
 
 
 def routed(method: Callable[..., Any]) -> Callable[..., Any]:

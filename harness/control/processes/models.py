@@ -14,7 +14,7 @@ from multiprocessing.reduction import ForkingPickler
 from multiprocessing.sharedctypes import typecode_to_type
 from typing import Any
 
-from racecheck.control.processes.link import rebuild, registry_of, routed
+from racecheck.control.processes.link import rebuild, registry_of, routed, uncontrolled
 from racecheck import runtime
 from racecheck.runtime.access import GET, PUT, READ, WRITE, on
 from racecheck.runtime.steps import ObjKind
@@ -27,13 +27,15 @@ from racecheck.sync.queues import ControlledQueue, ControlledSimpleQueue
 __racecheck_engine__ = True
 
 
-def dumps(obj: Any) -> bytes:
-    """What crosses a process boundary: the object pickled as ``multiprocessing`` pickles it."""
-    return bytes(ForkingPickler.dumps(obj))
+def dumps(run: Any, obj: Any) -> bytes:
+    """What crosses a process boundary: the object pickled as ``multiprocessing`` pickles it (outside the run)."""
+    with uncontrolled(run):
+        return bytes(ForkingPickler.dumps(obj))
 
 
-def loads(data: bytes) -> Any:
-    return ForkingPickler.loads(data)
+def loads(run: Any, data: bytes) -> Any:
+    with uncontrolled(run):
+        return ForkingPickler.loads(data)
 
 
 class Served:
@@ -68,12 +70,12 @@ class ProcessQueue(Served, ControlledQueue):
 
     @routed
     def put(self, obj: Any, block: bool = True, timeout: float | None = None) -> None:
-        ControlledQueue.put(self, dumps(obj), True, _mp_timeout(block, timeout))
+        ControlledQueue.put(self, dumps(self._run, obj), True, _mp_timeout(block, timeout))
 
     @routed
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         wait = _mp_timeout(block, timeout)
-        return loads(ControlledQueue.get(self, wait is None or wait > 0, wait if wait else None))
+        return loads(self._run, ControlledQueue.get(self, wait is None or wait > 0, wait if wait else None))
 
     def put_nowait(self, obj: Any) -> None:
         self.put(obj, False)
@@ -110,11 +112,11 @@ class ProcessSimpleQueue(Served, ControlledSimpleQueue):
 
     @routed
     def put(self, obj: Any) -> None:
-        ControlledSimpleQueue.put(self, dumps(obj))
+        ControlledSimpleQueue.put(self, dumps(self._run, obj))
 
     @routed
     def get(self) -> Any:
-        return loads(ControlledSimpleQueue.get(self))
+        return loads(self._run, ControlledSimpleQueue.get(self))
 
     empty = routed(ControlledSimpleQueue.empty)
 
@@ -384,7 +386,7 @@ class ProcessConnection(Served, Primitive):
         peer._inbox.append(data)
 
     def send(self, obj: Any) -> None:
-        self.send_bytes(dumps(obj))
+        self.send_bytes(dumps(self._run, obj))
 
     @routed
     def recv_bytes(self, maxlength: int | None = None) -> bytes:
@@ -395,7 +397,7 @@ class ProcessConnection(Served, Primitive):
         return self._inbox.popleft()
 
     def recv(self) -> Any:
-        return loads(self.recv_bytes())
+        return loads(self._run, self.recv_bytes())
 
     @routed
     def poll(self, timeout: float | None = 0.0) -> bool:
