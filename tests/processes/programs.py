@@ -192,3 +192,48 @@ def pipe_echo_forgetful():
     assert here.recv() == 1
     here.close()
     child.join()
+
+
+def _save(name, done):
+    """The saver: copies the trainer's buffer, then says the buffer is free again."""
+    from multiprocessing import shared_memory
+
+    segment = shared_memory.SharedMemory(name=name)
+    copy = bytes(segment.buf[:4])
+    segment.close()
+    done.put(copy)
+
+
+def _saver_program(method, wait_first):
+    from multiprocessing import shared_memory
+
+    ctx = multiprocessing.get_context(method)
+    segment = shared_memory.SharedMemory(create=True, size=4)
+    try:
+        segment.buf[:4] = b"step"
+        done = ctx.Queue()
+        saver = ctx.Process(target=_save, args=(segment.name, done))
+        saver.start()
+        if wait_first:
+            saved = done.get()
+            segment.buf[:4] = b"next"  # the trainer refills the buffer once the saver says it is free
+        else:
+            segment.buf[:4] = b"next"  # the trainer refills the buffer before the saver says it is free
+            saved = done.get()
+        saver.join()
+        assert saved == b"step", f"the checkpoint holds {saved!r}: the buffer was overwritten while it was read"
+    finally:
+        segment.close()
+        segment.unlink()
+
+
+def shm_overwrite_fork():
+    _saver_program("fork", wait_first=False)
+
+
+def shm_overwrite_spawn():
+    _saver_program("spawn", wait_first=False)
+
+
+def shm_waits_fork():
+    _saver_program("fork", wait_first=True)

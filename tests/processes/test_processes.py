@@ -100,3 +100,16 @@ def test_no_child_outlives_its_run():
     failure = _explore(programs.parent_fails_while_child_waits, "random", schedules=3).failure
     assert failure is not None and "parent fails" in failure.message
     assert multiprocessing.active_children() == []
+
+
+@pytest.mark.parametrize("name", ["shm_overwrite_fork", "shm_overwrite_spawn"])
+def test_a_saver_copying_a_buffer_the_trainer_overwrites(name):
+    failure = _explore(getattr(programs, name), "dpor", schedules=20).failure
+    assert failure is not None and "overwritten while it was read" in failure.message, failure
+    assert "write shm rc-shm-1[:4]" in failure.trace and "read shm rc-shm-1[:4]" in failure.trace
+
+
+def test_the_saver_that_waits_for_the_buffer_is_proved():
+    result = _explore(programs.shm_waits_fork, "dpor", schedules=50)
+    assert result.ok, result.failure
+    assert result.coverage.space == "exhausted"

@@ -19,6 +19,7 @@ import threading
 from typing import Any
 
 from racecheck import runtime
+from racecheck.control.processes import segments
 from racecheck.control.processes.link import ChildEntry, portable, registry_of, uncontrolled
 from racecheck.control.processes.models import ProcessConnection
 from racecheck.runtime.access import END, JOIN, on_thread
@@ -180,11 +181,15 @@ def child_of(process: Any) -> Any:
     return child
 
 
+def method_of(process: Any) -> str:
+    """How the process starts: "fork", "spawn" or "forkserver"."""
+    return getattr(process, "_start_method", None) or multiprocessing.get_start_method(allow_none=True) or "fork"
+
+
 def _inherit_pipes(run: Any, process: Any, label: str) -> None:
     """The Pipe ends the child holds copies of: every end open in the parent for fork, the ones handed to it else."""
     models = registry_of(run).models.values()
-    method = getattr(process, "_start_method", None) or multiprocessing.get_start_method(allow_none=True) or "fork"
-    if method == "fork":
+    if method_of(process) == "fork":
         ends = [m for m in models if isinstance(m, ProcessConnection) and "P0" in m.holders]
     else:
         handed = [*vars(process).get("_args", ()), *vars(process).get("_kwargs", {}).values()]
@@ -212,7 +217,7 @@ def start(process: Any, real_start: Any) -> None:
     if run.locate:  # its first step shows where the child's code begins, as a thread's shows its target
         child.rec.loc = code_location(process._target or type(process).run)
     _inherit_pipes(run, process, label)
-    process.run = ChildEntry(child_end)
+    process.run = ChildEntry(child_end, None if method_of(process) == "fork" else segments.install_in_child)
     try:
         real_start(process)
         child.started = True

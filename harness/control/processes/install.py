@@ -16,13 +16,14 @@ import multiprocessing
 import multiprocessing.connection
 import multiprocessing.context
 import multiprocessing.process
+import multiprocessing.shared_memory
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from racecheck import runtime
 from racecheck.control import instrument
-from racecheck.control.processes import children
+from racecheck.control.processes import children, segments
 from racecheck.control.processes.models import FACTORIES
 
 __racecheck_engine__ = True
@@ -144,6 +145,8 @@ def _wait(real: Callable[..., Any]) -> Callable[..., Any]:
     return wait
 
 
+instrument.register_swap(segments.RealSharedMemory, segments.shared_memory)
+
 # (owner, attribute, wrapper)
 PATCHES: list[tuple[Any, str, Callable[[Any], Any]]] = [
     (_Base, "start", _start),
@@ -172,6 +175,8 @@ def joining() -> Iterator[None]:
         for name, factory in MODULE_FACTORIES.items():
             saved.append((multiprocessing, name, getattr(multiprocessing, name)))
             setattr(multiprocessing, name, factory)
+        saved.append((multiprocessing.shared_memory, "SharedMemory", segments.RealSharedMemory))
+        multiprocessing.shared_memory.SharedMemory = segments.shared_memory
         yield
     finally:
         for owner, name, own in reversed(saved):

@@ -141,8 +141,9 @@ class ChildEntry:
     process's own ``run``, then say how it ended. A "stop" instead of go (the run ended before the child's first
     step) leaves at once."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, setup: Callable[[], None] | None = None) -> None:
         self.conn = conn
+        self.setup = setup  # what a fresh interpreter needs patched before the process's code runs
 
     def __call__(self) -> None:
         global LINK
@@ -154,6 +155,8 @@ class ChildEntry:
         if go != "go":
             raise SystemExit(0)
         LINK = Link(self.conn)
+        if self.setup is not None:
+            self.setup()
         process = multiprocessing.current_process()
         try:
             type(process).run(process)
