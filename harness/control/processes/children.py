@@ -20,6 +20,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control.processes import segments
+from racecheck.control.processes.child_run import ONE_WAY, proxy_point
 from racecheck.control.processes.link import ChildEntry, portable, registry_of, uncontrolled
 from racecheck.control.processes.models import ProcessConnection
 from racecheck.runtime.access import END, JOIN, on_thread
@@ -94,7 +95,7 @@ class Child:
         if not self.started:
             return
         try:
-            if not self._send("go"):
+            if not self._send(("go", self._setting())):
                 return
             self.went = True
             registry = registry_of(self.run)
@@ -106,6 +107,11 @@ class Child:
                 if message[0] == "raised":
                     self.said_end = True
                     raise message[1]
+                if message[0] != "call":
+                    reply = self._point(message)
+                    if reply is not None and not self._send(reply):
+                        return
+                    continue
                 _, mid, method, args, kwargs, line = message
                 call = getattr(registry.models[mid], method)
                 try:
@@ -117,6 +123,23 @@ class Child:
         finally:
             if not self.said_end:
                 self._stop()
+
+    def _setting(self) -> dict[str, Any] | None:
+        """What a forked child needs to make its stand-ins' points through the proxy (None for a fresh
+        interpreter, which has none installed): its label, the run's options, the real disk's names if watched."""
+        if method_of(self.process) != "fork":
+            return None
+        disk = self.run.resources.get("files")
+        aliases = None if disk is None else list(disk.aliases)
+        return {"label": self.label, "config": self.run.config, "aliases": aliases}
+
+    def _point(self, message: tuple) -> tuple | None:
+        """A point, note or question of the child's own stand-ins, made here; the answer, or None (one-way)."""
+        try:
+            value = proxy_point(self.run, message, at_line)
+        except Exception as exc:  # noqa: BLE001 - the child's call raises it there
+            return ("err", portable(exc))
+        return None if message[0] in ONE_WAY else ("ok", value)
 
     def _send(self, message: Any) -> bool:
         try:

@@ -104,17 +104,34 @@ def routed(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class Link:
-    """The child's end of the pipe to its proxy: one request at a time, answered in order."""
+    """The child's end of the pipe to its proxy: one request at a time, answered in order. While a message is
+    pickled or read, the child's thread is no thread of the run (a reducer's lock is no point)."""
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
 
     def call(self, mid: str, method: str, args: tuple, kwargs: dict) -> Any:
-        self.conn.send(("call", mid, method, args, kwargs, caller_line()))
-        status, value = self.conn.recv()
+        return self.request(("call", mid, method, args, kwargs, caller_line()))
+
+    def request(self, message: tuple) -> Any:
+        bound, rec = runtime.current_run(), runtime.current_thread_record()
+        runtime.bind(None, None)
+        try:
+            self.conn.send(message)
+            status, value = self.conn.recv()
+        finally:
+            runtime.bind(bound, rec)
         if status == "ok":
             return value
         raise value
+
+    def tell(self, message: tuple) -> None:
+        bound, rec = runtime.current_run(), runtime.current_thread_record()
+        runtime.bind(None, None)
+        try:
+            self.conn.send(message)
+        finally:
+            runtime.bind(bound, rec)
 
 
 def caller_line() -> tuple[str, int, str] | None:
@@ -149,14 +166,19 @@ class ChildEntry:
         global LINK
         runtime.bind(None, None)  # fork: the copied thread's run belongs to the parent
         try:
-            go = self.conn.recv()
-        except (EOFError, OSError):
-            go = "stop"
+            go, setting = self.conn.recv()
+        except (EOFError, OSError, ValueError, TypeError):
+            go, setting = "stop", None
         if go != "go":
             raise SystemExit(0)
         LINK = Link(self.conn)
         if self.setup is not None:
             self.setup()
+        if setting is not None:  # forked: the inherited stand-ins make their points through the proxy
+            from racecheck.control.processes.child_run import ChildRun
+
+            child_run = ChildRun(LINK, setting["label"], setting)
+            runtime.bind(child_run, child_run.record)
         process = multiprocessing.current_process()
         try:
             type(process).run(process)
@@ -169,6 +191,7 @@ class ChildEntry:
         self._say(("exit",))
 
     def _say(self, message: tuple) -> None:
+        runtime.bind(None, None)  # what runs after the process's run (its exit handlers) is no thread of the run
         try:
             self.conn.send(message)
         except OSError:
