@@ -237,3 +237,72 @@ def shm_overwrite_spawn():
 
 def shm_waits_fork():
     _saver_program("fork", wait_first=True)
+
+
+_json_lock = None
+
+
+def _init_worker(lock):
+    global _json_lock
+    _json_lock = lock
+
+
+def _rewrite(path, key):
+    import json
+
+    with open(path) as f:
+        data = json.load(f)
+    data[key] = True
+    with open(path, "w") as f:
+        json.dump(data, f)
+
+
+def _record(path, key, locked):
+    if locked:
+        with _json_lock:
+            _rewrite(path, key)
+    else:
+        _rewrite(path, key)
+    return key
+
+
+def _json_workers(locked, pool_kind):
+    """Two pool workers each add their key to one JSON file (read, change, rewrite)."""
+    import json
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("fork")
+    root = tempfile.mkdtemp(prefix="racecheck-json-")
+    path = os.path.join(root, "state.json")
+    try:
+        with open(path, "w") as f:
+            f.write("{}")
+        lock = ctx.Lock()
+        if pool_kind == "executor":
+            with ProcessPoolExecutor(2, mp_context=ctx, initializer=_init_worker, initargs=(lock,)) as pool:
+                done = list(pool.map(_record, [path, path], ["a", "b"], [locked, locked]))
+        else:
+            with ctx.Pool(2, _init_worker, (lock,)) as pool:
+                done = pool.starmap(_record, [(path, "a", locked), (path, "b", locked)])
+        assert done == ["a", "b"]
+        with open(path) as f:
+            data = json.load(f)
+        assert data == {"a": True, "b": True}, f"a worker's update was lost: {data}"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def json_executor():
+    _json_workers(False, "executor")
+
+
+def json_executor_locked():
+    _json_workers(True, "executor")
+
+
+def json_pool():
+    _json_workers(False, "pool")
+
+
+def json_pool_locked():
+    _json_workers(True, "pool")

@@ -113,3 +113,23 @@ def test_the_saver_that_waits_for_the_buffer_is_proved():
     result = _explore(programs.shm_waits_fork, "dpor", schedules=50)
     assert result.ok, result.failure
     assert result.coverage.space == "exhausted"
+
+
+@pytest.mark.parametrize("name", ["json_executor", "json_pool"])
+def test_pool_workers_rewriting_one_json_file(name):
+    failure = _explore(getattr(programs, name), "pct", schedules=200).failure
+    # the lost update, or a worker reading the file the other one is rewriting
+    assert failure is not None and ("update was lost" in failure.message or "JSONDecodeError" in failure.message)
+
+
+@pytest.mark.parametrize("name", ["json_executor_locked", "json_pool_locked"])
+def test_pool_workers_that_lock_the_json_file_are_clean(name):
+    result = _explore(getattr(programs, name), "pct", schedules=100)
+    assert result.ok, result.failure
+
+
+@pytest.mark.slow  # 231 and 89 schedules of two worker processes each: about 30 s
+@pytest.mark.parametrize("name", ["json_executor_locked", "json_pool_locked"])
+def test_dpor_proves_the_locked_json_workers(name):
+    result = _explore(getattr(programs, name), "dpor", schedules=1000)
+    assert result.ok and result.coverage.space == "exhausted", result

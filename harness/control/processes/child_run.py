@@ -54,13 +54,9 @@ class ChildRun:
         self.config = setting["config"]
         self.counters: dict[str, int] = {}
         self.record = ChildRecord(self)
-        aliases = setting.get("aliases")
-        if aliases is not None:  # the parent watches the real disk: so does the child, under the same names
-            from racecheck.fakefs import realdisk  # only in a child whose parent's run watches files
-
-            disk = realdisk.DiskRun(False)
-            disk.aliases = list(aliases)
-            self.resources[realdisk.RESOURCE] = disk
+        # What the parent's run keeps that the child's stand-ins read: the real disk's names (watched files), a
+        # copy as of the child's first step.
+        self.resources.update(setting["resources"])
 
     def mine(self) -> bool:
         return runtime.thread_state.thread is self.record
@@ -146,6 +142,12 @@ class ChildRun:
 
     def real_lock(self, me: Any, change: int, lock: Any) -> None:
         """Real locks in a child: nothing to order (its memory makes no points)."""
+
+
+def join(link: Any, setting: dict[str, Any]) -> None:
+    """In a forked child, before its process's code runs: its thread is the run's, as the child sees it."""
+    run = ChildRun(link, setting["label"], setting)
+    runtime.bind(run, run.record)
 
 
 def proxy_point(run: Any, message: tuple, at_line: Any) -> Any:

@@ -12,6 +12,7 @@ torn down, pass or fail.
 
 from __future__ import annotations
 
+import copy
 import multiprocessing.connection
 import multiprocessing.process
 import sys
@@ -21,6 +22,7 @@ from typing import Any
 from racecheck import runtime
 from racecheck.control.processes import segments
 from racecheck.control.processes.child_run import ONE_WAY, proxy_point
+from racecheck.control.processes.child_run import join as join_run
 from racecheck.control.processes.link import ChildEntry, portable, registry_of, uncontrolled
 from racecheck.control.processes.models import ProcessConnection
 from racecheck.runtime.access import END, JOIN, on_thread
@@ -30,6 +32,7 @@ from racecheck.runtime.teardown import RECORD
 __racecheck_engine__ = True
 
 CHILD = "_racecheck_child"  # the attribute of a started Process that names its ``Child``
+FILES = "files"  # run.resources key of the real disk's view (``racecheck.fakefs.realdisk.RESOURCE``)
 MACHINERY = ("multiprocessing.", "concurrent.futures.")  # the stdlib's own pools start their workers uncontrolled
 _REAP_S = 5.0  # how long teardown waits for a child that said it ended to exit (real seconds)
 
@@ -129,9 +132,13 @@ class Child:
         interpreter, which has none installed): its label, the run's options, the real disk's names if watched."""
         if method_of(self.process) != "fork":
             return None
-        disk = self.run.resources.get("files")
-        aliases = None if disk is None else list(disk.aliases)
-        return {"label": self.label, "config": self.run.config, "aliases": aliases}
+        resources = {}
+        disk = self.run.resources.get(FILES)
+        if disk is not None:  # the real disk's view (racecheck.fakefs.realdisk.DiskRun): its names, no fingerprints
+            disk = copy.copy(disk)
+            disk.found = None
+            resources[FILES] = disk
+        return {"label": self.label, "config": self.run.config, "resources": resources}
 
     def _point(self, message: tuple) -> tuple | None:
         """A point, note or question of the child's own stand-ins, made here; the answer, or None (one-way)."""
@@ -240,7 +247,8 @@ def start(process: Any, real_start: Any) -> None:
     if run.locate:  # its first step shows where the child's code begins, as a thread's shows its target
         child.rec.loc = code_location(process._target or type(process).run)
     _inherit_pipes(run, process, label)
-    process.run = ChildEntry(child_end, None if method_of(process) == "fork" else segments.install_in_child)
+    forked = method_of(process) == "fork"
+    process.run = ChildEntry(child_end, None if forked else segments.install_in_child, join_run if forked else None)
     try:
         real_start(process)
         child.started = True

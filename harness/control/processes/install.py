@@ -11,6 +11,8 @@ and, through control by default, every module global that holds one of those bou
 
 from __future__ import annotations
 
+import concurrent.futures
+import concurrent.futures.process
 import functools
 import multiprocessing
 import multiprocessing.connection
@@ -23,12 +25,13 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control import instrument
-from racecheck.control.processes import children, segments
+from racecheck.control.processes import children, pools, segments
 from racecheck.control.processes.models import FACTORIES
 
 __racecheck_engine__ = True
 
 _Base = multiprocessing.process.BaseProcess
+RealProcessPoolExecutor = concurrent.futures.process.ProcessPoolExecutor
 _Context = multiprocessing.context.BaseContext
 
 
@@ -40,20 +43,27 @@ def _controlled(depth: int) -> Any:
     return run
 
 
+# What a controlled caller gets for each factory of ``multiprocessing`` (and of every context).
+SERVED: dict[str, Callable[..., Any]] = {**FACTORIES, "Pool": pools.Pool}
+
+
 def _factory_method(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
-    model = FACTORIES[name]
+    model = SERVED[name]
+    own_context = name == "Pool"  # a pool starts its workers with the context it was asked of
 
     @functools.wraps(real)
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         run = _controlled(1)
-        return real(self, *args, **kwargs) if run is None else model(run, *args, **kwargs)
+        if run is None:
+            return real(self, *args, **kwargs)
+        return model(run, *args, context=self, **kwargs) if own_context else model(run, *args, **kwargs)
 
     method._racecheck_real = real  # type: ignore[attr-defined]
     return method
 
 
 def _module_factory(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
-    model = FACTORIES[name]
+    model = SERVED[name]
 
     @functools.wraps(real)
     def factory(*args: Any, **kwargs: Any) -> Any:
@@ -66,7 +76,7 @@ def _module_factory(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
 
 # The module's own names, wrapped once at import: the same object in every exploration, so the identity swaps
 # registered below always name it.
-MODULE_FACTORIES = {name: _module_factory(name, getattr(multiprocessing, name)) for name in FACTORIES}
+MODULE_FACTORIES = {name: _module_factory(name, getattr(multiprocessing, name)) for name in SERVED}
 for _name, _factory in MODULE_FACTORIES.items():
     instrument.register_swap(getattr(multiprocessing, _name), _factory)
 
@@ -156,8 +166,19 @@ PATCHES: list[tuple[Any, str, Callable[[Any], Any]]] = [
     (_Base, "kill", _stopper("kill")),
     (_Base, "exitcode", _exitcode),
     (multiprocessing.connection, "wait", _wait),
-    *[(_Context, name, functools.partial(_factory_method, name)) for name in FACTORIES],
+    *[(_Context, name, functools.partial(_factory_method, name)) for name in SERVED],
 ]
+
+
+def process_pool_executor(*args: Any, **kwargs: Any) -> Any:
+    """``ProcessPoolExecutor(...)``: workers of the run for a controlled caller, else the real executor."""
+    run = _controlled(1)
+    if run is None:
+        return RealProcessPoolExecutor(*args, **kwargs)
+    return pools.ProcessPoolExecutor(run, *args, **kwargs)
+
+
+instrument.register_swap(RealProcessPoolExecutor, process_pool_executor)
 
 
 @contextmanager
@@ -177,6 +198,9 @@ def joining() -> Iterator[None]:
             setattr(multiprocessing, name, factory)
         saved.append((multiprocessing.shared_memory, "SharedMemory", segments.RealSharedMemory))
         multiprocessing.shared_memory.SharedMemory = segments.shared_memory
+        for module in (concurrent.futures, concurrent.futures.process):
+            saved.append((module, "ProcessPoolExecutor", module.__dict__.get("ProcessPoolExecutor")))
+            module.ProcessPoolExecutor = process_pool_executor
         yield
     finally:
         for owner, name, own in reversed(saved):

@@ -158,9 +158,11 @@ class ChildEntry:
     process's own ``run``, then say how it ended. A "stop" instead of go (the run ended before the child's first
     step) leaves at once."""
 
-    def __init__(self, conn: Any, setup: Callable[[], None] | None = None) -> None:
+    def __init__(self, conn: Any, setup: Callable[[], None] | None = None,
+                 join: Callable[[Link, dict], None] | None = None) -> None:
         self.conn = conn
         self.setup = setup  # what a fresh interpreter needs patched before the process's code runs
+        self.join = join  # binds a forked child's thread to the run as the child sees it (``child_run.join``)
 
     def __call__(self) -> None:
         global LINK
@@ -174,11 +176,8 @@ class ChildEntry:
         LINK = Link(self.conn)
         if self.setup is not None:
             self.setup()
-        if setting is not None:  # forked: the inherited stand-ins make their points through the proxy
-            from racecheck.control.processes.child_run import ChildRun
-
-            child_run = ChildRun(LINK, setting["label"], setting)
-            runtime.bind(child_run, child_run.record)
+        if setting is not None and self.join is not None:  # forked: its stand-ins make points through the proxy
+            self.join(LINK, setting)
         process = multiprocessing.current_process()
         try:
             type(process).run(process)
