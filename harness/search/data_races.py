@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Any
 
+from racecheck.control.processes.link import thread_labels
 from racecheck.runtime.access import BEGIN, thread_obj
 from racecheck.runtime.relation import Relation, Role, active
 from racecheck.runtime.steps import Obj
@@ -335,11 +336,17 @@ def describe_found(found: Found) -> str:
     return _as_race(found, -1, "", False).describe().rsplit(" (schedule", 1)[0]
 
 
-def _as_race(found: Found, schedule: int, token: str, benign: bool) -> DataRace:
+def _as_race(found: Found, schedule: int, token: str, benign: bool, labels: dict[int, str] | None = None) -> DataRace:
     obj, (t1, k1, l1, i1, _p1), (t2, k2, l2, i2, _p2) = found
     # the report names the object by its text: a plain str crosses to another process (execnet) and to JSON
-    return DataRace(obj.text, RaceAccess(f"T{t1}", Relation.word(obj, k1), l1, i1),
-                    RaceAccess(f"T{t2}", Relation.word(obj, k2), l2, i2), schedule, token, benign)
+    return DataRace(obj.text, RaceAccess(_thread(t1, labels), Relation.word(obj, k1), l1, i1),
+                    RaceAccess(_thread(t2, labels), Relation.word(obj, k2), l2, i2), schedule, token, benign)
+
+
+def _thread(tid: int, labels: dict[int, str] | None) -> str:
+    """A thread as a report names it: ``T1``, or ``T1 (P1.T0)`` for a thread of a child process."""
+    label = labels.get(tid) if labels else None
+    return f"T{tid} ({label})" if label else f"T{tid}"
 
 
 def _coarse(found: Found) -> tuple:
@@ -389,6 +396,7 @@ class RaceLog:
         if not run.races:
             return
         keep = run.locate if located is None else located
+        labels = thread_labels(run)
         made = ""
         for found in run.races:
             self.kinds.add(_coarse(found))
@@ -396,7 +404,7 @@ class RaceLog:
             if not keep:
                 continue
             benign = is_benign(self.patterns, found[0], (found[1][2], found[2][2]))
-            race = _as_race(found, schedule, "", benign)
+            race = _as_race(found, schedule, "", benign, labels)
             key = race.key()
             if key not in self.races:
                 made = made or token()

@@ -7,8 +7,10 @@ failure database's replay call for every failing run.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
+from racecheck.control.processes.link import thread_labels
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.scheduler import VALUE_PICK, Run
 from racecheck.runtime.trace import TraceEvent
@@ -96,7 +98,16 @@ def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, i
             if rec.launched and rec.op != "exit"  # torn down since, but still showing what it waited for
         ]
     race, _spent = find_race(events, values, execute, fails_same, describe, budget, token_of)
-    return race
+    return named_threads(race, thread_labels(run)) if race is not None else None
+
+
+def named_threads(race: Race, labels: dict[int, str]) -> Race:
+    """The racing pair with each side's process and thread (``P1.T0``) where the run had child processes."""
+    if not labels:
+        return race
+    first = dataclasses.replace(race.first, name=labels.get(race.first.tid, ""))
+    second = dataclasses.replace(race.second, name=labels.get(race.second.tid, ""))
+    return dataclasses.replace(race, first=first, second=second)
 
 
 def judgeable(run: Run) -> bool:

@@ -306,3 +306,23 @@ def json_pool():
 
 def json_pool_locked():
     _json_workers(True, "pool")
+
+
+def _rank(rank, counter):
+    counter.value += 1
+
+
+def _torch_ranks(method):
+    import torch.multiprocessing as tmp
+
+    counter = multiprocessing.get_context(method).Value("i", 0)
+    tmp.start_processes(_rank, args=(counter,), nprocs=2, join=True, start_method=method)
+    assert counter.value == 2, f"lost update: counter.value == {counter.value}"
+
+
+def torch_ranks_fork():
+    _torch_ranks("fork")
+
+
+def torch_ranks_spawn():
+    _torch_ranks("spawn")

@@ -37,6 +37,16 @@ def test_the_race_is_found(found, name, message, strategy):
     assert "P1.T0 is T1" in failure.trace
 
 
+def test_the_racing_pair_and_the_data_races_name_process_and_thread(found):
+    result = found["counter_fork", "pct"]
+    race = str(result.failure.race)
+    assert "T1 (P1.T0) read mp.Value#1" in race or "T2 (P2.T0) read mp.Value#1" in race, race
+    assert {access.thread for race in result.data_races for access in (race.first, race.second)} <= {
+        "T1 (P1.T0)", "T2 (P2.T0)"}
+    leak = found["leak_fork", "pct"]  # the child's file operations are points: the pair is on the checkpoint
+    assert "on $TMP1/epoch=0.ckpt" in str(leak.failure.race) and "(P1.T0) fs.open" in str(leak.failure.race)
+
+
 def test_the_racing_steps_are_the_childs_own_lines(found):
     trace = found["counter_fork", "pct"].failure.trace
     assert "write mp.Value#1  @programs.py" in trace and "read mp.Value#1  @programs.py" in trace

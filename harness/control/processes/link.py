@@ -54,8 +54,16 @@ def registry_of(run: Any) -> Registry:
 
 def processes_in(run: Any) -> int:
     """How many processes the run had: its own, and each child it started."""
-    registry = run.resources.get(RESOURCE)
+    registry = getattr(run, "resources", {}).get(RESOURCE)
     return 1 + (len(registry.children) if registry is not None else 0)
+
+
+def thread_labels(run: Any) -> dict[int, str]:
+    """The run's threads that belong to child processes, by thread id: "P1.T0" (empty without children)."""
+    registry = getattr(run, "resources", {}).get(RESOURCE)
+    if registry is None:
+        return {}
+    return {tid: f"{label}.T0" for tid, label in registry.process_of.items()}
 
 
 def rebuild(cls: type, mid: str) -> Any:
