@@ -42,6 +42,7 @@ def _real(fn: Any) -> Any:
 
 
 _real_pipe = multiprocessing.connection.Pipe
+_recv = multiprocessing.connection.Connection.recv
 _BaseProcess = multiprocessing.process.BaseProcess
 # The originals, captured at import (before any exploration patches them): the proxy and the reaper act on the real
 # process, never through the controlled calls.
@@ -164,14 +165,12 @@ class Child:
         run = self.run
         run.outside += 1
         try:
-            ready = _real(multiprocessing.connection.wait)([self.conn, self.process.sentinel])
-            if self.conn not in ready:
-                return None
-            try:
-                with uncontrolled(run):
-                    return _real(multiprocessing.connection.Connection.recv)(self.conn)
-            except (EOFError, OSError):
-                return None
+            # Only the child holds its end (the parent closed its copy at start, and children forked later never
+            # had it): its death is EOF here, so the read alone waits for both.
+            with uncontrolled(run):
+                return _recv(self.conn)
+        except (EOFError, OSError):
+            return None
         finally:
             run.outside -= 1
 
