@@ -143,3 +143,17 @@ def test_pool_workers_that_lock_the_json_file_are_clean(name):
 def test_dpor_proves_the_locked_json_workers(name):
     result = _explore(getattr(programs, name), "dpor", schedules=1000)
     assert result.ok and result.coverage.space == "exhausted", result
+
+
+def test_torch_start_processes_ranks_are_processes_of_the_run():
+    pytest.importorskip("torch.multiprocessing")
+    failure = _explore(programs.torch_ranks_fork, "pct", schedules=20, shrink_budget=5, race_budget=5).failure
+    assert failure is not None and "lost update" in failure.message, failure
+    assert "P2.T0 is T" in failure.trace
+
+
+@pytest.mark.slow  # every schedule starts two fresh interpreters that import torch: seconds each
+def test_torch_spawned_ranks_are_processes_of_the_run():
+    pytest.importorskip("torch.multiprocessing")
+    failure = _explore(programs.torch_ranks_spawn, "pct", schedules=4, shrink_budget=0, race_budget=0).failure
+    assert failure is not None and "lost update" in failure.message, failure
