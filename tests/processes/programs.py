@@ -326,3 +326,19 @@ def torch_ranks_fork():
 
 def torch_ranks_spawn():
     _torch_ranks("spawn")
+
+
+def _who(report):
+    report.put((os.getpid(), multiprocessing.current_process().name))
+
+
+def names_and_pids():
+    """A child's name and pid as the program sees them: the same in every schedule, and not the parent's."""
+    ctx = multiprocessing.get_context("fork")
+    report = ctx.Queue()
+    child = ctx.Process(target=_who, args=(report,))
+    child.start()
+    pid, name = report.get()
+    child.join()
+    assert pid != os.getpid()
+    raise RuntimeError(f"child {name} pid {pid}")

@@ -157,3 +157,9 @@ def test_torch_spawned_ranks_are_processes_of_the_run():
     pytest.importorskip("torch.multiprocessing")
     failure = _explore(programs.torch_ranks_spawn, "pct", schedules=4, shrink_budget=0, race_budget=0).failure
     assert failure is not None and "lost update" in failure.message, failure
+
+
+def test_a_childs_name_and_pid_are_the_runs_own():
+    first = _explore(programs.names_and_pids, "random", schedules=2).failure
+    second = _explore(programs.names_and_pids, "random", schedules=2).failure
+    assert first.message == second.message == "RuntimeError: child ForkProcess-1 pid 4243", first.message

@@ -54,6 +54,8 @@ class ChildRun:
         self.config = setting["config"]
         self.counters: dict[str, int] = {}
         self.record = ChildRecord(self)
+        # ``os.getpid()`` inside the run: fixed, and its own (code that compares pids to notice a fork still can)
+        self.logical_pid = 4242 + int(label[1:])
         # What the parent's run keeps that the child's stand-ins read: the real disk's names (watched files), a
         # copy as of the child's first step.
         self.resources.update(setting["resources"])

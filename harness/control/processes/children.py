@@ -227,6 +227,15 @@ def _inherit_pipes(run: Any, process: Any, label: str) -> None:
         end.holders.add(label)
 
 
+def _name_per_run(process: Any, number: int) -> None:
+    """A default name ("SpawnProcess-7") counts the processes the interpreter made before, which differs from
+    schedule to schedule: the run's own count instead ("SpawnProcess-2"), as thread names get."""
+    identity = getattr(process, "_identity", ())
+    default = f"{type(process).__name__}-{':'.join(str(i) for i in identity)}"
+    if identity and process.name == default:
+        process.name = f"{type(process).__name__}-{number}"
+
+
 def start(process: Any, real_start: Any) -> None:
     """``Process.start()`` for a controlled caller: the start point (the proxy thread's), then the real start with
     the child's ``run`` replaced."""
@@ -238,6 +247,7 @@ def start(process: Any, real_start: Any) -> None:
     if not registry.children:
         runtime.at_teardown(lambda: _reap_all(run))
     registry.children.append(child)
+    _name_per_run(process, len(registry.children))
     proxy = threading.Thread(target=child.serve, name=f"{label}.T0", daemon=bool(process.daemon))
     proxy.start()  # the start point
     child.rec = getattr(proxy, RECORD)
