@@ -342,3 +342,32 @@ def names_and_pids():
     child.join()
     assert pid != os.getpid()
     raise RuntimeError(f"child {name} pid {pid}")
+
+
+def _meet(barrier, cond, flags, index):
+    barrier.wait()
+    with cond:
+        flags[index] = 1
+        cond.notify_all()
+
+
+def barrier_and_condition():
+    """Two children meet the parent at a Barrier, then each sets its flag under a Condition the parent waits on;
+    a Semaphore and a JoinableQueue go along: clean in every schedule."""
+    ctx = multiprocessing.get_context("fork")
+    barrier, cond, flags = ctx.Barrier(3), ctx.Condition(), ctx.Array("i", 2)
+    jobs, slots = ctx.JoinableQueue(), ctx.Semaphore(1)
+    children = [ctx.Process(target=_meet, args=(barrier, cond, flags, i)) for i in range(2)]
+    for child in children:
+        child.start()
+    barrier.wait()
+    with cond:
+        assert cond.wait_for(lambda: flags[0] and flags[1], timeout=60)
+    with slots:
+        jobs.put("done")
+    assert jobs.get() == "done"
+    jobs.task_done()
+    jobs.join()
+    for child in children:
+        child.join()
+    assert list(flags[:]) == [1, 1]

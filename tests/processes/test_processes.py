@@ -163,3 +163,8 @@ def test_a_childs_name_and_pid_are_the_runs_own():
     first = _explore(programs.names_and_pids, "random", schedules=2).failure
     second = _explore(programs.names_and_pids, "random", schedules=2).failure
     assert first.message == second.message == "RuntimeError: child ForkProcess-1 pid 4243", first.message
+
+
+def test_barrier_condition_semaphore_and_joinable_queue_across_processes():
+    result = _explore(programs.barrier_and_condition, "pct", schedules=30)
+    assert result.ok, result.failure
