@@ -371,3 +371,7 @@ def barrier_and_condition():
     for child in children:
         child.join()
     assert list(flags[:]) == [1, 1]
+
+
+def counter_forkserver():
+    counter("forkserver")

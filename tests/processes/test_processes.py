@@ -87,6 +87,12 @@ def test_spawn_children_are_controlled_too():
     assert again.failure.trace == leak.failure.trace
 
 
+@pytest.mark.parametrize("name", ["counter_spawn", "counter_forkserver"])
+def test_the_lost_update_with_spawn_and_forkserver_children(name):
+    failure = _explore(getattr(programs, name), "dpor", schedules=10, shrink_budget=0, race_budget=0).failure
+    assert failure is not None and "lost update" in failure.message, failure
+
+
 def test_a_deadlock_across_processes_is_exact():
     failure = _explore(programs.deadlock_across_processes, "random", schedules=3).failure
     assert failure is not None and failure.kind == "deadlock", failure
