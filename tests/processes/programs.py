@@ -375,3 +375,24 @@ def barrier_and_condition():
 
 def counter_forkserver():
     counter("forkserver")
+
+
+def _grandparent(report):
+    ctx = multiprocessing.get_context("fork")
+    inner = ctx.Queue()  # the child's own: a real queue
+    grandchild = ctx.Process(target=_who, args=(inner,))
+    grandchild.start()
+    report.put(type(inner).__module__)
+    inner.get()
+    grandchild.join()
+
+
+def grandchild():
+    """A child that starts its own child and makes its own queue: both real, the run goes on."""
+    ctx = multiprocessing.get_context("fork")
+    report = ctx.Queue()
+    child = ctx.Process(target=_grandparent, args=(report,))
+    child.start()
+    assert report.get() == "multiprocessing.queues"
+    child.join()
+    assert child.exitcode == 0

@@ -171,3 +171,8 @@ def test_a_childs_name_and_pid_are_the_runs_own():
 def test_barrier_condition_semaphore_and_joinable_queue_across_processes():
     result = _explore(programs.barrier_and_condition, "pct", schedules=30)
     assert result.ok, result.failure
+
+
+def test_a_childs_own_children_and_queues_are_real():
+    result = _explore(programs.grandchild, "random", schedules=3)
+    assert result.ok, result.failure

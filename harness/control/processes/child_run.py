@@ -44,6 +44,7 @@ class ChildRun:
 
     watch = None  # the child's memory is not watched
     locate = False  # the child sends its own line with each point
+    in_child = True  # processes and multiprocessing objects the child makes are real (control.processes.install)
 
     def __init__(self, link: Any, label: str, setting: dict[str, Any]) -> None:
         self.link = link

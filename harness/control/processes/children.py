@@ -188,7 +188,7 @@ class Child:
         if not self.started or process.pid is None:
             return
         if not self.went:
-            self._send("stop")
+            self._send(("stop", None))
         _real_join(process, _REAP_S if (self.said_end or not self.went) else 0.05)
         if _real_exitcode(process) is None:
             _real_kill(process)

@@ -40,7 +40,7 @@ def _controlled(depth: int) -> Any:
     run = runtime.current_run()
     if run is None or runtime.current_thread_record() is None or run.aborting or children.from_machinery(depth + 1):
         return None
-    return run
+    return None if getattr(run, "in_child", False) else run  # a child's own children and objects stay real
 
 
 # What a controlled caller gets for each factory of ``multiprocessing`` (and of every context).
