@@ -53,7 +53,10 @@ def get_native_id(_state: Any = _state, _real: Any = _thread.get_native_id) -> i
 
 
 def getpid() -> int:
-    return _real_os.getpid() if runtime.current_run() is None else LOGICAL_PID
+    run = runtime.current_run()
+    if run is None:
+        return _real_os.getpid()
+    return getattr(run, "logical_pid", LOGICAL_PID)  # a child of the run has its own (control.processes)
 
 
 get_ident.__doc__ = "Logical thread ident inside a racecheck run (the same in every process), the real one elsewhere."

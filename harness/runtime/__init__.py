@@ -84,6 +84,18 @@ def add_cleanup(description: str, action: Callable[[], bool]) -> None:
 _reachers: list[Callable[[Any], None]] = []
 
 
+TEARDOWN = "at-teardown"  # run.resources key: what ``at_teardown`` registered, run by ``teardown.teardown``
+
+
+def at_teardown(action: Callable[[], None]) -> None:
+    """For the calling controlled thread's run: ``action`` runs once every thread of the run is unwound, pass or
+    fail (what the run started outside itself, a child process, is reaped there). No-op for a thread that is not
+    controlled."""
+    run = current_run()
+    if run is not None and current_thread_record() is not None:
+        run.resources.setdefault(TEARDOWN, []).append(action)
+
+
 def on_reach(callback: Callable[[Any, tuple[Any, ...]], None]) -> None:
     """``callback(target, values)`` is told of every ``reach`` (memory watching registers itself here)."""
     if callback not in _reachers:

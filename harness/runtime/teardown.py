@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from racecheck import runtime
 from racecheck.errors import RacecheckError
 from racecheck.runtime import cleanup
 from racecheck.runtime.records import release_quietly
@@ -46,6 +47,8 @@ def teardown(run: Run) -> None:
             continue
         if _real_is_alive(thread):
             _real_join(thread, 1.0)
+    for action in run.resources.pop(runtime.TEARDOWN, ()):
+        action()
     _clean_up_after_leaks(run)
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
+from racecheck.control.processes.link import processes_in
 from racecheck.errors import user_callback
 from racecheck.runtime.chooser import Chooser
 from racecheck.search.interleavings import interleaving_key, run_events
@@ -295,6 +296,7 @@ class Coverage:
         else:
             result.distinct += 1
         result.sampled += sampled
+        result.processes = max(result.processes, processes_in(run))
         result.schedules += 1
         result.max_steps_seen = max(result.max_steps_seen, run.steps)
         result.crashes += int(run.crashed)

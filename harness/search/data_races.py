@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Any
 
+from racecheck.control.processes.link import thread_labels
 from racecheck.runtime.access import BEGIN, thread_obj
 from racecheck.runtime.relation import Relation, Role, active
 from racecheck.runtime.steps import Obj
@@ -343,11 +344,11 @@ def describe_found(found: Found) -> str:
     return _as_race(found, -1, "", False).describe().rsplit(" (schedule", 1)[0]
 
 
-def _as_race(found: Found, schedule: int, token: str, benign: bool) -> DataRace:
+def _as_race(found: Found, schedule: int, token: str, benign: bool, labels: dict[int, str] | None = None) -> DataRace:
     obj, (t1, k1, l1, i1, _p1, *via1), (t2, k2, l2, i2, _p2, *via2) = found
     # the report names the object by its text: a plain str crosses to another process (execnet) and to JSON
-    return DataRace(obj.text, RaceAccess(f"T{t1}", _op(obj, k1, "".join(via1)), l1, i1),
-                    RaceAccess(f"T{t2}", _op(obj, k2, "".join(via2)), l2, i2), schedule, token, benign)
+    return DataRace(obj.text, RaceAccess(_thread(t1, labels), _op(obj, k1, "".join(via1)), l1, i1),
+                    RaceAccess(_thread(t2, labels), _op(obj, k2, "".join(via2)), l2, i2), schedule, token, benign)
 
 
 def _op(obj: Obj, kind: str, via: str) -> str:
@@ -355,6 +356,12 @@ def _op(obj: Obj, kind: str, via: str) -> str:
     watched code handed it to: ``read all of dict#1 via json.dumps``."""
     word = Relation.word(obj, kind)
     return f"{word} {obj.text} via {via}" if via else word
+
+
+def _thread(tid: int, labels: dict[int, str] | None) -> str:
+    """A thread as a report names it: ``T1``, or ``T1 (P1.T0)`` for a thread of a child process."""
+    label = labels.get(tid) if labels else None
+    return f"T{tid} ({label})" if label else f"T{tid}"
 
 
 def _coarse(found: Found) -> tuple:
@@ -406,6 +413,7 @@ class RaceLog:
         if not races:
             return
         keep = run.locate if located is None else located
+        labels = thread_labels(run)
         made = ""
         for found in races:
             self.kinds.add(_coarse(found))
@@ -413,7 +421,7 @@ class RaceLog:
             if not keep:
                 continue
             benign = is_benign(self.patterns, found[0], (found[1][2], found[2][2]))
-            race = _as_race(found, schedule, "", benign)
+            race = _as_race(found, schedule, "", benign, labels)
             key = race.key()
             if key not in self.races:
                 made = made or token()

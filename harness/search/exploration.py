@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from racecheck.control.handoff import blind_spots, handed_over
+from racecheck.control.processes.link import processes_in
 from racecheck.errors import ForeignTokenError, InternalError, ReplayDivergence, TokenError, UserCallbackError
 from racecheck.search.coverage import Coverage
 from racecheck.search.data_race_sink import found_races
@@ -170,6 +171,7 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
     result.max_steps_seen = run.steps
     result.crashes = int(run.crashed)
     result.leaked_threads = list(run.leaked)
+    result.processes = processes_in(run)
     if run.failure is not None:
         result.failure = failure_of(run, parsed.encode(), parsed.index, run, 0)
         result.failure.signature = run.failure.signature()

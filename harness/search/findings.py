@@ -7,9 +7,11 @@ failure database's replay call for every failing run.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from racecheck.control import processes_escape
+from racecheck.control.processes.link import thread_labels
 from racecheck.runtime.chooser import Chooser
 from racecheck.runtime.scheduler import VALUE_PICK, Run
 from racecheck.runtime.steps import Outcome
@@ -115,7 +117,16 @@ def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, i
     found = search_pair(events, values, execute, fails_same, describe, budget, token_of, checked, work.more)
     if found.note and notes is not None:
         notes.append(f"{found.note} ({work.words()})" if work.cut else found.note)
-    return found.race
+    return named_threads(found.race, thread_labels(run)) if found.race is not None else None
+
+
+def named_threads(race: Race, labels: dict[int, str]) -> Race:
+    """The racing pair with each side's process and thread (``P1.T0``) where the run had child processes."""
+    if not labels:
+        return race
+    first = dataclasses.replace(race.first, name=labels.get(race.first.tid, ""))
+    second = dataclasses.replace(race.second, name=labels.get(race.second.tid, ""))
+    return dataclasses.replace(race, first=first, second=second)
 
 
 def judgeable(run: Run) -> bool:

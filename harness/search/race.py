@@ -61,12 +61,14 @@ class RaceEvent:
     nth: int  # this is the thread's nth step (0-based): its identity across replays
     waiting: bool = False  # the operation a thread was blocked in when the run ended (a deadlock's other side)
     within: str = ""  # the operation of the step ``op`` joined, when ``op`` is an access inside another's step
+    name: str = ""  # its process and thread where the run had child processes ("P1.T0"), else ""
 
     def __str__(self) -> str:
         where = f" @{self.loc}" if self.loc else ""
         state = " (waiting)" if self.waiting else ""
         inside = f" (in {self.within})" if self.within else ""
-        return normalize_addresses(f"T{self.tid} {self.op}{state}{inside}{where}")
+        who = f"T{self.tid} ({self.name})" if self.name else f"T{self.tid}"
+        return normalize_addresses(f"{who} {self.op}{state}{inside}{where}")
 
 
 @dataclass(frozen=True)

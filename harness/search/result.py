@@ -119,6 +119,7 @@ class Result:
     interleavings: int = 0  # distinct interleavings explored (by the order of conflicting operations)
     distinct: int = 0  # distinct schedules (exact choice sequences) explored; with ``exhausted``: the whole space
     sampled: int = 0  # schedules run with sampled memory watching (racecheck.control.memory_sampling)
+    processes: int = 1  # the most processes one schedule had: the test's own and the children it started
     replayed: int = 0  # schedules replayed first from the failure database (counted in ``schedules`` too)
     passed: int = 0  # explored schedules that passed (a failure they did not have depends on the schedule)
     # conflicting accesses no synchronisation ordered, in any schedule explored (``search.data_races``), each once

@@ -47,6 +47,7 @@ class Scope:
     files: str  # "fake fs (posix)", "real disk" or "not watched"
     escaped: tuple[str, ...] = ()
     sampled: int = 0  # schedules whose memory watching was sampled (the rest watched every access)
+    processes: int = 1  # the most processes one schedule had (the test's own and its multiprocessing children)
 
     def space_text(self) -> str:
         if self.space == "replayed":
@@ -69,7 +70,8 @@ class Scope:
             memory += (f" (every access in {whole} of {self.schedules} schedules, the others sampled: code that "
                        "showed no shared memory ran unwatched)")
         files = f"files on the {self.files}" if self.files != "not watched" else "files not watched"
-        return f"{SYNC_WATCHED}, {memory}, {files}"
+        processes = f", processes: {self.processes}" if self.processes > 1 else ""
+        return f"{SYNC_WATCHED}{processes}, {memory}, {files}"
 
     def escaped_text(self) -> str:
         return "; ".join(self.escaped) if self.escaped else "nothing seen"
@@ -81,13 +83,14 @@ class Scope:
     def to_dict(self) -> dict:
         return {"space": self.space, "strategy": self.strategy, "schedules": self.schedules,
                 "interleavings": self.interleavings, "bound": self.bound, "memory": self.memory,
-                "files": self.files, "escaped": list(self.escaped), "sampled": self.sampled, "text": self.text()}
+                "files": self.files, "escaped": list(self.escaped), "sampled": self.sampled,
+                "processes": self.processes, "text": self.text()}
 
     @classmethod
     def from_dict(cls, data: dict) -> Scope:
         return cls(data["space"], data["strategy"], int(data["schedules"]), int(data["interleavings"]),
                    data.get("bound"), bool(data["memory"]), data["files"], tuple(data.get("escaped", ())),
-                   int(data.get("sampled", 0)))
+                   int(data.get("sampled", 0)), int(data.get("processes", 1)))
 
 
 def files_watched(world: ExtensionOptions) -> str:
@@ -139,4 +142,4 @@ def scope_of(parts: Parts, result: Any, real_locks: bool, unwatched: list[str], 
     return Scope(space, result.strategy, result.schedules, result.interleavings, bound, bool(control.memory),
                  files_watched(parts.extensions),
                  escaped(control, list(result.leaked_threads), real_locks, unwatched, processes_escape.seen(), handed),
-                 0 if replayed else getattr(result, "sampled", 0))
+                 0 if replayed else getattr(result, "sampled", 0), getattr(result, "processes", 1))

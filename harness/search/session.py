@@ -29,6 +29,7 @@ from racecheck.control import (
     tempdirs,
 )
 from racecheck.control.memory_names import Watch, forget_local_classes
+from racecheck.control.processes import install as processes
 from racecheck.control.threads import controlled_thread_class
 from racecheck.errors import DataRaceError, InternalError, RacecheckError, ReplayDivergence, UserCallbackError
 from racecheck.runtime.affinity import OneCpu
@@ -194,6 +195,7 @@ class Session:
                 stack.enter_context(controlled_thread_class())
                 stack.enter_context(external.waiting_outside())
                 stack.enter_context(processes_escape.watching())  # after external's: it wraps what that one did
+                stack.enter_context(processes.joining())  # over external's: children of the run join it
                 stack.enter_context(tempdirs.tracked())
                 stack.enter_context(collections_between_runs())
                 stack.callback(self.one_cpu.restore)  # after the carrier is closed: threads it left keep no pin

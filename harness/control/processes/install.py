@@ -1,0 +1,210 @@
+"""Putting processes under control for an exploration: ``Process``'s lifetime calls and ``multiprocessing``'s
+object factories, patched for its duration and deciding at call time.
+
+A controlled caller gets a child of the run (``children``) and served objects (``models.FACTORIES``); any other
+caller, and the stdlib's own pools and queues making their workers and locks (``children.from_machinery``), get
+the real ones, as before. The factories are patched where code reaches them: ``BaseContext``'s methods (so
+``get_context("spawn").Queue()``), the ``multiprocessing`` module's names (bound methods of the default context),
+and, through control by default, every module global that holds one of those bound methods
+(``from multiprocessing import Queue``, ``torch.multiprocessing.Queue``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import concurrent.futures.process
+import functools
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.context
+import multiprocessing.process
+import multiprocessing.shared_memory
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from racecheck import runtime
+from racecheck.control import instrument
+from racecheck.control.processes import children, pools, segments
+from racecheck.control.processes.models import FACTORIES
+
+__racecheck_engine__ = True
+
+_Base = multiprocessing.process.BaseProcess
+RealProcessPoolExecutor = concurrent.futures.process.ProcessPoolExecutor
+_Context = multiprocessing.context.BaseContext
+
+
+def _controlled(depth: int) -> Any:
+    """The caller's run if it is a controlled thread of a live run and not the stdlib's machinery, else None."""
+    run = runtime.current_run()
+    if run is None or runtime.current_thread_record() is None or run.aborting or children.from_machinery(depth + 1):
+        return None
+    return None if getattr(run, "in_child", False) else run  # a child's own children and objects stay real
+
+
+# What a controlled caller gets for each factory of ``multiprocessing`` (and of every context).
+SERVED: dict[str, Callable[..., Any]] = {**FACTORIES, "Pool": pools.Pool}
+
+
+def _factory_method(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+    model = SERVED[name]
+    own_context = name == "Pool"  # a pool starts its workers with the context it was asked of
+
+    @functools.wraps(real)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        run = _controlled(1)
+        if run is None:
+            return real(self, *args, **kwargs)
+        return model(run, *args, context=self, **kwargs) if own_context else model(run, *args, **kwargs)
+
+    method._racecheck_real = real  # type: ignore[attr-defined]
+    return method
+
+
+def _module_factory(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+    model = SERVED[name]
+
+    @functools.wraps(real)
+    def factory(*args: Any, **kwargs: Any) -> Any:
+        run = _controlled(1)
+        return real(*args, **kwargs) if run is None else model(run, *args, **kwargs)
+
+    factory._racecheck_real = real  # type: ignore[attr-defined]
+    return factory
+
+
+# The module's own names, wrapped once at import: the same object in every exploration, so the identity swaps
+# registered below always name it.
+MODULE_FACTORIES = {name: _module_factory(name, getattr(multiprocessing, name)) for name in SERVED}
+for _name, _factory in MODULE_FACTORIES.items():
+    instrument.register_swap(getattr(multiprocessing, _name), _factory)
+
+
+def _start(real: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(real)
+    def start(self: Any) -> None:
+        if _controlled(1) is None or children.CHILD in self.__dict__:
+            return real(self)
+        return children.start(self, real)
+
+    start._racecheck_real = real  # type: ignore[attr-defined]
+    return start
+
+
+def _join(real: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(real)
+    def join(self: Any, timeout: float | None = None) -> None:
+        child = children.child_of(self)
+        return real(self, timeout) if child is None else children.join(child, timeout)
+
+    join._racecheck_real = real  # type: ignore[attr-defined]
+    return join
+
+
+def _is_alive(real: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(real)
+    def is_alive(self: Any) -> bool:
+        child = children.child_of(self)
+        return real(self) if child is None else children.is_alive(child)
+
+    is_alive._racecheck_real = real  # type: ignore[attr-defined]
+    return is_alive
+
+
+def _stopper(verb: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def wrap(real: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(real)
+        def stop(self: Any) -> None:
+            child = children.child_of(self)
+            return real(self) if child is None else children.stop(child, verb, real)
+
+        stop._racecheck_real = real  # type: ignore[attr-defined]
+        return stop
+
+    return wrap
+
+
+def _exitcode(real: property) -> property:
+    def read(self: Any) -> Any:
+        child = children.child_of(self)
+        return real.fget(self) if child is None else children.exitcode(child, real.fget)
+
+    return property(read, doc=real.__doc__)
+
+
+def _wait(real: Callable[..., Any]) -> Callable[..., Any]:
+    """``multiprocessing.connection.wait`` on the sentinels of children of the run (torch's ``spawn`` joins its
+    ranks so): a point that waits for any of them to end. Anything else is the real wait."""
+
+    @functools.wraps(real)
+    def wait(object_list: Any, timeout: float | None = None) -> Any:
+        run = runtime.current_run()
+        objects = list(object_list)
+        if _controlled(1) is None:
+            return real(objects, timeout)
+        by_sentinel = children.by_sentinel(run)
+        if not objects or not all(obj in by_sentinel for obj in objects):
+            return real(objects, timeout)
+        kids = [by_sentinel[obj] for obj in objects]
+        span = None if timeout is None else max(float(timeout), 0.0)
+        children.wait_any(run, kids, span)
+        return [obj for obj, kid in zip(objects, kids, strict=True) if kid.over()]
+
+    wait._racecheck_real = real  # type: ignore[attr-defined]
+    return wait
+
+
+instrument.register_swap(segments.RealSharedMemory, segments.shared_memory)
+
+# (owner, attribute, wrapper)
+PATCHES: list[tuple[Any, str, Callable[[Any], Any]]] = [
+    (_Base, "start", _start),
+    (_Base, "join", _join),
+    (_Base, "is_alive", _is_alive),
+    (_Base, "terminate", _stopper("terminate")),
+    (_Base, "kill", _stopper("kill")),
+    (_Base, "exitcode", _exitcode),
+    (multiprocessing.connection, "wait", _wait),
+    *[(_Context, name, functools.partial(_factory_method, name)) for name in SERVED],
+]
+
+
+def process_pool_executor(*args: Any, **kwargs: Any) -> Any:
+    """``ProcessPoolExecutor(...)``: workers of the run for a controlled caller, else the real executor."""
+    run = _controlled(1)
+    if run is None:
+        return RealProcessPoolExecutor(*args, **kwargs)
+    return pools.ProcessPoolExecutor(run, *args, **kwargs)
+
+
+instrument.register_swap(RealProcessPoolExecutor, process_pool_executor)
+
+
+@contextmanager
+def joining() -> Iterator[None]:
+    """Patch the lifetime calls and the factories for the block (over what ``external.waiting_outside`` put there:
+    a process that is not a child of the run is still started and waited on as before); restore them after."""
+    saved: list[tuple[Any, str, Any]] = []
+    try:
+        for owner, name, wrap in PATCHES:
+            current = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name)
+            inherited = current is None
+            real = getattr(owner, name) if inherited else current
+            saved.append((owner, name, None if inherited else current))
+            setattr(owner, name, wrap(real))
+        for name, factory in MODULE_FACTORIES.items():
+            saved.append((multiprocessing, name, getattr(multiprocessing, name)))
+            setattr(multiprocessing, name, factory)
+        saved.append((multiprocessing.shared_memory, "SharedMemory", segments.RealSharedMemory))
+        multiprocessing.shared_memory.SharedMemory = segments.shared_memory
+        for module in (concurrent.futures, concurrent.futures.process):
+            saved.append((module, "ProcessPoolExecutor", module.__dict__.get("ProcessPoolExecutor")))
+            module.ProcessPoolExecutor = process_pool_executor
+        yield
+    finally:
+        for owner, name, own in reversed(saved):
+            if own is None:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, own)
