@@ -157,7 +157,8 @@ def memory_programs(names: list[str]):
 
 
 def memory_table(names: list[str], seeds: int, cap: int) -> Table:
-    table = Table(title=f"Schedules to the failure (median of {seeds} seeds, cap {cap}): memory watched and memory=False")
+    table = Table(title=f"Schedules to the failure (median of {seeds} seeds, cap {cap}): memory watched and "
+                        "memory=False")
     for column in ("program", "pct memory", "pct memory=False", "pct ratio", "random memory", "random memory=False",
                    "random ratio"):
         table.add_column(column, justify="left" if column == "program" else "right")
