@@ -1,5 +1,6 @@
 """Points that matter (issue 47, item 6): the sampling strategies' decisions at memory steps no other thread can
-conflict with (``racecheck.search.shared_memory``) neither count for PCT's change points nor switch the random walk.
+conflict with (``racecheck.search.shared_memory``) neither count for PCT's change points nor switch the random walk,
+and keep their thread's priority under POS.
 
 What is learned from traces, by the dependency relation; and on a program whose threads make many accesses to
 memory only they touch, around a lost update on one shared attribute, the schedules to the failure stay within 2x
@@ -110,7 +111,7 @@ def _found(fn, strategy: str, seeds: int = 10, cap: int = 200) -> list[float]:
     return found
 
 
-@pytest.mark.parametrize("strategy", ["pct", "random"])
+@pytest.mark.parametrize("strategy", ["pct", "random", "pos"])
 def test_private_memory_does_not_dilute_the_search(strategy):
     plain = statistics.median(_found(lost_update, strategy))
     noisy = statistics.median(_found(lost_update_in_private_work, strategy))
