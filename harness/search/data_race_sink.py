@@ -1,11 +1,11 @@
 """The data-race finder as a sink of the run (``racecheck.runtime.sinks``): handed to every run of a session that
-reports data races, it finds them once the run has ended, and what it found is read from the sink, not from a field
-the search would park on the run.
+reports data races, it finds them step by step as the run goes, and what it found is read from the sink, not from a
+field the search would park on the run.
 
-The finder itself (``racecheck.search.data_races.find``) reads the ended run's trace and memory records from the
-``RunEnd``, with vector clocks as FastTrack does, in one pass: a run's steps are only final once their thread has
-moved on, and the finder orders a step's notes and joined accesses by the point each was made at, which the
-trace events carry.
+Each finished step the run hands it (``step``) means every event of the trace so far is final: the finder
+(``racecheck.search.race_clocks``) advances its vector clocks over them from the run's view, as FastTrack does, and
+a pair is found when its later access arrives. ``end`` only closes: the last events, and what a report reads once
+the run has ended (source lines, atomic additions).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from racecheck.runtime.sinks import Sink
-from racecheck.runtime.steps import RunEnd
-from racecheck.search.data_races import Found, find
+from racecheck.runtime.steps import RunEnd, Step
+from racecheck.search.race_clocks import Found, RaceClocks
 
 __racecheck_engine__ = True
 
@@ -26,9 +26,23 @@ class DataRaceSink(Sink):
     def __init__(self, atomic: bool = False) -> None:
         self.atomic = atomic  # report pairs of atomic additions too (``Config.atomic_races``)
         self.found: list[Found] = []
+        self.view: Any = None
+        self.clocks = RaceClocks(atomic)
+
+    def begin(self, view: Any) -> None:
+        self.view = view
+        self.found = []
+        self.clocks = RaceClocks(self.atomic)
+
+    def step(self, step: Step) -> None:
+        view = self.view
+        trace = view.trace
+        if self.clocks.cursor < len(trace):  # the steps of one advance share its events: the first reads them all
+            self.clocks.feed(trace, view.real_sync)
 
     def end(self, run_end: RunEnd) -> None:
-        self.found = find(run_end, self.atomic)
+        self.found = self.clocks.close(run_end)
+        self.view = None
 
 
 def found_races(run: Any) -> list[Found]:
