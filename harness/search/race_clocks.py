@@ -55,53 +55,66 @@ class RaceClocks:
         self.mixed = False  # it holds operations made at points of their own (merged accesses, real locks)
         self.running = -1
         self.stepping = -1  # the index of the step event that began it (-1: a slice of notes)
+        self.view: Any = None  # the run's view: its real-lock operations so far (``begin``)
         self.real_source: Sequence[tuple[int, int, int, int]] = ()  # the run's real-lock operations, as they grow
         self.real_read = 0
         self.real: dict[int, list[tuple[int, int, int]]] = {}  # thread -> its real-lock operations, in order
         self.taken: dict[int, int] = {}  # thread -> how many of them a step has played
 
-    def feed(self, trace: Sequence[Any], real_sync: Sequence[tuple[int, int, int, int]] | None) -> None:
-        """Every event of ``trace`` is final: read those not read yet (``real_sync``: the run's real-lock operations
-        so far)."""
-        if real_sync:
-            self.real_source = real_sync
-        stop = len(trace)
-        for index in range(self.cursor, stop):
+    def feed(self, trace: Sequence[Any]) -> None:
+        """Every event of ``trace`` is final: read those not read yet (per decision of every run: the slice's state
+        is kept in locals while it goes)."""
+        start, stop = self.cursor, len(trace)
+        if start >= stop:
+            return
+        n, ops, running, stepping, mixed = self.n, self.slice, self.running, self.stepping, self.mixed
+        for index in range(start, stop):
             event = trace[index]
-            tid, switch, access, at, marks = event.tid, event.switch, event.access, event.at, event.marks
-            if tid >= self.n:
+            tid = event.tid
+            if tid >= n:
                 self._grow(tid)
-            if switch != "info":
-                self._play(trace)
-                self.running = tid
-                self.stepping = index
-                self.mixed = bool(marks)
-                ops = self.slice
-                own = len(access) - len(marks)
-                for position, one in enumerate(access):
-                    if position < own:
+                n = self.n
+            if event.switch != "info":
+                if ops or stepping >= 0:
+                    self._play(ops, mixed, running, stepping, trace)
+                    ops = []
+                running, stepping = tid, index
+                access, marks, at = event.access, event.marks, event.at
+                if marks:
+                    mixed = True
+                    own = len(access) - len(marks)
+                    for position, one in enumerate(access):
+                        if position < own:
+                            ops.append((at, 0, position, one, None, index, at, tid))
+                        else:
+                            mark = marks[position - own]
+                            ops.append((mark, 1, position, one, (tid, mark), index, mark, tid))
+                else:
+                    mixed = False
+                    for position, one in enumerate(access):
                         ops.append((at, 0, position, one, None, index, at, tid))
-                    else:
-                        mark = marks[position - own]
-                        ops.append((mark, 1, position, one, (tid, mark), index, mark, tid))
-            elif access:
-                if tid != self.running:
-                    self._play(trace)
-                    self.running = tid
-                    self.stepping = -1
-                    self.mixed = False
-                ops = self.slice
-                for position, one in enumerate(access):
-                    ops.append((at, 2, index * 64 + position, one, None, index, at, tid))
-        self.cursor = stop
+            else:
+                access = event.access
+                if access:
+                    if tid != running:
+                        if ops or stepping >= 0:
+                            self._play(ops, mixed, running, stepping, trace)
+                            ops = []
+                        running, stepping, mixed = tid, -1, False
+                    at = event.at
+                    for position, one in enumerate(access):
+                        ops.append((at, 2, index * 64 + position, one, None, index, at, tid))
+        self.cursor, self.slice, self.running, self.stepping, self.mixed = stop, ops, running, stepping, mixed
 
     def close(self, run_end: Any) -> list[Found]:
         """The run has ended (a ``RunEnd``): its last events are read and played, and its races are named, each
         pair once, in trace order of the later access (a pair of atomic additions only with ``atomic``)."""
         trace = run_end.trace
         memory = run_end.memory_steps
-        self.feed(trace, memory.real_sync)
-        self._play(trace)
+        self.real_source = memory.real_sync or ()
+        self.feed(trace)
+        self._play(self.slice, self.mixed, self.running, self.stepping, trace)
+        self.slice = []
         atomic: set[tuple[int, int]] = set() if self.atomic else memory.atomic
         where = memory.where or {}
         out: list[Found] = []
@@ -123,46 +136,49 @@ class RaceClocks:
             self.clocks.append(clock)
         self.n = n
 
-    def _real_ops(self, trace: Sequence[Any]) -> None:
-        """The real-lock operations of the step being played: those its thread made before its next point."""
+    def _real_ops(self, ops: list[tuple], tid: int, stepping: int, trace: Sequence[Any]) -> bool:
+        """Adds to ``ops`` the real-lock operations of thread ``tid``'s step at ``stepping``: those it made before
+        its next point. Whether there was one."""
         source = self.real_source
         if self.real_read < len(source):
-            for tid, point, change, lock in source[self.real_read:]:
-                self.real.setdefault(tid, []).append((point, change, lock))
+            for thread, point, change, lock in source[self.real_read:]:
+                self.real.setdefault(thread, []).append((point, change, lock))
             self.real_read = len(source)
-        tid = self.running
-        ops = self.real.get(tid)
-        if not ops:
-            return
+        mine = self.real.get(tid)
+        if not mine:
+            return False
         k = self.taken.get(tid, 0)
-        if k >= len(ops):
-            return
+        if k >= len(mine):
+            return False
         limit = _INF
-        for index in range(self.stepping + 1, len(trace)):  # every one of them final
+        for index in range(stepping + 1, len(trace)):  # every one of them final
             event = trace[index]
             if event.tid == tid and event.switch != "info":
                 limit = event.at
                 break
-        index = self.stepping
-        while k < len(ops) and ops[k][0] < limit:
-            point, change, lock = ops[k]
-            self.slice.append((point, 3, k, (_REAL, change, lock), None, index, point, tid))
-            self.mixed = True
+        start = k
+        while k < len(mine) and mine[k][0] < limit:
+            point, change, lock = mine[k]
+            ops.append((point, 3, k, (_REAL, change, lock), None, stepping, point, tid))
             k += 1
         self.taken[tid] = k
+        return k > start
 
-    def _play(self, trace: Sequence[Any]) -> None:
-        """The slice read so far, in the order its thread made its operations: a step's own accesses, then notes,
-        merged accesses and real-lock operations by the point they were made at (only those need sorting)."""
-        if self.stepping >= 0 and self.real_source:
-            self._real_ops(trace)
-        ops = self.slice
+    def _play(self, ops: list[tuple], mixed: bool, running: int, stepping: int, trace: Sequence[Any]) -> None:
+        """One slice's operations (``stepping``: the index of the step event that began it, -1 for notes alone), in
+        the order its thread made them: a step's own accesses, then notes, merged accesses and real-lock operations
+        by the point they were made at (only those need sorting)."""
+        if stepping >= 0:
+            if not self.real_source and self.view is not None:
+                self.real_source = self.view.real_sync or ()
+            if self.real_source and self._real_ops(ops, running, stepping, trace):
+                mixed = True
         if not ops:
             return
-        self.slice = []
-        if self.mixed:
+        if mixed:
             ops.sort(key=_order)
-        categories, clocks, shadow = self.categories, self.clocks, self.shadow
+        categories, clocks, shadow, sync, active = self.categories, self.clocks, self.shadow, self.sync, self.active
+        take_only = self.relation.take_only  # what only takes a synchronising object's clock (``publishes``)
         for op in ops:
             one = op[3]
             if one[0] is _REAL:
@@ -185,29 +201,29 @@ class RaceClocks:
                     if other != tid and epoch > clock[other] and conflict[(other_kind, kind)]:
                         self._found(obj, (other, other_kind, where, index, point), (tid, kind, op[4], op[5], op[6]))
                 last[(tid, kind)] = entry
-            elif category == Role.SYNC:
-                self._sync(op[7], obj, one.kind)
+            elif category == Role.SYNC:  # inline too: a run of executors and futures is mostly these
+                kind, tid = one.kind, op[7]
+                active.add(tid)
+                clock = clocks[tid]
+                held = sync.get(obj)
+                if kind == BEGIN and held is None and obj is thread_obj(tid):
+                    # a thread nobody started: the test function, or a crash's recovery check, after all so far
+                    for other in active:
+                        _join(clock, clocks[other])
+                    continue
+                if held is not None:
+                    for k, value in enumerate(held):
+                        if value > clock[k]:
+                            clock[k] = value
+                if kind not in take_only:
+                    sync[obj] = clock.copy()
+                    clock[tid] += 1
 
     def _found(self, obj: Obj, first: tuple, second: tuple) -> None:
         pair = (obj, first[0], first[1], first[4], second[0], second[1], second[4])
         if pair not in self.pairs:  # whether both are atomic additions is known by the pair: told at ``close``
             self.pairs.add(pair)
             self.found.append((obj, first, second))
-
-    def _sync(self, tid: int, obj: Obj, kind: str) -> None:
-        self.active.add(tid)
-        clock = self.clocks[tid]
-        held = self.sync.get(obj)
-        if kind == BEGIN and held is None and obj is thread_obj(tid):
-            # a thread nobody started: the test function, or a crash's recovery check, after everything so far
-            for other in self.active:
-                _join(clock, self.clocks[other])
-            return
-        if held is not None:
-            _join(clock, held)
-        if self.relation.publishes(kind):
-            self.sync[obj] = clock.copy()
-            clock[tid] += 1
 
     def _real(self, op: tuple) -> None:
         _, change, lock = op[3]

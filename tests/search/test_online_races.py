@@ -12,18 +12,29 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from racecheck.config import resolve
+from racecheck.search import data_race_sink
 from racecheck.search.data_race_sink import DataRaceSink, found_races
 from racecheck.search.random_walk import RandomChooser
 from racecheck.search.session import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generated_race_programs as programs  # noqa: E402
-from whole_trace_races import Ends, find  # noqa: E402
+from whole_trace_races import Ends, Watched, find  # noqa: E402
 
 
-def _compare(plan, seeds) -> int:
+def _compare(plan, seeds, read_every: int = 1) -> int:
     """Runs ``plan`` once per seed (alternately with and without locations) and checks, run by run, that both data-race
-    sinks (atomic additions reported and not) found what the whole-trace pass finds; the number of races seen."""
+    sinks (atomic additions reported and not) found what the whole-trace pass finds; the number of races seen.
+    ``read_every``: how many final events the sinks wait for before they read (1: at every decision)."""
+    saved = data_race_sink.READ_EVERY
+    data_race_sink.READ_EVERY = read_every
+    try:
+        return _compare_runs(plan, seeds)
+    finally:
+        data_race_sink.READ_EVERY = saved
+
+
+def _compare_runs(plan, seeds) -> int:
     session = Session(programs.program(plan), resolve(None, {}, "explore").parts())
     ends: list[Ends] = []
     atomic: list[DataRaceSink] = []
@@ -51,9 +62,9 @@ _plan = st.lists(st.lists(_op, min_size=1, max_size=4).map(tuple), min_size=2, m
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
-@given(_plan, st.integers(0, 2**16))
-def test_the_online_finder_finds_what_the_whole_trace_pass_finds(plan, seed):
-    _compare(plan, [seed, seed + 1, seed + 2])
+@given(_plan, st.integers(0, 2**16), st.sampled_from([1, 3, data_race_sink.READ_EVERY]))
+def test_the_online_finder_finds_what_the_whole_trace_pass_finds(plan, seed, read_every):
+    _compare(plan, [seed, seed + 1, seed + 2], read_every)
 
 
 def test_the_comparison_sees_races_and_real_locks():
@@ -63,3 +74,27 @@ def test_the_comparison_sees_races_and_real_locks():
             (("write", 0), ("append", 1), ("real", 0), ("point", 0), ("real", 1)),
             (("read", 0), ("real", 1), ("peek", 1), ("set", 0)))
     assert _compare(plan, range(6)) > 0
+    assert _compare(plan, range(6), 5) > 0
+
+
+def test_races_are_found_while_the_run_goes():
+    """Read at every decision, the sink has read most of the run and found its pairs before the run ends."""
+    plan = ((("write", 0), ("point", 0), ("write", 1), ("point", 0), ("read", 0)),
+            (("write", 0), ("point", 0), ("write", 1), ("point", 0), ("read", 1)))
+    saved = data_race_sink.READ_EVERY
+    data_race_sink.READ_EVERY = 1
+    session = Session(programs.program(plan), resolve(None, {}, "explore").parts())
+    session.sink_factories.append(Watched)
+    try:
+        with session.controlled():
+            session.warm_up()
+            runs = [session.run_once(RandomChooser(random.Random(seed))) for seed in range(4)]
+    finally:
+        data_race_sink.READ_EVERY = saved
+    early = 0
+    for run in runs:
+        sink = next(sink for sink in run.sinks if type(sink) is Watched)
+        read, found = sink.before_end
+        assert read > len(run.trace) // 2
+        early += found > 0 and found <= len(sink.found)
+    assert early

@@ -11,6 +11,7 @@ from typing import Any
 from racecheck.runtime.access import BEGIN, thread_obj
 from racecheck.runtime.relation import Role, active
 from racecheck.runtime.sinks import Sink
+from racecheck.search.data_race_sink import DataRaceSink
 from racecheck.runtime.steps import Obj
 from racecheck.search.race_clocks import Found, Side
 
@@ -203,3 +204,16 @@ class Ends(Sink):
 
     def end(self, run_end: Any) -> None:
         self.ends.append(run_end)
+
+
+class Watched(DataRaceSink):
+    """The data-race sink, noting at the run's end, before it closes, how far it had read and how many pairs it had
+    found while the run went."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.before_end: tuple[int, int] = (0, 0)
+
+    def end(self, run_end: Any) -> None:
+        self.before_end = (self.clocks.cursor, len(self.clocks.found))
+        super().end(run_end)
