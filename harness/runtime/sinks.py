@@ -153,8 +153,8 @@ class StepLog(Sequence[Step]):
 
     def finish(self, trace: list[Any]) -> StepLog:
         """The run has ended and ``trace`` is its trace: the sinks get the steps (or events) they have not had; the
-        steps no sink took are made when first read. A trace that replaced the one read so far (the same events without source lines) is
-        read again from its start; the sinks get only the steps they have not had."""
+        steps no sink took are made when first read. A trace that replaced the one read so far (the same events
+        without source lines) is read again from its start; the sinks get only the steps they have not had."""
         if trace is not self.source:
             self.source, self.made, self.counts, self.cursor = trace, [], {}, 0
         self.ended = True

@@ -4,11 +4,11 @@ field the search would park on the run.
 
 It reads the events the run's steps are made of (``Sink.events``), not the ``Step`` values: at each of the run's
 decisions every event so far is final, and the finder (``racecheck.search.race_clocks``) advances its vector clocks
-over the new ones (``READ_EVERY`` at a time), as FastTrack does, a pair found when its later access is read. A ``Step`` merges what the finder
-orders by (each note's and joined access's own point, line and trace index), and building the run's steps as it goes
-cost the memory-watched micro workload about 7% (docs/architecture.md, "Sinks"), which reading the events does not.
-``end`` only closes: the last events, and what a report reads once the run has ended (source lines, atomic
-additions).
+over the new ones (``READ_EVERY`` at a time), as FastTrack does, a pair found when its later access is read. A
+``Step`` merges what the finder orders by (each note's and joined access's own point, line and trace index), and
+building the run's steps as it goes cost bench_engine's no-op workload about 7% CPU (docs/architecture.md,
+"Sinks"), which reading the events does not. ``end`` only closes: the last events, and what a report reads once the
+run has ended (source lines, atomic additions).
 """
 
 from __future__ import annotations

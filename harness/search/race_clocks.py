@@ -1,17 +1,18 @@
 """The data-race finder, online as FastTrack is: vector clocks advanced as the run's events become final, each pair
 found when its later access arrives (``racecheck.search.data_races`` says what is checked, what orders and why).
 
-The data-race sink (``racecheck.search.data_race_sink``) feeds it step by step: when the run hands the sink a
-finished step (``Sink.step``), every event of the trace so far is final (``racecheck.runtime.sinks.StepLog``), so
-the finder reads them from the run's view. It reads the events, not the ``Step``: a step merges its notes and
-joined accesses, while the finder orders them by the point each was made at and names each by its own event.
+The data-race sink (``racecheck.search.data_race_sink``) feeds it the run's events as they become final
+(``Sink.events``: at the run's decisions, every event so far is, ``racecheck.runtime.sinks.StepLog``). It reads
+events, not ``Step`` values: a step merges its notes and joined accesses, while the finder orders them by the point
+each was made at and names each by its own event.
 
 A step's operations are played when the next slice of the trace begins, not when it arrives: a step's takes and
 gives of real locks made before the run (``RunView.real_sync``) are those its thread made before its next point,
 which are only all recorded by then. (One order it cannot know: a real lock's operation made by a thread
 unwinding after the run was stopped, once that thread's last step has been played. The whole-trace pass put it in
-that step; after the stop only notes of unwinding threads follow, so here it is left out.) What a report reads only at the end (source lines, which a run that left a
-thread stuck blanks; which accesses were atomic additions) is kept by reference and read from the ``RunEnd``.
+that step; after the stop only notes of unwinding threads follow, so here it is left out.) What a report reads only
+at the end (source lines, which a run that left a thread stuck blanks; which accesses were atomic additions) is kept
+by reference and read from the ``RunEnd``.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from typing import Any
 from racecheck.runtime.access import BEGIN, thread_obj
 from racecheck.runtime.relation import Role, active
 from racecheck.runtime.sinks import Sink
-from racecheck.search.data_race_sink import DataRaceSink
 from racecheck.runtime.steps import Obj
+from racecheck.search.data_race_sink import DataRaceSink
 from racecheck.search.race_clocks import Found, Side
 
 __racecheck_engine__ = True
