@@ -56,6 +56,12 @@ class RunView:
         that widens a sampled one (``racecheck.search.widening``)."""
         return self._run.memory_steps.cold_point
 
+    @property
+    def real_sync(self) -> Sequence[tuple[int, int, int, int]] | None:
+        """The takes and gives of real locks made before the run, so far ((thread, point, +1 / -1, lock id); None:
+        none), for the data-race sink that orders by them as the run goes (``racecheck.search.race_clocks``)."""
+        return self._run.memory_steps.real_sync
+
     def thread(self, tid: int) -> Pending | None:
         """What thread ``tid`` is about to do (None: the run has no such thread)."""
         threads = self._run.threads

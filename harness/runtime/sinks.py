@@ -7,6 +7,10 @@ run its sinks as it hands it a chooser (``Run(chooser, config, sinks)``), and th
 * ``step(step)`` for every ``Step`` of the run, once each, in the order the steps ran, as soon as it is finished
   (its thread reached its next point: nothing joins it any more). Only a sink that defines ``step`` is fed step by
   step, so a run whose sinks listen only at the end builds no step while it goes;
+* ``events(trace)`` for a sink that reads the events steps are made of rather than the steps (defines ``events``):
+  called at the same moments as ``step``, it means every event of ``trace`` is final (the ones a step is built from,
+  for a consumer that needs what a step merges: the point, line and index of each note and joined access, as the
+  data-race finder orders by them). It builds no step: a run whose sinks only read events pays no step either;
 * ``end(run_end)`` once the run has ended and been torn down, before its chooser hears of it (``RunEnd``: outcome,
   steps, picks, trace, ``taken`` the run's steps, ``memory`` its memory records). A finding a sink makes there (a
   data race that fails the run) is the session's to act on before the chooser's ``end``.
@@ -41,6 +45,10 @@ class Sink:
     def step(self, step: Step) -> None:
         """One finished step of the run, in order (only called on sinks that define it)."""
 
+    def events(self, trace: Sequence[Any]) -> None:
+        """Every event of ``trace`` so far is final, the run's own list: read, never change it (only called on sinks
+        that define it; ``trace`` may be a new list with the same events at the end: ``Run.drop_locations``)."""
+
     def end(self, run_end: Any) -> None:
         """The run has ended (a ``RunEnd``)."""
 
@@ -48,6 +56,11 @@ class Sink:
 def takes_steps(sink: Sink) -> bool:
     """Whether ``sink`` listens step by step (defines ``step``)."""
     return type(sink).step is not Sink.step
+
+
+def reads_events(sink: Sink) -> bool:
+    """Whether ``sink`` reads the run's events as they become final (defines ``events``)."""
+    return type(sink).events is not Sink.events
 
 
 def _extend(made: list[Step], counts: dict[int, int], last: dict[int, int] | None, events: Sequence[Any],
@@ -95,14 +108,16 @@ class StepLog(Sequence[Step]):
     (``finish`` says it has). A sequence of ``Step``, read from the trace the run hands out at its end
     (``Run.drop_locations`` may have replaced it: then it is read again from that one)."""
 
-    __slots__ = ("source", "made", "counts", "cursor", "sinks", "fed", "ended")
+    __slots__ = ("source", "made", "counts", "cursor", "sinks", "steppers", "readers", "fed", "ended")
 
-    def __init__(self, trace: list[Any], sinks: tuple[Sink, ...] = ()) -> None:
+    def __init__(self, trace: list[Any], steppers: tuple[Sink, ...] = (), readers: tuple[Sink, ...] = ()) -> None:
         self.source = trace
         self.made: list[Step] = []
         self.counts: dict[int, int] = {}
         self.cursor = 0  # the events read so far: every one of them final, so are the steps made of them
-        self.sinks = sinks  # the sinks that take steps, fed each one as it is made
+        self.steppers = steppers  # the sinks that take steps, fed each one as it is made
+        self.readers = readers  # the sinks that read events, told as they become final
+        self.sinks = steppers + readers  # every sink fed as the run goes (none: the run builds nothing as it goes)
         self.fed = 0  # the steps the sinks have had
         self.ended = False
 
@@ -112,27 +127,34 @@ class StepLog(Sequence[Step]):
         and those that take steps are fed them."""
         for sink in sinks:
             sink.begin(view)
-        return cls(trace, tuple(sink for sink in sinks if takes_steps(sink)))
+        return cls(trace, tuple(sink for sink in sinks if takes_steps(sink)),
+                   tuple(sink for sink in sinks if reads_events(sink)))
 
     def advance(self) -> None:
-        """Every event of the trace so far is final (the run is about to add a new step, or has ended): make their
-        steps, and feed them to the sinks. The events after the last call begin with a step's event, so no note
-        joins a step made (and fed) before."""
+        """Every event of the trace so far is final (the run is about to add a new step, or has ended): the sinks
+        that read events are told; for those that take steps, their steps are made and fed. The events after the
+        last call begin with a step's event, so no note joins a step made (and fed) before."""
         trace = self.source
-        made = self.made
-        _extend(made, self.counts, None, trace, self.cursor, len(trace))
-        self.cursor = len(trace)
-        sinks = self.sinks
+        for sink in self.readers:
+            sink.events(trace)
+        sinks = self.steppers
         if sinks:
+            made = self._build()
             for step in made[self.fed:]:
                 for sink in sinks:
                     sink.step(step)
             self.fed = len(made)
 
+    def _build(self) -> list[Step]:
+        trace = self.source
+        _extend(self.made, self.counts, None, trace, self.cursor, len(trace))
+        self.cursor = len(trace)
+        return self.made
+
     def finish(self, trace: list[Any]) -> StepLog:
-        """The run has ended and ``trace`` is its trace: the sinks get the steps they have not had; the others are
-        made when first read. A trace that replaced the one read so far (the same events without source lines) is
-        read again from its start; the sinks get only the steps they have not had."""
+        """The run has ended and ``trace`` is its trace: the sinks get the steps (or events) they have not had; the
+        steps no sink took are made when first read. A trace that replaced the one read so far (the same events
+        without source lines) is read again from its start; the sinks get only the steps they have not had."""
         if trace is not self.source:
             self.source, self.made, self.counts, self.cursor = trace, [], {}, 0
         self.ended = True
@@ -142,7 +164,7 @@ class StepLog(Sequence[Step]):
 
     def _all(self) -> list[Step]:
         if self.ended and self.cursor < len(self.source):
-            self.advance()
+            self._build()
         return self.made
 
     def __len__(self) -> int:

@@ -1,7 +1,8 @@
 """Data races: conflicting accesses of two threads to one attribute, item, global, cell or file that no
 synchronisation orders, found in every schedule explored, passing or failing, as ThreadSanitizer reports them.
 
-Happens-before is built over one run's trace with vector clocks (FastTrack's epochs): every thread has a clock,
+Happens-before is built over one run's trace with vector clocks (FastTrack's epochs), step by step as the run goes
+(``racecheck.search.race_clocks``, fed by the data-race sink): every thread has a clock,
 every synchronisation object one too. What each access of a step does to them is read from its kind
 (``racecheck.runtime.access``), never from display text:
 
@@ -37,14 +38,13 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from racecheck.control.processes.link import thread_labels
-from racecheck.runtime.access import BEGIN, thread_obj
-from racecheck.runtime.relation import Relation, Role, active
+from racecheck.runtime.relation import Relation
 from racecheck.runtime.steps import Obj
+from racecheck.search.race_clocks import Found
 
 __racecheck_engine__ = True
 
 MODES = ("report", "fail", "ignore")
-_REAL = object()  # marks a real lock's take or give among a step's operations
 RERUNS = 16  # runs again with source lines, beyond one per new kind of race, that an exploration may spend
 RERUN_EVERY = 8  # ... and no more than one of them per this many runs: each costs a whole run (a small Trainer.fit's
 # schedules each showed a new pair, and a 10-schedule exploration ran 20)
@@ -102,11 +102,6 @@ class DataRace:
                    str(data["token"]), bool(data.get("benign", False)))
 
 
-# One race as found in one run: (object, (thread, kind, location, event index, point, the callee it was handed to
-# or "") for each side).
-Side = tuple[int, str, str, int, int, str]
-Found = tuple[Obj, Side, Side]
-
 _NUMBER = re.compile(r"(@T\d+)?#\d+")
 
 
@@ -122,183 +117,6 @@ def object_kind(obj: Obj | str) -> str:
         return obj.split(" ", 1)[0]
     base, bracket, _rest = obj.partition("[")
     return _NUMBER.sub("", base) + ("[...]" if bracket else "")
-
-
-def find(run: Any, atomic: bool = False) -> list[Found]:
-    """Every data race of an ended run (a ``RunEnd``: its trace, and its memory records' ``where``, ``real_sync``
-    and ``atomic``): each pair once, in trace order of the later access; a pair of atomic additions
-    (``MemorySteps.atomic``) only with ``atomic``."""
-    trace = run.trace
-    if not trace:
-        return []
-    return _Finder(run, atomic).scan(trace)
-
-
-class _Finder:
-    """The vector-clock pass over one trace."""
-
-    def __init__(self, run: Any, atomic: bool = False) -> None:
-        trace = run.trace
-        # (thread, point) of the run's atomic additions, when a pair of them is no race (the default)
-        self.atomic: set[tuple[int, int]] = set() if atomic else run.memory_steps.atomic
-        self.where: dict[tuple[int, int], str] = run.memory_steps.where or {}
-        real_sync = run.memory_steps.real_sync or ()
-        self.n = 1 + max(max(e.tid for e in trace), max((op[0] for op in real_sync), default=0))
-        self.clocks: list[list[int]] = [[0] * self.n for _ in range(self.n)]
-        for tid in range(self.n):
-            self.clocks[tid][tid] = 1
-        self.sync: dict[Any, list[int]] = {}
-        self.active: set[int] = set()  # threads that have begun
-        self.started: set[str] = set()
-        self.shadow: dict[Obj, dict[tuple[int, str], tuple[int, int, int, str]]] = {}
-        self.found: list[Found] = []
-        self.pairs: set[tuple] = set()
-        self.relation = active()
-        # object -> (its role, its kind's conflict table): looked up once per object and run
-        self.categories: dict[Any, tuple[Role, dict]] = {}
-        self.real: dict[int, list[tuple[int, int, int]]] = {}  # thread -> its real-lock operations, in order
-        for tid, point, change, lock in real_sync:
-            self.real.setdefault(tid, []).append((point, change, lock))
-
-    def scan(self, trace: list[Any]) -> list[Found]:
-        next_at = self._next_points(trace) if self.real else {}
-        taken = dict.fromkeys(self.real, 0)
-        slice_ops: list[tuple] = []
-        running = -1
-        mixed = False  # the slice holds operations made at points of their own (merged accesses, real locks)
-        for index, event in enumerate(trace):
-            tid, switch, access, at, marks = event.tid, event.switch, event.access, event.at, event.marks
-            if switch != "info":
-                self._play(slice_ops, mixed)
-                slice_ops = []
-                running = tid
-                mixed = bool(marks)
-                own = len(access) - len(marks)
-                loc = event.loc
-                for position, one in enumerate(access):
-                    if position < own:
-                        slice_ops.append((at, 0, position, one, loc, index, at, tid))
-                    else:
-                        mark = marks[position - own]
-                        slice_ops.append((mark, 1, position, one, self.where.get((tid, mark), ""), index, mark, tid))
-                ops = self.real.get(tid)
-                if ops:
-                    limit = next_at[index]
-                    k = taken[tid]
-                    while k < len(ops) and ops[k][0] < limit:
-                        point, change, lock = ops[k]
-                        slice_ops.append((point, 3, k, (_REAL, change, lock), "", index, point, tid))
-                        mixed = True
-                        k += 1
-                    taken[tid] = k
-            elif access:
-                if tid != running:
-                    self._play(slice_ops, mixed)
-                    slice_ops = []
-                    running = tid
-                    mixed = False
-                for position, one in enumerate(access):
-                    slice_ops.append((at, 2, index * 64 + position, one, event.loc, index, at, tid))
-        self._play(slice_ops, mixed)
-        return self.found
-
-    @staticmethod
-    def _next_points(trace: list[Any]) -> dict[int, float]:
-        """For each step event, the point of its thread's next step (infinity: none): the real-lock operations made
-        before it belong to this step."""
-        out: dict[int, float] = {}
-        following: dict[int, float] = {}
-        for index in range(len(trace) - 1, -1, -1):
-            event = trace[index]
-            if event.switch != "info":
-                out[index] = following.get(event.tid, float("inf"))
-                following[event.tid] = event.at
-        return out
-
-    def _play(self, ops: list[tuple], mixed: bool) -> None:
-        """One slice's operations in the order its thread made them: a step's own accesses, then notes, merged
-        accesses and real-lock operations by the point they were made at (only those need sorting)."""
-        if not ops:
-            return
-        if mixed:
-            ops.sort(key=_order)
-        categories, clocks, shadow = self.categories, self.clocks, self.shadow
-        for op in ops:
-            one = op[3]
-            if one[0] is _REAL:
-                self._real(op)
-                continue
-            obj = one.obj
-            found = categories.get(obj)
-            if found is None:
-                found = categories[obj] = (self.relation.role(obj), self.relation.conflict_rows[obj.kind])
-            category, conflict = found
-            if category == Role.DATA:  # inline: the most frequent case by far
-                kind, tid = one.kind, op[7]
-                clock = clocks[tid]
-                entry = (clock[tid], op[5], op[6], op[4], one.via)
-                last = shadow.get(obj)
-                if last is None:
-                    shadow[obj] = {(tid, kind): entry}
-                    continue
-                for (other, other_kind), (epoch, index, point, loc, via) in last.items():
-                    if other != tid and epoch > clock[other] and conflict[(other_kind, kind)]:
-                        self._found(obj, (other, other_kind, loc, index, point, via),
-                                    (tid, kind, op[4], op[5], op[6], one.via))
-                last[(tid, kind)] = entry
-            elif category == Role.SYNC:
-                self._sync(op, obj, one.kind)
-
-    def _found(self, obj: Obj, first: Side, second: Side) -> None:
-        atomic = self.atomic
-        if atomic and (first[0], first[4]) in atomic and (second[0], second[4]) in atomic:
-            return  # two atomic additions: neither is lost, only their order is open (the program's checks see it)
-        pair = (obj, first[0], first[1], first[4], second[0], second[1], second[4])
-        if pair not in self.pairs:
-            self.pairs.add(pair)
-            self.found.append((obj, first, second))
-
-    def _sync(self, op: tuple, obj: Obj, kind: str) -> None:
-        tid = self._owner(op)
-        self.active.add(tid)
-        clock = self.clocks[tid]
-        held = self.sync.get(obj)
-        if kind == BEGIN and held is None and obj is thread_obj(tid):
-            # a thread nobody started: the test function, or a crash's recovery check, after everything so far
-            for other in self.active:
-                _join(clock, self.clocks[other])
-            self.active.add(tid)
-            return
-        if held is not None:
-            _join(clock, held)
-        if self.relation.publishes(kind):
-            self.sync[obj] = clock.copy()
-            clock[tid] += 1
-
-    def _real(self, op: tuple) -> None:
-        _, change, lock = op[3]
-        tid = self._owner(op)
-        clock = self.clocks[tid]
-        held = self.sync.get(lock)
-        if held is not None:
-            _join(clock, held)
-        if change < 0:
-            self.sync[lock] = clock.copy()
-            clock[tid] += 1
-
-    @staticmethod
-    def _owner(op: tuple) -> int:
-        return op[7]
-
-
-def _order(op: tuple) -> tuple:
-    return (op[0], op[1], op[2])
-
-
-def _join(into: list[int], other: list[int]) -> None:
-    for k, value in enumerate(other):
-        if value > into[k]:
-            into[k] = value
 
 
 def race_lines(races: Iterable[DataRace]) -> list[str]:

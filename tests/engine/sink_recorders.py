@@ -30,3 +30,17 @@ class EndOnly(Sink):
 
     def end(self, run_end):
         self.ends.append(run_end)
+
+
+class EventReader(Sink):
+    """Reads the run's events as they become final: what it was shown each time."""
+
+    def __init__(self) -> None:
+        self.shown: list[tuple] = []
+        self.ends = []
+
+    def events(self, trace):
+        self.shown.append(tuple(trace))
+
+    def end(self, run_end):
+        self.ends.append(run_end)

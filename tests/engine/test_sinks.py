@@ -14,7 +14,7 @@ from racecheck.config import resolve
 from racecheck.runtime.sinks import Sink, build
 from racecheck.search.random_walk import RandomChooser
 from racecheck.search.session import Session
-from sink_recorders import EndOnly, Recorder
+from sink_recorders import EndOnly, EventReader, Recorder
 
 
 def notes_and_memory():
@@ -107,11 +107,26 @@ def test_steps_are_fed_as_the_run_goes_not_after_it():
 
 
 def test_a_sink_that_only_listens_at_the_end_costs_no_step_during_the_run():
+    # the data-race sink, which reads the run's events as they become final (it finds races online), builds no step
     runs, sinks = _runs(notes_and_memory, EndOnly, [1, 2])
     for run, sink in zip(runs, sinks[1:], strict=True):
-        assert run.taken.sinks == ()
+        assert run.taken.steppers == () and run.taken.made == []
         (run_end,) = sink.ends
         assert list(run_end.taken) == build(run.trace)
+
+
+@pytest.mark.parametrize("fn", [notes_and_memory, fails_while_another_holds_a_lock])
+def test_a_sink_that_reads_events_is_shown_only_final_events_as_the_run_goes_and_builds_no_step(fn):
+    runs, sinks = _runs(fn, EventReader, range(4))
+    for run, sink in zip(runs, sinks[1:], strict=True):
+        assert run.taken.steppers == () and sink in run.taken.readers
+        final = tuple(run.trace)
+        # each time, every event shown is the run's final event at that place, and more of them each time
+        assert len(sink.shown) > 3 and [len(shown) for shown in sink.shown] == sorted(len(s) for s in sink.shown)
+        for shown in sink.shown:
+            assert shown == final[:len(shown)]
+        assert sink.shown[0] and len(sink.shown[0]) < len(final) // 2  # not only at the end
+        assert sink.shown[-1] == final and len(sink.ends) == 1
 
 
 def test_a_note_of_a_thread_that_runs_no_step_joins_no_step_of_the_run():

@@ -75,21 +75,19 @@ def test_upper_layers_feed_on_a_run_only_through_its_interfaces(module):
 
 
 def test_the_data_race_finder_is_fed_only_as_a_sink():
-    """``data_races.find`` is called by the data-race sink alone: the finder is fed the run's end through the
-    protocol, by nobody else."""
-    callers = []
+    """The data-race finder (``race_clocks.RaceClocks``) is made by the data-race sink alone: it is fed the run's
+    steps through the protocol, by nobody else, and no whole-trace pass over an ended run is left in the tree."""
+    makers = []
     for name, module in sorted(MODULES.items()):
         for node in ast.walk(module.tree):
             if isinstance(node, ast.Call):
                 func = node.func
                 called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-                if called == "find" and name.startswith("racecheck.search") and \
-                        any(isinstance(n, ast.ImportFrom) and n.module == "racecheck.search.data_races" and
-                            any(a.name == "find" for a in n.names) for n in ast.walk(module.tree)):
-                    callers.append(name)
-                if isinstance(func, ast.Attribute) and func.attr == "find" and _chain(func) == ["data_races", "find"]:
-                    callers.append(name)
-    assert sorted(set(callers)) == ["racecheck.search.data_race_sink"]
+                if called == "RaceClocks":
+                    makers.append(name)
+            if isinstance(node, ast.FunctionDef) and node.name == "find" and name.startswith("racecheck.search.data"):
+                makers.append(f"{name}.find")
+    assert sorted(set(makers)) == ["racecheck.search.data_race_sink"]
 
 
 @pytest.mark.parametrize("source, what", [
