@@ -20,7 +20,7 @@ BAD = {
     "depth": 0, "fs": "ntfs", "on_crash": 3, "max_steps": True, "watchdog": 0, "shrink_budget": -1,
     "check_determinism": 1, "max_failures": 0, "race_budget": 1.5, "skip_duplicates": None, "preempt": "words",
     "memory": "yes", "sample_memory": 0, "files": None, "database": 3, "progress": "print", "one_cpu": 1,
-    "fresh_threads": "no", "locations": "never", "data_races": "warn", "benign": [""],
+    "fresh_threads": "no", "locations": "never", "data_races": "warn", "benign": [""], "atomic_races": "yes",
 }
 GOOD = {
     "fs": [None, "posix", "windows", True], "preemption_bound": [0, 3, None, math.inf, "default"],

@@ -24,7 +24,9 @@ UPSTREAM = Path(__file__).with_name("upstream_async_checkpoint.py")
 def test_upstream_async_checkpoint_test_fails_deterministically_and_replays_in_another_process(pytester):
     pytest.importorskip("lightning")
     pytester.makepyfile(test_checkpoint_io_plugin=UPSTREAM.read_text())
-    first = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    # In a fresh process, as the replay below: what other tests of this worker explored before must not decide
+    # which schedule fails first (issue 49 item 7 is not closed for the plugin: see the closing note)
+    first = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", timeout=600)
     first.assert_outcomes(failed=1)
     out = first.stdout.str()
     report = section(out)
