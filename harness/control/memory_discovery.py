@@ -42,12 +42,17 @@ seen_types: set[type] = set()  # types whose modules discovery has been told abo
 _settled: set[Any] = set()  # code objects discovery has decided on (reset per exploration)
 _seen_modules: set[Any] = set()  # modules of the function-made classes met (reset per exploration)
 called: set[Any] | None = None  # the code of the functions watched code calls, during a learning run
+# The code of functions discovery left as they are because their module is not watched (the standard library's,
+# an ``exclude=``d one, one with no source): watched code that calls one hands its arguments over
+# (``racecheck.control.handoff``). Reset per exploration.
+unwatched: set[Any] = set()
 
 
 def reset() -> None:
     """A new exploration: discovery decides afresh (another exploration may exclude other modules)."""
     seen_types.clear()
     _settled.clear()
+    unwatched.clear()
     _seen_modules.clear()
 
 

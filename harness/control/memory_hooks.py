@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control import real_locks
+from racecheck.control import handoff, real_locks
 from racecheck.control import rewrite_nodes as rewrite
 from racecheck.control.memory_discovery import PLAIN as _PLAIN
 from racecheck.control.memory_discovery import callee as _callee
@@ -104,7 +104,7 @@ def get_method(obj: Any, name: str) -> Any:
     if kind in real_locks.REAL_LOCKS and name in real_locks.LOCK_METHODS:  # a lock made before the run
         return real_locks.lock_method(name, value)
     _callee(value)
-    return value
+    return value if watch is None else handoff.stand_in(value, obj)
 
 
 def _unwatched_method(value: Any) -> bool:
@@ -165,7 +165,7 @@ def set_attribute(value: Any, obj: Any, name: str) -> None:
         if watch is not None and type(obj) not in _PLAIN:
             access = watch.attribute(obj, name, WRITE, write=True)
             if access is not None:
-                run.memory("write", access)
+                run.memory("write", access + handoff.new_attribute(watch, obj, name))
     _real_setattr(obj, name, value)
 
 
@@ -176,7 +176,7 @@ def delete_attribute(obj: Any, name: str) -> None:
         if watch is not None and type(obj) not in _PLAIN:
             access = watch.attribute(obj, name, WRITE, write=True)
             if access is not None:
-                run.memory("delete", access)
+                run.memory("delete", access + handoff.new_attribute(watch, obj, None))
     _real_delattr(obj, name)
 
 
@@ -286,9 +286,9 @@ def callee(value: Any) -> Any:
             owner = value.__self__
             if isinstance(owner, _CONTAINERS) and run.watch is not None:
                 return _container_call(owner, value.__name__, value)
-            return value
+            return value if run.watch is None else handoff.stand_in(value)
     _callee(value)
-    return value
+    return value if run.watch is None else handoff.stand_in(value)
 
 
 def _builtin_call(fn: Any, effect: str) -> Callable[..., Any]:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control import lines, memory_discovery, memory_hooks, rewrite_cache
+from racecheck.control import handoff, lines, memory_discovery, memory_hooks, rewrite_cache
 from racecheck.control.autocontrol import Exclusions, controlled_module
 from racecheck.control.memory_names import set_rebound
 from racecheck.control.rewrite import rewrite_module
@@ -152,10 +152,14 @@ class Watching(memory_discovery.Discovery):
         name = namespace.get("__name__")
         if not _watchable(name, namespace, self.excluded):
             memory_discovery.settle(code)
+            if not _own(name, namespace):
+                memory_discovery.unwatched.add(code)
             return
         compiled = self.module(name, namespace, code.co_filename)
         if fn.__code__ is code:
             self._swap(fn, compiled)
+        if compiled is None:
+            memory_discovery.unwatched.add(code)
         memory_discovery.settle(fn.__code__)
 
     def type_(self, cls: type) -> None:
@@ -217,6 +221,12 @@ class Watching(memory_discovery.Discovery):
         for fn, code in reversed(swapped):
             fn.__code__ = code
         self.pending.clear()
+
+
+def _own(name: Any, namespace: dict[str, Any]) -> bool:
+    """racecheck's own code (the engine, a facade, the package): what it touches it records itself."""
+    return ("__racecheck_engine__" in namespace or "__racecheck_facade__" in namespace
+            or (isinstance(name, str) and name.partition(".")[0] == "racecheck"))
 
 
 # file name -> (namespace, the classes walked, what the walk read of both, its own functions, the others'): a walk
@@ -303,6 +313,7 @@ def watching(excluded: Iterable[Any] = (), roots: Iterable[Any] = ()) -> Iterato
     global _active
     memory_hooks.install()
     memory_discovery.reset()
+    handoff.reset()
     watch = Watching(excluded)
     previous = memory_discovery.discovery
     memory_discovery.discovery = watch

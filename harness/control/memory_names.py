@@ -99,7 +99,7 @@ class Watch:
     Every object named is kept alive until the run ends, so no address is reused for another object within it.
     """
 
-    __slots__ = ("names", "counts", "memo", "lazy")
+    __slots__ = ("names", "counts", "memo", "lazy", "aliases")
 
     def __init__(self) -> None:
         self.names: dict[int, tuple[Any, str]] = {}  # id -> (object, its name in this run)
@@ -108,6 +108,9 @@ class Watch:
         # lazy iterators and views over a container (``iter(x)``, ``enumerate(x)``, ``d.items()``): id -> (the
         # iterator, the containers it reads when advanced)
         self.lazy: dict[int, tuple[Any, tuple[Any, ...]]] = {}
+        # an object's own attribute dict handed to the program (``vars(obj)``): id -> (the dict, the object), so
+        # that its items are the object's attributes and its entries the object's attributes as a whole
+        self.aliases: dict[int, tuple[Any, Any]] = {}
 
     # ----- names ------------------------------------------------------------------------------------------------
 
@@ -221,6 +224,8 @@ class Watch:
     def item(self, container: Any, key: Any, kind: str) -> tuple[Access, ...]:
         """One item read (``READ``), or its value changed in place (``WRITE``: the item, and the entries as
         ``ENTRY``, which changes of other items commute with and a listing does not)."""
+        if self.aliases and id(container) in self.aliases:
+            return self.alias_item(container, key, kind)
         try:
             memo_key = (id(container), key, kind)
             found = self.memo.get(memo_key)
@@ -237,6 +242,12 @@ class Watch:
     def structural(self, container: Any, keys: Any) -> tuple[Access, ...]:
         """Items inserted, removed or moved (``append``, ``pop``, a new key, ``sort``): each item, and the entries
         as a whole (``WRITE``: the order and the length change, so two such changes do not commute either)."""
+        if self.aliases and id(container) in self.aliases:
+            owner = self.aliases[id(container)][1]
+            out: tuple[Access, ...] = ()
+            for key in keys:
+                out += self.alias_item(container, key, WRITE)
+            return out + self._named_whole(owner, WRITE)
         base = self.name_of(container)
         out = [Access(memory(f"{base}[{self.key_text(key)}]"), WRITE) for key in keys]
         out.append(Access(memory(base), WRITE))
@@ -245,11 +256,37 @@ class Watch:
     def whole(self, container: Any, kind: str) -> tuple[Access, ...]:
         """The container as a whole: its entries listed (``len``, iteration: ``LIST``), changed all at once
         (``WRITE``), or for a deque, whose positions shift at both ends, every read (``READ``) of it."""
+        if self.aliases and id(container) in self.aliases:  # an object's attributes: each of them, and the whole
+            owner = self.aliases[id(container)][1]
+            out: tuple[Access, ...] = ()
+            for name in list(container):
+                if isinstance(name, str):
+                    out += self._named(owner, name, READ if kind == LIST else kind)
+            return out + self._named_whole(owner, kind)
         memo_key = (id(container), kind, None)
         found = self.memo.get(memo_key)
         if found is None:
             found = self.memo[memo_key] = (Access(memory(self.name_of(container)), kind),)
         return found
+
+    def alias_item(self, container: Any, key: Any, kind: str) -> tuple[Access, ...]:
+        """An item of an object's own attribute dict: that attribute of the object."""
+        owner = self.aliases[id(container)][1]
+        if not isinstance(key, str):
+            return self._named_whole(owner, LIST if kind == READ else WRITE)
+        return self._named(owner, key, kind)
+
+    def _named_whole(self, owner: Any, kind: str) -> tuple[Access, ...]:
+        memo_key = (id(owner), kind, None)
+        found = self.memo.get(memo_key)
+        if found is None:
+            found = self.memo[memo_key] = (Access(memory(self.name_of(owner)), kind),)
+        return found
+
+    def alias(self, attributes: dict, owner: Any) -> None:
+        """``attributes`` is ``owner``'s own attribute dict, now in the program's hands (``vars(owner)``)."""
+        self.aliases[id(attributes)] = (attributes, owner)
+        self.names[id(attributes)] = (attributes, self.name_of(owner))
 
     def sources(self, value: Any) -> tuple[Any, ...]:
         """The containers iterating ``value`` reads: itself if it is one, or what a lazy iterator over containers

@@ -29,8 +29,8 @@ CELL_MARK = "__rc_cell"  # the parameter of the lambdas that hand a cell to the 
 # Calls that look at their caller's frame or scope: never given another callee expression.
 # Builtins whose call neither reads nor changes a container (nor runs watched code the hooks could discover):
 # the callee hook finds nothing to do for them, so a call by its builtin name gets none.
-INERT_BUILTINS = frozenset({"isinstance", "issubclass", "callable", "id", "type", "str", "repr", "int", "float",
-                            "hash", "ord", "chr", "range"})
+INERT_BUILTINS = frozenset({"isinstance", "issubclass", "callable", "id", "type", "int", "float", "hash", "ord",
+                            "chr", "range"})
 # Builtins whose result is never a container: testing its truth reads nothing (``if isinstance(x, T):``).
 PLAIN_RESULT_BUILTINS = frozenset({"isinstance", "issubclass", "callable", "hasattr", "id", "len", "hash", "bool",
                                    "str", "repr", "int", "float", "ord", "chr"})

@@ -91,7 +91,8 @@ class Reads:
         func = node.func
         if context.builtin_named(func, PLAIN_RESULT_BUILTINS):
             self.plain_results.add(id(node))
-        sensitive = isinstance(func, ast.Name) and func.id in FRAME_SENSITIVE
+        # ``vars(obj)`` reads an object (a hand-off: ``racecheck.control.handoff``); ``vars()`` reads the frame
+        sensitive = isinstance(func, ast.Name) and func.id in FRAME_SENSITIVE and not (func.id == "vars" and node.args)
         method = isinstance(func, ast.Attribute) and context.in_code()
         if method:
             assert isinstance(func, ast.Attribute)

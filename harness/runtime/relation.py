@@ -76,7 +76,15 @@ def commute(a: Kind, b: Kind, why: str = "planted") -> tuple[Row, Row]:
             Row(other, one, ALL_OBJECTS, Order.COMMUTE, f"{b.value} then {a.value}", why))
 
 
+HANDING = frozenset({Kind.HANDOFF})
+
 ROWS: tuple[Row, ...] = (
+    Row(HANDING, ALL_KINDS, ALL_OBJECTS, Order.REVERSIBLE,
+        "a hand-off to code racecheck cannot see into, then anything (`hand-off`)",
+        "the callee may have read or changed any piece of the object it was handed"),
+    Row(ALL_KINDS, HANDING, ALL_OBJECTS, Order.REVERSIBLE,
+        "anything, then a hand-off to code racecheck cannot see into (`hand-off`)",
+        "the callee may read or change any piece of the object it is handed"),
     Row(LOOKS, LOOKS, ALL_OBJECTS, Order.COMMUTE, "two reads (or listings) of one object",
         "neither changes what the other sees"),
     Row(frozenset({Kind.ENTRY}), frozenset({Kind.ENTRY}), ALL_OBJECTS, Order.COMMUTE,
@@ -114,7 +122,8 @@ ROLES: dict[ObjKind, Role] = {
 TAKE_ONLY = frozenset({Kind.READ, Kind.WAIT, Kind.JOIN, Kind.BEGIN})
 
 _WORDS = {Kind.READ: "read", Kind.WRITE: "write", Kind.LIST: "read all of", Kind.ENTRY: "add/remove an entry of",
-          Kind.CREATE: "create", Kind.REMOVE: "remove", Kind.RENAME: "rename", Kind.OPEN: "open"}
+          Kind.CREATE: "create", Kind.REMOVE: "remove", Kind.RENAME: "rename", Kind.OPEN: "open",
+          Kind.HANDOFF: "hand off"}
 _FILE_WORDS = {Kind.READ: "read", Kind.WRITE: "write", Kind.LIST: "list", Kind.ENTRY: "change an entry of"}
 
 

@@ -44,6 +44,9 @@ class Kind(str, enum.Enum):
     JOIN = "join"
     END = "end"
     CLOCK = "clock"  # a wait on virtual time
+    # a shared object handed to code racecheck cannot see into and whose effect is not known (a C function, an
+    # ``exclude=``d module): it may read or change any of it (``racecheck.control.handoff``)
+    HANDOFF = "hand-off"
 
     # A kind is its text everywhere: in dicts next to plain strings, in f-strings, in JSON.
     __hash__ = str.__hash__
@@ -157,13 +160,15 @@ class Access(NamedTuple):
     compared and hashed by the search layer. ``path`` and ``parent``: a file operation's path and, for a namespace
     operation, its parent directory. ``blocking``: an acquire that cannot run while another thread holds the lock
     (a blocking acquire of a ``Lock`` or ``RLock``); a try-acquire, an acquire with a timeout and a semaphore's
-    acquire can, and leave it False."""
+    acquire can, and leave it False. ``via``: for an access made by code racecheck does not watch, the callee the
+    watched code handed the object to (``json.dumps``), which a data-race report names."""
 
     obj: Obj
     kind: Kind
     path: str = ""
     parent: str = ""
     blocking: bool = False
+    via: str = ""
 
 
 class Step(NamedTuple):

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from racecheck.control.handoff import blind_spots, handed_over
 from racecheck.control.processes.link import processes_in
 from racecheck.errors import ForeignTokenError, InternalError, ReplayDivergence, TokenError, UserCallbackError
 from racecheck.search.coverage import Coverage
@@ -73,9 +74,13 @@ def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
                 filter(None, [result.failure.incomplete, note("exploring further", exc)]))
         result.exhausted = strat.exhausted or coverage.exhausted
         result.no_proof = "" if result.exhausted else strat.no_proof
+        unseen = blind_spots(result.exhausted) if parts.control.memory else ""
+        if unseen:
+            result.exhausted, result.no_proof = False, unseen
         coverage.settle(result)
     result.data_races = races.listed()
-    result.coverage = scope_of(parts, result, races.real_locks, session.unwatched())
+    result.coverage = scope_of(parts, result, races.real_locks, session.unwatched(),
+                               handed=handed_over() if parts.control.memory else ())
     for failure in result.failures:  # a schedule explored after the check ran, that did not fail this way
         if failure.depends_on_schedule is False and (
             result.passed or any(f.signature != failure.signature for f in result.failures)

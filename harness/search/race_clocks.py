@@ -30,7 +30,8 @@ _REAL = object()  # marks a real lock's take or give among a step's operations
 _INF = float("inf")
 
 # One race as found in one run: (object, (thread, kind, location, event index, point) for each side).
-Side = tuple[int, str, str, int, int]
+# (thread, kind, location, event index, point, the callee it was handed to or "") for each side
+Side = tuple[int, str, str, int, int, str]
 Found = tuple[Obj, Side, Side]
 
 
@@ -45,7 +46,7 @@ class RaceClocks:
         self.clocks: list[list[int]] = []
         self.sync: dict[Any, list[int]] = {}
         self.active: set[int] = set()  # threads that have begun
-        self.shadow: dict[Obj, dict[tuple[int, str], tuple[int, int, int, Any]]] = {}
+        self.shadow: dict[Obj, dict[tuple[int, str], tuple[int, int, int, Any, str]]] = {}
         self.found: list[tuple[Obj, tuple, tuple]] = []  # sides with ``where`` in place of the line
         self.pairs: set[tuple] = set()
         self.relation = active()
@@ -193,14 +194,15 @@ class RaceClocks:
             if category == Role.DATA:  # inline: the most frequent case by far
                 kind, tid = one.kind, op[7]
                 clock = clocks[tid]
-                entry = (clock[tid], op[5], op[6], op[4])
+                entry = (clock[tid], op[5], op[6], op[4], one.via)
                 last = shadow.get(obj)
                 if last is None:
                     shadow[obj] = {(tid, kind): entry}
                     continue
-                for (other, other_kind), (epoch, index, point, where) in last.items():
+                for (other, other_kind), (epoch, index, point, where, via) in last.items():
                     if other != tid and epoch > clock[other] and conflict[(other_kind, kind)]:
-                        self._found(obj, (other, other_kind, where, index, point), (tid, kind, op[4], op[5], op[6]))
+                        self._found(obj, (other, other_kind, where, index, point, via),
+                                    (tid, kind, op[4], op[5], op[6], one.via))
                 last[(tid, kind)] = entry
             elif category == Role.SYNC:  # inline too: a run of executors and futures is mostly these
                 kind, tid = one.kind, op[7]
@@ -239,8 +241,8 @@ class RaceClocks:
 
 
 def _side(side: tuple, trace: Sequence[Any], where: dict[tuple[int, int], str]) -> Side:
-    tid, kind, at, index, point = side
-    return (tid, kind, trace[index].loc if at is None else where.get(at, ""), index, point)
+    tid, kind, at, index, point, via = side
+    return (tid, kind, trace[index].loc if at is None else where.get(at, ""), index, point, via)
 
 
 def _order(op: tuple) -> tuple:

@@ -110,9 +110,10 @@ def _names(names: list[str]) -> str:
 
 
 def escaped(control: ControlOptions, leaked: list[str], real_locks: bool, unwatched: list[str],
-            processes: Sequence[str] = ()) -> tuple[str, ...]:
+            processes: Sequence[str] = (), handed: tuple[str, ...] = ()) -> tuple[str, ...]:
     """What the exploration saw escape its control; ``processes``: the uncontrolled processes it saw started or
-    talked to (``control.processes_escape``), each with its kind and line."""
+    talked to (``control.processes_escape``), each with its kind and line; ``handed``: what it said of shared objects
+    handed to code it does not watch (``racecheck.control.handoff.handed_over``)."""
     out = []
     if processes:
         out.append(f"processes racecheck does not control ({'; '.join(processes)})")
@@ -127,15 +128,18 @@ def escaped(control: ControlOptions, leaked: list[str], real_locks: bool, unwatc
     if unwatched and control.memory:
         out.append(f"modules whose memory was not watched (no Python source, or it did not compile: "
                    f"{_names(sorted(unwatched))})")
+    if control.memory:
+        out.extend(handed)
     return tuple(out)
 
 
-def scope_of(parts: Parts, result: Any, real_locks: bool, unwatched: list[str], replayed: bool = False) -> Scope:
+def scope_of(parts: Parts, result: Any, real_locks: bool, unwatched: list[str], replayed: bool = False,
+             handed: tuple[str, ...] = ()) -> Scope:
     """The coverage statement of ``result``, an exploration (or a replay) under ``parts``."""
     search, control = parts.search, parts.control
     space = "replayed" if replayed else "exhausted" if result.exhausted else "sampled"
     bound = search.bound if is_systematic(search.strategy) else None
     return Scope(space, result.strategy, result.schedules, result.interleavings, bound, bool(control.memory),
                  files_watched(parts.extensions),
-                 escaped(control, list(result.leaked_threads), real_locks, unwatched, processes_escape.seen()),
+                 escaped(control, list(result.leaked_threads), real_locks, unwatched, processes_escape.seen(), handed),
                  0 if replayed else getattr(result, "sampled", 0), getattr(result, "processes", 1))

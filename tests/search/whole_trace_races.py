@@ -132,14 +132,15 @@ class _Finder:
             if category == Role.DATA:  # inline: the most frequent case by far
                 kind, tid = one.kind, op[7]
                 clock = clocks[tid]
-                entry = (clock[tid], op[5], op[6], op[4])
+                entry = (clock[tid], op[5], op[6], op[4], one.via)
                 last = shadow.get(obj)
                 if last is None:
                     shadow[obj] = {(tid, kind): entry}
                     continue
-                for (other, other_kind), (epoch, index, point, loc) in last.items():
+                for (other, other_kind), (epoch, index, point, loc, via) in last.items():
                     if other != tid and epoch > clock[other] and conflict[(other_kind, kind)]:
-                        self._found(obj, (other, other_kind, loc, index, point), (tid, kind, op[4], op[5], op[6]))
+                        self._found(obj, (other, other_kind, loc, index, point, via),
+                                    (tid, kind, op[4], op[5], op[6], one.via))
                 last[(tid, kind)] = entry
             elif category == Role.SYNC:
                 self._sync(op, obj, one.kind)
