@@ -1,7 +1,10 @@
 """Time to detection: racecheck's strategies against plain repetition, on the stock Lightning target.
 
     python benchmarks/bench_scenarios.py [--seeds 20] [--scenarios a,b,...] [--plain-cap 200] [--plain-seconds 20]
-        [--exhaust a,b,...] [--exhaust-seconds 600] [--dfs-seconds S]
+        [--exhaust a,b,...] [--exhaust-seconds 600] [--dfs-seconds S] [--memory-seeds 10] [--memory-cap 600]
+        [--memory-scenarios a,b,...]
+
+(``--scenarios '' --exhaust ''`` prints the memory on/off table alone.)
 
 Per scenario, measured in the same run:
   * random / pct: schedules to the first failure (median over ``--seeds`` seeds), and schedules per second;
@@ -12,6 +15,12 @@ Per scenario, measured in the same run:
     trials: the median runs to the first failure (">cap" when most trials never failed), and runs per second.
 Headline: plain runs-to-failure / pct schedules-to-failure, and the same ratio in seconds. Crash scenarios have no
 plain counterpart (a real disk cannot be crashed from a test). Shrinking is off: this times the search alone.
+Then memory on and off (``--memory-seeds``, 0 to skip): per race of the catalogue (the stock target on posix and
+windows, and Lightning 1.8's writer under windows semantics, where the seed report's WinError 32 is counted apart
+from the leak that comes first) and per classic bug (tests/engine/classic_bugs.py), pct's and random's median
+schedules to that failure with memory watched (the default) and with ``memory=False``, and their ratio: with memory
+watched, the steps no other thread can conflict with are neither PCT decisions nor random switches
+(``racecheck.search.shared_memory``), so where memory plays no part the ratio stays near 1.
 Then, against the fixed target (``racecheck.fixed_impl.LockedAsyncCheckpointIO``), on the small scenarios named by
 ``--exhaust`` under posix and windows: schedules, interleavings and seconds until dfs at bound 2, dfs with no bound
 and dpor with no bound run their whole space, dpor stopped after ``--exhaust-seconds`` and each dfs run after
@@ -23,7 +32,9 @@ Wall-clock figures; they are reported, never asserted.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 
 import racecheck
@@ -37,6 +48,10 @@ DEFAULT = ["delete-while-queued", "delete-while-writing", "load-while-pending", 
            "error-propagation", "evict-before-commit", "crash-consistency", "resume-last", "workload",
            "trainer-fit-top2-epochs"]
 SLOW = {"trainer-fit-top2-epochs": 5}  # seeds for scenarios whose schedule is a real Trainer.fit
+# the memory on/off table: the stock target's races, and the Lightning 1.8 writer's WinError 32 under windows
+MEMORY = ["delete-while-queued", "delete-while-writing", "load-while-pending", "teardown-flush", "error-propagation",
+          "evict-before-commit", "crash-consistency", "resume-last", "workload"]
+WINERROR = "PermissionError: [WinError 32]"
 
 
 def search(prepared, strategy: str, seeds: int, cap: int) -> tuple[list[int | None], int, float]:
@@ -116,6 +131,48 @@ def exhaustion_table(names: list[str], seconds: float, dfs_seconds: float) -> Ta
     return table
 
 
+def to_failure(fn, options: dict, strategy: str, seed: int, cap: int, memory: bool, match: str) -> int | None:
+    """Schedules until the first failure whose message starts with ``match`` (None: none within ``cap``)."""
+    extra = {"max_failures": 5} if match else {}
+    result = racecheck.explore(fn, strategy=strategy, schedules=cap, seed=seed, shrink_budget=0, race_budget=0,
+                               **{**options, "memory": memory, **extra})
+    found = [f.schedule_index + 1 for f in result.failures if f.message.startswith(match)]
+    return min(found) if found else None
+
+
+def memory_programs(names: list[str]):
+    """(label, fn, explore options, failure prefix) of the memory on/off table."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "engine"))
+    from classic_bugs import BUGS
+
+    stock = scenarios.load_target(scenarios.STOCK_TARGET)
+    for name in names:
+        for fs in ("posix", "windows"):
+            prepared = scenarios.get(name).build(stock, fs)
+            yield f"{name} [{fs}]", prepared.fn, dict(prepared.explore_kwargs), ""
+    legacy = scenarios.get("delete-while-writing").build(scenarios.load_target(scenarios.LEGACY_TARGET), "windows")
+    yield "delete-while-writing [windows], Lightning 1.8: WinError 32", legacy.fn, dict(legacy.explore_kwargs), WINERROR
+    for name, (buggy, _fixed, _needed) in sorted(BUGS.items()):
+        yield f"classic {name}", buggy, {}, ""
+
+
+def memory_table(names: list[str], seeds: int, cap: int) -> Table:
+    table = Table(title=f"Schedules to the failure (median of {seeds} seeds, cap {cap}): memory watched and "
+                        "memory=False")
+    for column in ("program", "pct memory", "pct memory=False", "pct ratio", "random memory", "random memory=False",
+                   "random ratio"):
+        table.add_column(column, justify="left" if column == "program" else "right")
+    for label, fn, options, match in memory_programs(names):
+        row = [escape(label)]
+        for strategy in ("pct", "random"):
+            on, off = (median([to_failure(fn, options, strategy, seed, cap, memory, match) for seed in range(seeds)])
+                       for memory in (True, False))
+            ratio = "-" if on is None or off is None else f"{on / off:.2f}"
+            row += [fmt(on, cap), fmt(off, cap), ratio]
+        table.add_row(*row)
+    return table
+
+
 def median(found: list[int | None]) -> float | None:
     """Median with misses counted as infinite; None when half or more of the trials missed."""
     values = sorted(float("inf") if f is None else f for f in found)
@@ -134,6 +191,9 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=200, help="schedules per seed before giving up")
     parser.add_argument("--plain-cap", type=int, default=200)
     parser.add_argument("--plain-seconds", type=float, default=10.0)
+    parser.add_argument("--memory-seeds", type=int, default=10, help="seeds of the memory on/off table (0: skip it)")
+    parser.add_argument("--memory-cap", type=int, default=600, help="schedules per seed in the memory on/off table")
+    parser.add_argument("--memory-scenarios", default=",".join(MEMORY))
     parser.add_argument("--exhaust", default=",".join(EXHAUST), help="small scenarios to exhaust ('' for none)")
     parser.add_argument("--exhaust-seconds", type=float, default=600.0)
     parser.add_argument("--dfs-seconds", type=float, default=None,
@@ -145,7 +205,7 @@ def main() -> None:
                    "plain/pct (runs)", "plain/pct (time)"):
         table.add_column(column, justify="left" if column == "scenario" else "right")
     console = Console(width=170)
-    for name in args.scenarios.split(","):
+    for name in filter(None, args.scenarios.split(",")):
         scenario = scenarios.get(name)
         seeds = min(args.seeds, SLOW.get(name, args.seeds))
         prepared = scenario.build(target, "posix")
@@ -172,9 +232,14 @@ def main() -> None:
             row += ["n/a (crash)", f"{pct_rate:.0f}", "-", "-", "-"]
         table.add_row(*row)
         console.print(f"measured {name}", style="dim")
-    console.print(table)
-    console.print("plain/pct (runs): how many more tries plain repetition needs than pct; 'never': plain repetition "
-                  "did not fail in most trials within its cap. (time): the same in seconds to the first failure.")
+    if args.scenarios:
+        console.print(table)
+        console.print("plain/pct (runs): how many more tries plain repetition needs than pct; 'never': plain "
+                      "repetition did not fail in most trials within its cap. (time): the same in seconds to the "
+                      "first failure.")
+    if args.memory_seeds:
+        names = [name for name in args.memory_scenarios.split(",") if name]
+        console.print(memory_table(names, args.memory_seeds, args.memory_cap))
     if args.exhaust:
         dfs_seconds = args.exhaust_seconds if args.dfs_seconds is None else args.dfs_seconds
         console.print(exhaustion_table(args.exhaust.split(","), args.exhaust_seconds, dfs_seconds))

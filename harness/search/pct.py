@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from racecheck.runtime.chooser import Chooser
+from racecheck.search.shared_memory import SharedMemory
 from racecheck.search.strategy import Strategy
 
 __racecheck_engine__ = True
@@ -19,9 +20,12 @@ class PCTChooser(Chooser):
     every ``high`` thread: the paper's priorities d-1 > ... > 1 below the initial ones >= d.
     """
 
-    def __init__(self, rng: random.Random, change_points: frozenset[int]) -> None:
+    def __init__(self, rng: random.Random, change_points: frozenset[int], memory: SharedMemory | None = None) -> None:
         self.rng = rng
         self.change_points = change_points
+        # what earlier runs showed of memory (None: count every decision); this run's trace is added at its end
+        self.memory = memory
+        self.asked: list = []  # the running thread's next step at each decision, for ``counted``
         self.high: list[int] = []
         self.low: list[int] = []
         self.known: set[int] = set()  # every tid in high or low: one C-level check per decision for new threads
@@ -52,8 +56,17 @@ class PCTChooser(Chooser):
             # is "the running thread" of the paper, and a change point here lowers it whether or not it can go on.
             if current not in known:
                 self._know(current)
-            self.decisions += 1
-            if self.decisions in self.change_points:
+            memory = self.memory
+            counts = True
+            if memory is not None:
+                access = decision.view.running.access
+                self.asked.append(access)
+                # Nothing it is about to touch can conflict with another thread's step: lowering it here would be
+                # lowering it at its next step that can, so this is not a decision PCT counts.
+                counts = not memory.quiet(access)
+            if counts:
+                self.decisions += 1
+            if counts and self.decisions in self.change_points:
                 self.fired += 1
                 self._lower(current)
             elif decision.yielding:
@@ -69,6 +82,18 @@ class PCTChooser(Chooser):
 
     def pick_value(self, n, label):
         return self.rng.randrange(n)
+
+    def end(self, run_end):
+        if self.memory is not None:
+            self.memory.learn(run_end.trace)
+
+    def counted(self) -> int:
+        """The decisions of this run that PCT counts, as the runs so far (this one included) show memory: the k
+        this run measured once it ended (memory first seen in it is counted while it runs)."""
+        if self.memory is None:
+            return self.decisions
+        quiet = self.memory.quiet
+        return sum(1 for access in self.asked if not quiet(access))
 
 
 class PCT(Strategy):
@@ -92,6 +117,7 @@ class PCT(Strategy):
         if depth < 1:
             raise ValueError("pct depth must be >= 1")
         self.depth = depth
+        self.memory = SharedMemory()  # which memory steps can conflict, learned from every run
         self.max_decisions = 0
         self.max_sampled_decisions = 0  # the same, of the sampled executions (``Strategy.sampled``)
         self.points_drawn = 0
@@ -102,16 +128,17 @@ class PCT(Strategy):
         decisions = self.max_sampled_decisions if self.sampled else self.max_decisions
         count = min(self.depth - 1, decisions)
         points = change_points(rng, decisions, count) if count else frozenset()
-        chooser = PCTChooser(rng, points)
+        chooser = PCTChooser(rng, points, self.memory)
         chooser.sampled = self.sampled
         return chooser
 
     def end_execution(self, chooser, steps):
         if isinstance(chooser, PCTChooser):
+            counted = chooser.counted()
             if chooser.sampled:
-                self.max_sampled_decisions = max(self.max_sampled_decisions, chooser.decisions)
+                self.max_sampled_decisions = max(self.max_sampled_decisions, counted)
             else:
-                self.max_decisions = max(self.max_decisions, chooser.decisions)
+                self.max_decisions = max(self.max_decisions, counted)
             self.points_drawn += len(chooser.change_points)
             self.points_fired += chooser.fired
 

@@ -40,7 +40,7 @@ class StrategyEntry:
 
 ENTRIES: tuple[StrategyEntry, ...] = (
     StrategyEntry("random", "racecheck.search.random_walk", "RandomWalk", (),
-                  "uniform choice among the runnable threads at every point", samples_memory=True),
+                  "uniform choice among the runnable threads where a switch can matter", samples_memory=True),
     StrategyEntry("pct", "racecheck.search.pct", "PCT", ("depth",),
                   "probabilistic concurrency testing: random priorities, depth-1 change points", samples_memory=True),
     StrategyEntry("dfs", "racecheck.search.dfs", "BoundedDFS", ("preemption_bound",),
