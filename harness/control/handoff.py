@@ -364,6 +364,17 @@ def accesses(watch: Any, effect: str, handed: list[Any], label: str) -> tuple[tu
     # (value, whether it was reached through an object of a foreign class: such an object's own foreign objects
     # are its internals, a logger's manager, not the program's data, and are not walked)
     todo = [(value, False) for value in reversed(handed)]
+    roots = [watch.name_of(value) for value in handed  # what the program handed: named as the program met them
+             if type(value) not in _LEAVES and _WALKS.get(type(value), _walk_of(type(value))) not in (_SKIP, _HOLDER)]
+    walking, watch.walking = watch.walking, roots[0] if roots else label
+    try:
+        return _walk(watch, effect, label, todo, first, out, before, seen)
+    finally:
+        watch.walking = walking
+
+
+def _walk(watch: Any, effect: str, label: str, todo: list, first: Any, out: list[Access], before: list[Any],
+          seen: set[int]) -> tuple[tuple[Access, ...], list[Any]]:
     while todo:
         value, inside = todo.pop()
         kind = type(value)

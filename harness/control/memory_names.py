@@ -99,7 +99,7 @@ class Watch:
     Every object named is kept alive until the run ends, so no address is reused for another object within it.
     """
 
-    __slots__ = ("names", "counts", "memo", "lazy", "aliases")
+    __slots__ = ("names", "counts", "memo", "lazy", "aliases", "walking")
 
     def __init__(self) -> None:
         self.names: dict[int, tuple[Any, str]] = {}  # id -> (object, its name in this run)
@@ -111,6 +111,11 @@ class Watch:
         # an object's own attribute dict handed to the program (``vars(obj)``): id -> (the dict, the object), so
         # that its items are the object's attributes and its entries the object's attributes as a whole
         self.aliases: dict[int, tuple[Any, Any]] = {}
+        # the name of the object a hand-off's walk started from while it walks what that object reaches
+        # (``control.handoff.accesses``): objects first met there are counted under it, so how far a walk reaches
+        # (which can depend on what the process did before: caches, objects not yet collected) never shifts the
+        # names of the objects the program itself meets
+        self.walking: str | None = None
 
     # ----- names ------------------------------------------------------------------------------------------------
 
@@ -131,6 +136,8 @@ class Watch:
             me = runtime.thread_state.thread
             tid = me.tid if me is not None else 0
             kind = type(obj).__name__ if not tid else f"{type(obj).__name__}@T{tid}"
+            if self.walking is not None:
+                kind = f"{kind} in {self.walking}"
             number = self.counts.get(kind, 0) + 1
             self.counts[kind] = number
             name = f"{kind}#{number}"
