@@ -90,7 +90,7 @@ class MemorySteps:
         if run.alone is me or me.real_held:
             return False
         if len(run.candidates(me, True)) > 1:
-            if self.learning is not None:
+            if self.learning is not None and not declared[0].via:  # a hand-off's: not learned (``merge_memory``)
                 self.learning.append((accessing_code(), me.tid, declared, True))
             if self.cold_codes is not None and accessing_code() in self.cold_codes:
                 self.cold_point = me.tid
@@ -112,7 +112,9 @@ class MemorySteps:
         """A memory access where no other thread could run: it joins the running step, at a point of its own."""
         me = _state.thread
         run = self.run
-        if self.learning is not None:  # before any other thread started, nothing can race with it
+        # (a hand-off's accesses, ``Access.via``, are not learned from: how far its walk reaches can depend on what
+        # the process did before, and what sampled runs watch must not)
+        if self.learning is not None and not (access and access[0].via):
             self.learning.append((accessing_code(), me.tid, access, len(run.threads) > 1))
         merged = me.merged
         if not merged:
