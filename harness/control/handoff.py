@@ -1,26 +1,24 @@
 """The hand-off: watched code handing a shared object to code racecheck does not watch (a C function or method, a
 builtin, the standard library's Python code, an ``exclude=``d module) is an access, recorded at the call.
 
-Without it, what such code does to the object is invisible: ``json.dumps(d)`` reads every item of ``d`` while
-another thread writes them, and the partial-order search, seeing no access, would prove a racy program correct.
-So the memory hooks (``racecheck.control.memory_hooks``) give every unwatched callee a stand-in (``stand_in``)
-that, when the call is made, records on the calling thread's step what the callee does to each argument and
-receiver that another thread could reach, and everything they reach:
+Without it, ``json.dumps(d)`` reads every item of ``d`` unseen while another thread writes them, and the
+partial-order search would prove a racy program correct. So the memory hooks give every unwatched callee a stand-in
+(``stand_in``) recording, at the call, what it does to each argument and receiver and to everything they reach:
 
 * a *reader* (serialisers, copies, formatting, joins, constructors such as ``OrderedDict(x)``, ``itertools``):
   a listing of each container (``LIST``: it conflicts with every change of an item) and a read of each attribute;
-* a *mutator* (``random.shuffle``, ``heapq.heappush``, ``list.sort`` called unbound): a change of every item of its
-  first argument, a read of the rest;
-* any other callee: a hand-off (``Kind.HANDOFF``) of every piece, which conflicts with every access to it; keys and
-  attributes the call added are recorded as written once it returns.
+* a *mutator* (``random.shuffle``, ``heapq.heappush``): a change of every item of its first argument;
+* any other callee: a hand-off (``Kind.HANDOFF``) of every piece, conflicting with every access; what it added, written.
 
 ``vars(obj)`` hands back the object's own attribute dict: it is named as the object (``Watch.alias``), its items as
 the attributes. ``vars(cls)`` hands back a view no hook watches: a blind spot, after which no verdict is a proof
 (``blind_spots``). Immutable values hold nothing to record (a tuple's contents are walked); a callee known to keep
 its arguments without looking at them (``Thread``, ``partial``) records nothing. A walk that meets more than
-``LIMIT`` objects records unresolved memory instead (a wildcard over all memory: sound, coarse). A lazy result (an
-iterator from ``itertools``, ``map``) is remembered as reading what it was made from when advanced. Each access
-names the callee (``Access.via``), so a data race reads ``T2 read all of dict#1 via json.dumps``.
+``LIMIT`` objects records unresolved memory instead (a wildcard over all memory: sound, coarse). A lazy result
+(``itertools``, ``map``) reads what it was made from when advanced. Each access names the callee (``Access.via``):
+a data race reads ``T2 read all of dict#1 via json.dumps``. Objects a walk meets first are named under the object
+handed (``dict#1 in ExitStack#1``), and no walk is learned from by sampled watching: how far a walk reaches can
+depend on what the process did before, and neither names nor what sampled runs watch may.
 """
 
 from __future__ import annotations
@@ -40,7 +38,6 @@ __racecheck_engine__ = True
 
 _state = runtime.thread_state
 LIMIT = 256  # objects one hand-off walks before it records unresolved memory instead
-
 READS, MUTATES, UNKNOWN = "reads", "mutates", "unknown"
 
 # Values with nothing another thread could change (a tuple or frozenset is walked for what it holds).
@@ -59,8 +56,8 @@ _BY_NAME: dict[str, str | None] = {
                      "json.encoder.JSONEncoder.iterencode", "pickle.dumps", "pickle.dump", "pickle.Pickler.dump",
                      "copy.copy", "copy.deepcopy", "pprint.pformat", "pprint.pprint", "pprint.pp", "reprlib.repr",
                      "functools.reduce", "str.join", "bytes.join", "str.format", "str.format_map", "repr", "ascii",
-                     "str", "vars",
-                     "format", "print", "builtins.repr", "builtins.ascii", "builtins.format", "builtins.print",
+                     "str", "vars", "format", "print", "builtins.repr", "builtins.ascii", "builtins.format",
+                     "builtins.print",
                      "operator.itemgetter.__call__", "operator.attrgetter.__call__", "operator.eq", "operator.ne",
                      "operator.contains", "operator.countOf", "operator.indexOf", "statistics.mean",
                      "statistics.median", "statistics.fmean", "heapq.nlargest", "heapq.nsmallest",
@@ -76,8 +73,7 @@ _BY_NAME: dict[str, str | None] = {
                      "object.__init_subclass__", "dataclasses.is_dataclass", "dataclasses.fields",
                      "contextvars.ContextVar.get", "contextvars.ContextVar.set"), None),
 }
-# Modules whose every function and method only looks at what it is handed (serialisers, formatting, parsing,
-# lazy iteration): readers.
+# Modules whose every function and method only looks at what it is handed: readers.
 _READER_MODULES = frozenset({"json", "pickle", "copy", "pprint", "reprlib", "urllib.parse", "logging", "textwrap",
                              "string", "itertools", "statistics", "base64", "html", "shlex", "fnmatch", "difflib",
                              "struct", "zlib", "hashlib", "binascii", "csv", "decimal", "fractions", "math", "cmath",
@@ -91,10 +87,8 @@ _CONTAINER_READS = frozenset({"get", "__getitem__", "__contains__", "keys", "val
                               "__mul__", "__lt__", "__le__", "__gt__", "__ge__", "__copy__", "__deepcopy__",
                               "fromkeys"})
 
-# What this exploration handed over (label -> calls), for the coverage line: shared objects handed to callees whose
-# effect is not known (recorded as hand-offs of all of them), and shared objects that reached code racecheck could
-# not see into without a record (``vars(cls)``: a view of a class's attributes no hook watches), which no verdict
-# can claim to have covered (``blind``).
+# What this exploration handed over (label -> calls), for the coverage line: to callees of unknown effect, and
+# (``blind``) to code racecheck could not see into without a record (``vars(cls)``), which no verdict can cover.
 unknown_callees: dict[str, int] = {}
 blind: dict[str, int] = {}
 planted_off = [False]  # a test's planted bug: hand-offs record nothing (``tests/search/test_handoff_soundness.py``)
