@@ -317,7 +317,7 @@ def _hand_off(run: Any, fn: Any, effect: str, label: str, handed: list[Any], arg
     if effect == UNKNOWN:
         unknown_callees[label] = unknown_callees.get(label, 0) + 1
     shown = label if type(handed[0]) in _LEAVES_NAMED else f"{watch.name_of(handed[0])} to {label}"
-    if run.memory_point("hand", declared, 3, shown):
+    if run.memory_point("hand", declared, 2, shown):  # above _hand_off: call, then the caller
         declared, before = accesses(watch, effect, handed, label)  # other threads may have run: the state it meets
         run.replace_memory(declared)
     else:

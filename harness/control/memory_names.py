@@ -136,11 +136,10 @@ class Watch:
             me = runtime.thread_state.thread
             tid = me.tid if me is not None else 0
             kind = type(obj).__name__ if not tid else f"{type(obj).__name__}@T{tid}"
-            if self.walking is not None:
-                kind = f"{kind} in {self.walking}"
-            number = self.counts.get(kind, 0) + 1
-            self.counts[kind] = number
-            name = f"{kind}#{number}"
+            within = "" if self.walking is None else f" in {self.walking}"
+            number = self.counts.get(kind + within, 0) + 1
+            self.counts[kind + within] = number
+            name = f"{kind}#{number}{within}"
         self.names[id(obj)] = (obj, name)
         return name
 
