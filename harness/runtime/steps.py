@@ -229,7 +229,9 @@ class RunEnd(NamedTuple):
     trace, what each thread that had not finished was about to do (the operation it waited in), ``taken`` its
     steps (``Step``, built once by the runtime: ``racecheck.runtime.sinks.StepLog``) and ``memory_steps`` the
     records of its plain memory accesses (``racecheck.runtime.memory_steps.MemorySteps``: where each joined access
-    was made, real locks' takes and gives, a learning run's list)."""
+    was made, real locks' takes and gives, a learning run's list); ``failed`` the thread its failure names
+    (``FailureInfo.tid``; None: it passed, or its failure names no thread), for the interleaving key that reads a
+    failing run up to that thread's last step (``racecheck.search.interleaving_sink``)."""
 
     outcome: Outcome
     steps: int
@@ -238,3 +240,4 @@ class RunEnd(NamedTuple):
     waiting: tuple[Pending, ...]
     taken: Sequence[Step] = ()
     memory_steps: Any = None
+    failed: int | None = None

@@ -125,7 +125,8 @@ def ending(run: Run) -> RunEnd:
     waiting = tuple(Pending(rec.tid, rec.op, rec.loc, rec.access, rec.points, "waiting", None)
                     for rec in run.threads if rec.launched and rec.op != "exit")
     # the run has ended: nothing changes its picks and trace, so they are handed as they are
-    return RunEnd(outcome, run.steps, run.picked, run.trace, waiting, run.taken.finish(run.trace), run.memory_steps)
+    return RunEnd(outcome, run.steps, run.picked, run.trace, waiting, run.taken.finish(run.trace), run.memory_steps,
+                  None if failure is None else failure.tid)
 
 
 def close_sinks(run: Run) -> None:

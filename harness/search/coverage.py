@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING
 from racecheck.control.processes.link import processes_in
 from racecheck.errors import user_callback
 from racecheck.runtime.chooser import Chooser
-from racecheck.search.interleavings import interleaving_key, run_events
+from racecheck.search.interleaving_sink import interleaving_of
+from racecheck.search.interleavings import interleaving_key
 from racecheck.search.registry import is_systematic
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 __racecheck_engine__ = True
 
-__all__ = ["ChoiceTree", "Coverage", "Progress", "Steering", "exhausted_note", "interleaving_key", "run_events",
+__all__ = ["ChoiceTree", "Coverage", "Progress", "Steering", "exhausted_note", "interleaving_key", "interleaving_of",
            "schedule_digest"]
 
 
@@ -277,8 +278,9 @@ class Coverage:
 
         Without a progress callback, nothing reads the interleaving count before the exploration ends, so keys are
         computed in batches (``settle``): run between schedules, the key's code and data are evicted by the
-        workload each time, and computing one took much longer than in a loop over many traces."""
-        trace = run_events(run)
+        workload each time, and computing one took much longer than in a loop over many traces. What a key is
+        computed from is what the run's ``InterleavingSink`` was told at its end (``interleaving_of``)."""
+        trace = interleaving_of(run)
         sampled = run.memory_steps.sampled
         if self.config.progress is not None:
             key = interleaving_key(trace)

@@ -5,7 +5,8 @@ touching different objects, or both only reading one) are the same interleaving:
 An interleaving is therefore identified by, for every object, the order in which steps accessed it, a run of
 mutually commuting accesses (reads, listings, a directory's entry changes) taken as a set: Mazurkiewicz's
 equivalence, read from the accesses every step recorded. A step is named by its thread and its place among its own
-scheduling points, the same in every equivalent schedule.
+scheduling points, the same in every equivalent schedule. Which events a run's key reads (all of them, or a failing
+run's causal past) the run's sink says (``racecheck.search.interleaving_sink``).
 """
 
 from __future__ import annotations
@@ -13,16 +14,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from racecheck.runtime.access import FAIRNESS_OBJ, READ, WRITE
 from racecheck.runtime.relation import Relation, active
 from racecheck.runtime.steps import Access, ObjKind
 from racecheck.runtime.trace import TraceEvent
-from racecheck.search.dependency import causal_past
-
-if TYPE_CHECKING:
-    from racecheck.runtime.scheduler import Run
 
 __racecheck_engine__ = True
 
@@ -179,15 +176,6 @@ def _written(access: Sequence[Access], objects: list[Any], relation: Relation) -
         else:
             out.append(Access(wild, one.kind))
     return out
-
-
-def run_events(run: Run) -> Sequence[TraceEvent]:
-    """The events a run's interleaving is made of: all of them, or for a run stopped by an exception in one thread,
-    those that happen before it (``dependency.causal_past``): the other threads stopped wherever they were."""
-    failure = run.failure
-    if failure is not None and failure.kind == "exception" and failure.tid is not None:
-        return causal_past(run.trace, failure.tid)
-    return run.trace
 
 
 def _canonical(groups: list) -> tuple:

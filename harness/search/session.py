@@ -44,6 +44,7 @@ from racecheck.runtime.sinks import Sink
 from racecheck.search import data_races
 from racecheck.search.data_race_sink import DataRaceSink, found_races
 from racecheck.search.divergence import compare_runs
+from racecheck.search.interleaving_sink import InterleavingSink
 from racecheck.search.options import Parts
 from racecheck.search.registry import samples_memory
 from racecheck.search.replay import Replayer
@@ -371,9 +372,11 @@ class Session:
             raise run.failure.exception  # racecheck's own failure ends the exploration (the batch hands it over)
 
     def _sinks(self) -> tuple[Sink, ...]:
-        """The sinks a new run is handed: the data-race finder's (unless data races are ignored), a learning run's
-        learner (sampled watching), then one of each of ``sink_factories``."""
-        sinks: list[Sink] = [] if self.search.data_races == "ignore" else [DataRaceSink(self.search.atomic_races)]
+        """The sinks a new run is handed: what its interleaving key is read from, the data-race finder's (unless
+        data races are ignored), a learning run's learner (sampled watching), then one of each of ``sink_factories``."""
+        sinks: list[Sink] = [InterleavingSink()]
+        if self.search.data_races != "ignore":
+            sinks.append(DataRaceSink(self.search.atomic_races))
         if self.control.memory and self.sampling is not None and self.next_mode in ("learn", "warm-up"):
             sinks.append(memory_sampling.Learner(self.sampling))
         sinks.extend(factory() for factory in self.sink_factories)

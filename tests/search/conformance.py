@@ -44,7 +44,7 @@ from racecheck.errors import RacecheckError
 from racecheck.runtime import scheduler
 from racecheck.runtime.scheduler import Run
 from racecheck.search import registry
-from racecheck.search.coverage import Steering, interleaving_key, run_events
+from racecheck.search.coverage import Steering, interleaving_key, interleaving_of
 from racecheck.search.registry import StrategyEntry
 from racecheck.search.result import Result
 from racecheck.search.session import STALE_RETRIES
@@ -231,7 +231,7 @@ class Reference:
 
 
 def key_of(run: Run) -> str:
-    return interleaving_key(run_events(run))
+    return interleaving_key(interleaving_of(run))
 
 
 def ending(run: Run) -> tuple:
