@@ -17,13 +17,13 @@ to a handful of int operations per access of each new step.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from racecheck.runtime.access import ACQUIRE, FAIRNESS_OBJ, FAIRNESS_READ, READ, RELEASE, WRITE
 from racecheck.runtime.relation import ALL_OBJECTS, Order, Relation, active
 from racecheck.runtime.sinks import build
-from racecheck.runtime.steps import Access, Obj, ObjKind
+from racecheck.runtime.steps import Access, Obj, ObjKind, Step
 
 __racecheck_engine__ = True
 
@@ -68,10 +68,20 @@ def steps_of(trace: Sequence[Any], complete: bool = True) -> list[StepRow]:
     before its next one). The read of the scheduler's fairness that every step makes is left implicit
     (``Analysis`` adds it; a step that ends in a yield writes the fairness). ``complete=False`` leaves out the last
     step: its thread is still running it."""
-    rows = [(step.event.tid, step.event.step, step.accesses) for step in build(trace)]
+    rows = rows_of(build(trace))
     if not complete and rows:
         rows.pop()
     return rows
+
+
+def row_of(step: Step) -> StepRow:
+    """A step as the analysis holds it: its thread, its number in the run, what it touched."""
+    return step.event.tid, step.event.step, step.accesses
+
+
+def rows_of(steps: Iterable[Step]) -> list[StepRow]:
+    """``steps`` (the runtime's, ``RunEnd.taken``, or built from a part of a trace) as rows."""
+    return [(step.event.tid, step.event.step, step.accesses) for step in steps]
 
 
 def bits_of(mask: int) -> list[int]:

@@ -61,7 +61,7 @@ from racecheck.errors import ReplayDivergence
 from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, Access
 from racecheck.runtime.chooser import Chooser, Decision, RunView
 from racecheck.runtime.steps import Outcome, RunEnd
-from racecheck.search.analysis import REST, Analysis, StepRow, at_the_block, bits_of, steps_of
+from racecheck.search.analysis import REST, Analysis, StepRow, at_the_block, bits_of, row_of, rows_of, steps_of
 from racecheck.search.dependency import dependent
 from racecheck.search.strategy import Strategy
 
@@ -269,24 +269,32 @@ class DPORChooser(Chooser):
 
     def finish(self, analysis: Analysis) -> tuple[int, list[StepRow]]:
         """The execution's steps once it has ended, as ``(base, steps)``: the first ``base`` are the steps
-        ``analysis`` holds already (the replayed prefix; a replay runs the same steps, so they are not read
-        again), ``steps`` the rest, with the waiting threads' operations as pseudo-steps at the end."""
+        ``analysis`` holds already (the replayed prefix; a replay runs the same steps, so they are not taken in
+        again), ``steps`` the rest, with the waiting threads' operations as pseudo-steps at the end. The steps are
+        the runtime's (``RunEnd.taken``), from the last one before the branch on (``StepLog.since``: the replayed
+        prefix's are not built for this)."""
         run_end = self.run_end
         if run_end is None:
             return 0, []
-        trace = run_end.trace
-        base = start = 0
+        taken = run_end.taken
+        base, steps = 0, None
         if self.branch_at is not None:
+            trace = run_end.trace
             last = self.branch_at - 1
             while last >= 0 and trace[last].switch == "info":
                 last -= 1
-            base = analysis.covering(trace[last].step if last >= 0 else None)
-            if base > 0 and [(analysis.tids[base - 1], analysis.numbers[base - 1], analysis.accesses[base - 1])] != \
-                    steps_of(trace[last:self.branch_at]):
-                base = -1  # the replay's last step before the branch is not the one analysed: read it all again
-            start = self.branch_at if base >= 0 else 0
-            base = max(base, 0)
-        steps = steps_of(trace[start:] if start else trace, True)
+            if last >= 0:  # the last step before the branch: it and every step before it the last execution ran
+                base = analysis.covering(trace[last].step)
+                if base > 0:
+                    tail = taken.since(last)  # that step, then the new ones: the prefix's steps are not built
+                    if (analysis.tids[base - 1], analysis.numbers[base - 1], analysis.accesses[base - 1]) == \
+                            row_of(tail[0]):
+                        steps = rows_of(tail[1:])
+                    else:  # the replay's last step before the branch is not the one analysed: read it all again
+                        base = 0
+                base = max(base, 0)
+        if steps is None:
+            steps = rows_of(taken)
         # A failure other than a deadlock stops the run wherever the other threads were: what they would still have
         # done is unknown (``REST``), where a deadlocked or parked thread's next operation is all there is.
         cut = run_end.outcome not in (Outcome.PASSED, Outcome.CRASHED, Outcome.DEADLOCK)

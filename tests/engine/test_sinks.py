@@ -11,7 +11,7 @@ import threading
 import pytest
 import racecheck
 from racecheck.config import resolve
-from racecheck.runtime.sinks import Sink, build
+from racecheck.runtime.sinks import Sink, StepLog, build
 from racecheck.search.random_walk import RandomChooser
 from racecheck.search.session import Session
 from sink_recorders import EndOnly, EventReader, Recorder
@@ -139,3 +139,22 @@ def test_a_note_of_a_thread_that_runs_no_step_joins_no_step_of_the_run():
         assert [s.event for s in steps] == [s.event for s in with_strays]
         strays += steps != with_strays
     assert strays  # the holder's release, made unwinding after the failure, exists and joins no step
+
+
+@pytest.mark.parametrize("fn", [notes_and_memory, fails_while_another_holds_a_lock])
+def test_the_steps_since_a_point_are_the_runs_steps_from_there_built_or_not(fn):
+    # dpor reads the steps after the prefix it replayed (``StepLog.since``): they must be the run's own steps from
+    # there, numbered as in the whole run, whether the log had built its steps or builds only those
+    runs, _sinks = _runs(fn, EndOnly, range(4))
+    for run in runs:
+        whole = build(run.trace)
+        numbers = [step.event.step for step in whole]
+        assert numbers == sorted(set(numbers))  # what ``since`` finds a step by: increasing along the steps
+        starts = [k for k, event in enumerate(run.trace) if event.switch != "info"] + [len(run.trace)]
+        at = {id(event): k for k, event in enumerate(run.trace)}
+        for start in starts:
+            expected = [step for step in whole if at[id(step.event)] >= start]
+            fresh = StepLog(run.trace).finish(run.trace)
+            assert fresh.since(start) == expected
+            assert start == 0 or fresh.made == []  # nothing before ``start`` built for it, nor kept
+            assert run.taken.since(start) == expected  # the run's own log, built whole once read

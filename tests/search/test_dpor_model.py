@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from racecheck.runtime import relation
 from racecheck.runtime.access import ENTRY, LIST, READ, WRITE, Access, file_obj, memory
 from racecheck.runtime.chooser import Decision
+from racecheck.runtime.sinks import StepLog
 from racecheck.runtime.steps import Outcome, RunEnd
 from racecheck.search import dpor
 
@@ -67,7 +68,8 @@ def execute(program: Sequence[Sequence[tuple[Access, ...]]], chooser) -> list[tu
         order.append((chosen, done[chosen]))
         done[chosen] += 1
         current = chosen
-    chooser.end(RunEnd(Outcome.PASSED, run.steps, (), tuple(run.trace), ()))
+    # the runtime's steps, as a run hands them (built once, read from where a reader needs them)
+    chooser.end(RunEnd(Outcome.PASSED, run.steps, (), tuple(run.trace), (), StepLog(run.trace).finish(run.trace)))
     return order
 
 
