@@ -30,13 +30,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from racecheck.control import memory_discovery
-from racecheck.runtime.access import LIST, MEMORY_OBJ, READ, Access
+from racecheck.runtime.access import MEMORY_OBJ, Access
+from racecheck.runtime.relation import LOOKS
 from racecheck.runtime.sinks import Sink
 from racecheck.runtime.steps import Obj, RunEnd
 
 __racecheck_engine__ = True
 
-_READS = frozenset({READ, LIST})
+_READS = LOOKS  # the relation's reads and listings: two of them on one object commute
 # Sampling engages when at least this many accesses of a learning run, and at least half of them, were made in
 # code it would leave unwatched: below that a sampled run saves less than the learning runs cost.
 _WORTH = 256

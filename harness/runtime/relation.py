@@ -120,6 +120,9 @@ ROLES: dict[ObjKind, Role] = {
 # On a synchronising object, these kinds only take what earlier operations published (a read, a wait, a join, a
 # thread's first step); every other kind publishes the thread's clock too.
 TAKE_ONLY = frozenset({Kind.READ, Kind.WAIT, Kind.JOIN, Kind.BEGIN})
+# Kinds that change nothing of their object another thread could see (a look, taking what was published, the clock,
+# an open): the racing pair ranks a pair of two such steps last (``racecheck.search.race_candidates``).
+UNCHANGING = LOOKS | TAKE_ONLY | frozenset({Kind.CLOCK, Kind.OPEN})
 
 _WORDS = {Kind.READ: "read", Kind.WRITE: "write", Kind.LIST: "read all of", Kind.ENTRY: "add/remove an entry of",
           Kind.CREATE: "create", Kind.REMOVE: "remove", Kind.RENAME: "rename", Kind.OPEN: "open",

@@ -21,15 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from racecheck.runtime.access import FAIRNESS_OBJ
-from racecheck.runtime.relation import ENGINE, UNNAMED, Relation, active
-from racecheck.runtime.steps import Access, Kind, Obj, ObjKind, Step
+from racecheck.runtime.relation import ENGINE, UNCHANGING, UNNAMED, Relation, active
+from racecheck.runtime.steps import Access, Obj, ObjKind, Step
 from racecheck.search.dependency import shown
 from racecheck.search.race_order import conflict_objects, named
 
 __racecheck_engine__ = True
-
-# kinds that only look at an object (or take what another step published): a pair of them changes nothing either saw
-LOOKS = frozenset({Kind.READ, Kind.LIST, Kind.JOIN, Kind.BEGIN, Kind.WAIT, Kind.CLOCK, Kind.OPEN})
 
 
 def latest_conflicts(found: Sequence[Step], relation: Relation | None = None) -> list[tuple[int, int]]:
@@ -105,7 +102,7 @@ def _container(obj: Obj) -> str:
 
 
 def _writes(kinds: Iterable[tuple[str, str]]) -> bool:
-    return any(a not in LOOKS or b not in LOOKS for a, b in kinds)
+    return any(a not in UNCHANGING or b not in UNCHANGING for a, b in kinds)  # a pair of looks changes nothing
 
 
 def rank_key(found: Sequence[Step], i: int, j: int, checked: frozenset[Obj],
