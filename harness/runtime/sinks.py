@@ -17,10 +17,10 @@ run its sinks as it hands it a chooser (``Run(chooser, config, sinks)``), and th
 
 The run's steps are built here, once per run, whoever reads them (``StepLog``): step by step while a sink takes them,
 else on the first read of ``RunEnd.taken``; a reader that holds the first steps already (dpor, its replayed prefix)
-reads the rest with ``StepLog.since``, which builds none before them. A note (a release, a notify: an ``info``
-event) joins the step its thread is running: the last step, when it is that thread's. A note of a thread that
-runs no step (one unwinding after the run was stopped) joins none: it is no part of the run's interleaving.
-``build`` is the same assembly over any sequence of events (a slice of a trace, a trace with a deadlock's pseudo-events) for the analyses that read
+reads the rest with ``StepLog.since``, which builds none before them. A note (a release, a notify: an ``info`` event)
+joins the step its thread is running: the last step, when it is that thread's. A note of a thread that runs no step (one
+unwinding after the run was stopped) joins none: it is no part of the run's interleaving. ``build`` is the same assembly
+over any sequence of events (a slice of a trace, a trace with a deadlock's pseudo-events) for the analyses that read
 those; ``strays=True`` lets such a note join its thread's last step instead (the racing pair's reading,
 ``racecheck.search.dependency.steps``).
 """
