@@ -121,17 +121,92 @@ def collected_results() -> None:
     assert sorted(results) == [0, 1]
 
 
-PROGRAMS = {fn.__name__: fn for fn in (points_counter, barrier_phases, barrier_short, spin_lock, flag_spin, collected_results)}
-STRATEGIES = ("random", "pct", "dfs")
+class Scratch:
+    def __init__(self) -> None:
+        self.n = 0
+
+
+def bump(scratch: Scratch) -> None:
+    scratch.n = scratch.n + 1
+
+
+def private_work() -> int:
+    """Memory work on an object one thread alone touches: sampled runs leave ``bump`` unwatched once learned."""
+    scratch = Scratch()
+    for _ in range(150):
+        bump(scratch)
+    return scratch.n
+
+
+class Lazy:
+    def __init__(self) -> None:
+        self.value: object | None = None
+        self.made = 0
+
+    def get(self) -> object:
+        if self.value is None:
+            self.made += 1
+            self.value = object()
+        return self.value
+
+
+def sampled_lazy() -> None:
+    """A check-then-act lazy init after much private work: what sampled watching (random, pct, pos) learns from
+    its learning runs decides what later runs watch, so it must learn the same in a fresh process."""
+    lazy = Lazy()
+
+    def worker() -> None:
+        private_work()
+        lazy.get()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert lazy.made == 1
+
+
+def executor_files() -> None:
+    """The upstream Lightning shape on the fake filesystem (``fs="posix"``): an executor's worker dumps the state
+    (a hand-off to json, code racecheck does not watch) to a temporary file, renames it onto the checkpoint and
+    checks it, while the main thread changes the state and evicts the checkpoint."""
+    import json
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    os.makedirs("/racefs/iso", exist_ok=True)
+    path = "/racefs/iso/ckpt.json"
+    state = {"step": 1, "weights": list(range(8))}
+
+    def commit() -> None:
+        with open(path + ".tmp", "w") as f:
+            json.dump(state, f)
+        os.replace(path + ".tmp", path)
+        os.stat(path)
+
+    with ThreadPoolExecutor(1) as pool:
+        done = pool.submit(commit)
+        state["step"] = 2
+        if os.path.exists(path):
+            os.remove(path)
+        done.result()
+
+
+PROGRAMS = {fn.__name__: fn for fn in (points_counter, barrier_phases, barrier_short, spin_lock, flag_spin,
+                                       collected_results, sampled_lazy, executor_files)}
+OPTIONS = {"executor_files": {"fs": "posix"}}
+STRATEGIES = ("random", "pct", "dfs", "pos", "dpor")
 
 
 def verdicts(name: str) -> list[dict]:
     out = []
     for strategy in STRATEGIES:
-        result = racecheck.explore(PROGRAMS[name], strategy=strategy, schedules=60, max_steps=20_000)
+        result = racecheck.explore(PROGRAMS[name], strategy=strategy, schedules=60, max_steps=20_000,
+                                   **OPTIONS.get(name, {}))
         out.append({"program": name, "strategy": strategy, "verdict": result.summary().splitlines()[0],
                     "trace": result.failure.trace if result.failure else "",
-                    "races": [race.describe() for race in result.data_races]})
+                    "races": [race.describe() for race in result.data_races], "sampled": result.sampled})
     return out
 
 

@@ -1,8 +1,11 @@
 """A verdict is a function of the program and its options only (issue 49): nothing an exploration learns or caches
 (sampling, rewritten code, module walks, fairness, reused threads) changes what a later one in the same process
-reports. Programs of different kinds (explicit points, a barrier, a deadlocked barrier, a yielding spin lock, a polled flag, results
-collected by atomic appends) are explored one after another in one process, in both orders, and each verdict,
-failing trace and data-race report must be what a fresh process gives for that program alone."""
+reports. Programs of different kinds (explicit points, a barrier, a deadlocked barrier, a yielding spin lock, a
+polled flag, results collected by atomic appends, a lazy init that sampled watching learns from, an executor's
+checkpoint commit on the fake filesystem with a hand-off to json) are explored one after another in one process, in
+both orders, under every strategy, and each verdict (its first failing schedule and token), failing trace, data-race
+report and count of sampled runs must be what a fresh process gives for that program alone: the yielding spin lock
+after the PCT programs and the barrier is the case issue 49 reported as a livelock."""
 
 from __future__ import annotations
 
@@ -40,3 +43,4 @@ def test_each_verdict_in_a_sequence_is_the_one_a_fresh_process_gives():
     verdicts = {entry["verdict"].split(":")[0] for entry in fresh.values()}
     assert {"ok", "FAILED after 1 schedules"} <= verdicts
     assert any("Deadlock" in entry["verdict"] for entry in fresh.values())
+    assert any(entry["sampled"] for entry in fresh.values())  # sampled watching learned, and was used
