@@ -138,6 +138,23 @@ def private_work() -> int:
     return scratch.n
 
 
+def shared_scratch() -> None:
+    """``bump`` on one object from two threads (a lost update): the code sampled watching finds sharing memory here
+    is the code it leaves unwatched in ``sampled_lazy``, so what one exploration learned must not reach the other."""
+    scratch = Scratch()
+
+    def worker() -> None:
+        for _ in range(3):
+            bump(scratch)
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert scratch.n == 6
+
+
 class Lazy:
     def __init__(self) -> None:
         self.value: object | None = None
@@ -194,7 +211,7 @@ def executor_files() -> None:
 
 
 PROGRAMS = {fn.__name__: fn for fn in (points_counter, barrier_phases, barrier_short, spin_lock, flag_spin,
-                                       collected_results, sampled_lazy, executor_files)}
+                                       collected_results, shared_scratch, sampled_lazy, executor_files)}
 OPTIONS = {"executor_files": {"fs": "posix"}}
 STRATEGIES = ("random", "pct", "dfs", "pos", "dpor")
 

@@ -5,7 +5,9 @@ polled flag, results collected by atomic appends, a lazy init that sampled watch
 checkpoint commit on the fake filesystem with a hand-off to json) are explored one after another in one process, in
 both orders, under every strategy, and each verdict (its first failing schedule and token), failing trace, data-race
 report and count of sampled runs must be what a fresh process gives for that program alone: the yielding spin lock
-after the PCT programs and the barrier is the case issue 49 reported as a livelock."""
+after the PCT programs and the barrier is the case issue 49 reported as a livelock. A planted leak (sampled watching
+keeping what it learned across explorations) fails it: ``shared_scratch`` finds ``bump`` sharing memory, which
+``sampled_lazy`` alone leaves unwatched."""
 
 from __future__ import annotations
 
