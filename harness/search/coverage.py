@@ -33,7 +33,7 @@ from racecheck.errors import user_callback
 from racecheck.runtime.chooser import Chooser
 from racecheck.search.interleaving_sink import interleaving_of
 from racecheck.search.interleavings import interleaving_key
-from racecheck.search.registry import is_systematic
+from racecheck.search.registry import is_systematic, reduces
 
 if TYPE_CHECKING:
     from racecheck.runtime.scheduler import Run
@@ -74,7 +74,7 @@ def exhausted_note(distinct: int, strategy: str, bound: int | None, interleaving
     equivalent interleavings (one schedule each), within its bound if it had one."""
     within = (f" with at most {bound} preemption{'s' * (bound != 1)}" if bound is not None and is_systematic(strategy)
               else "")
-    if strategy == "dpor":
+    if reduces(strategy):
         plural = "" if interleavings == 1 else "es"
         return f"exhausted: all {interleavings} class{plural} of equivalent interleavings{within} explored"
     plural = "" if distinct == 1 else "s"

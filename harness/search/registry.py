@@ -5,11 +5,13 @@ makes a strategy from it (``make_strategy`` is the same with Config's options by
 racecheck and loads a strategy's module only when one is built, so a front end can list the names without loading
 the engine.
 
-Two things differ per strategy and are read from here, never from a strategy's name:
+Three things differ per strategy and are read from here, never from a strategy's name:
 
 * ``systematic``: the strategy enumerates its space itself (dfs, dpor). It never repeats a schedule and knows when
   it is done, so it runs without the coverage layer's duplicate steering, and ``--jobs``/``--tx`` run a cell of it
   as one unit in one process (its next schedule depends on every earlier one: the space cannot be cut by seeds).
+* ``reduces``: the strategy explores one schedule per class of equivalent interleavings (dpor), so when it is
+  done, reports say every class was explored rather than every schedule.
 * ``defaults``: an option whose default is the strategy's own. ``Config.preemption_bound`` is ``"default"`` unless
   set, which means 2 for dfs (and the strategies that do not read it) and no bound for dpor, whose reduction makes
   the whole space affordable where dfs needs a bound.
@@ -36,6 +38,7 @@ class StrategyEntry:
     # samples schedules independently, so its runs may watch memory sampled (``racecheck.control.memory_sampling``):
     # a systematic strategy's next schedule depends on what each one touched, so it watches every access
     samples_memory: bool = False
+    reduces: bool = False  # one schedule per class of equivalent interleavings: its end covers classes (see above)
 
 
 ENTRIES: tuple[StrategyEntry, ...] = (
@@ -49,7 +52,7 @@ ENTRIES: tuple[StrategyEntry, ...] = (
                   "partial order sampling: random priorities reset on conflicting accesses", samples_memory=True),
     StrategyEntry("dpor", "racecheck.search.dpor", "DPOR", ("preemption_bound",),
                   "partial-order reduction: one schedule per class of equivalent interleavings, no bound",
-                  systematic=True, defaults=(("preemption_bound", None),)),
+                  systematic=True, reduces=True, defaults=(("preemption_bound", None),)),
 )
 
 DEFAULT_STRATEGY = "pct"  # what an exploration uses when none is named: Config, the CLI and the plugin read it here
@@ -85,6 +88,13 @@ def is_systematic(name: str) -> bool:
     is not a strategy (a replay)."""
     found = BY_NAME.get(name)
     return found is not None and found.systematic
+
+
+def reduces(name: str) -> bool:
+    """Whether strategy ``name`` explores one schedule per class of equivalent interleavings (see the module
+    docstring); False for a name that is not a strategy (a replay)."""
+    found = BY_NAME.get(name)
+    return found is not None and found.reduces
 
 
 def samples_memory(name: str) -> bool:

@@ -26,7 +26,7 @@ from racecheck.control import processes_escape
 from racecheck.control.options import ControlOptions
 from racecheck.runtime import ExtensionOptions
 from racecheck.search.options import Parts
-from racecheck.search.registry import is_systematic
+from racecheck.search.registry import is_systematic, reduces
 
 __racecheck_engine__ = True
 
@@ -59,7 +59,7 @@ class Scope:
         if is_systematic(self.strategy) and self.bound is not None:
             bound = f"{self.bound} preemption{'s' * (self.bound != 1)}"
             return f"every schedule with at most {bound} ({self.strategy}, exhausted within the bound: {counted})"
-        if self.strategy == "dpor":
+        if reduces(self.strategy):
             return f"every interleaving of what was watched ({self.strategy}, no bound, exhausted: {counted})"
         return f"every distinct schedule ({self.strategy}, exhausted: {counted})"
 
