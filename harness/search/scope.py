@@ -20,13 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from racecheck.control import processes_escape
 from racecheck.control.options import ControlOptions
 from racecheck.runtime import ExtensionOptions
 from racecheck.search.options import Parts
 from racecheck.search.registry import is_systematic, reduces
+
+if TYPE_CHECKING:
+    from racecheck.search.result import Result
 
 __racecheck_engine__ = True
 
@@ -133,7 +136,7 @@ def escaped(control: ControlOptions, leaked: list[str], real_locks: bool, unwatc
     return tuple(out)
 
 
-def scope_of(parts: Parts, result: Any, real_locks: bool, unwatched: list[str], replayed: bool = False,
+def scope_of(parts: Parts, result: Result, real_locks: bool, unwatched: list[str], replayed: bool = False,
              handed: tuple[str, ...] = ()) -> Scope:
     """The coverage statement of ``result``, an exploration (or a replay) under ``parts``."""
     search, control = parts.search, parts.control
@@ -142,4 +145,4 @@ def scope_of(parts: Parts, result: Any, real_locks: bool, unwatched: list[str], 
     return Scope(space, result.strategy, result.schedules, result.interleavings, bound, bool(control.memory),
                  files_watched(parts.extensions),
                  escaped(control, list(result.leaked_threads), real_locks, unwatched, processes_escape.seen(), handed),
-                 0 if replayed else getattr(result, "sampled", 0), getattr(result, "processes", 1))
+                 0 if replayed else result.sampled, result.processes)
