@@ -130,9 +130,9 @@ def _point_object(run: Any, on: Any) -> Obj:
     """The logical identity of ``racecheck.point(..., on=obj)``'s object within ``run``."""
     if isinstance(on, str):
         return Obj(ObjKind.POINT, on)
-    primitive = getattr(on, "_condition", on)  # a controlled future's operations touch its condition
-    obj = getattr(primitive, "_obj", None)  # a controlled primitive: what its operations touch
-    if isinstance(obj, Obj) and getattr(primitive, "_run", None) is run:
+    touched = getattr(on, "__racecheck_obj__", None)  # a controlled primitive's (or future's) contract
+    obj = touched(run) if touched is not None else None
+    if isinstance(obj, Obj):  # what its operations touch in this run
         return obj
     named = run.resources.setdefault("points on", {})
     found = named.get(id(on))

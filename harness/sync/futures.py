@@ -63,6 +63,12 @@ class Future(_RealFuture):
         self._waiters: list[Any] = []
         self._done_callbacks: list[Any] = []
 
+    def __racecheck_obj__(self, run: Any) -> Obj | None:
+        """A future's operations touch its controlled condition (``Primitive.__racecheck_obj__``): None for one
+        made outside a run, whose condition is real."""
+        touched = getattr(self._condition, "__racecheck_obj__", None)
+        return touched(run) if touched is not None else None
+
 
 def has_callbacks(future: Any) -> bool:
     """Whether ``future`` has done callbacks to run (code of the program's, run by whoever completes it)."""

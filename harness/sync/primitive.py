@@ -56,5 +56,10 @@ class Primitive:
     def _accesses(self) -> None:
         """Build the access tuples of the operations from ``_obj``."""
 
+    def __racecheck_obj__(self, run: Any) -> Obj | None:
+        """What this primitive's operations touch, if it belongs to ``run`` (else None): the object
+        ``racecheck.point(name, on=self)`` names, read through this contract rather than its private fields."""
+        return self._obj if self._run is run else None
+
     def __repr__(self) -> str:
         return f"<racecheck {self._name}>"

@@ -4,6 +4,7 @@ objects commute; points on one object, or on a controlled lock and that lock's o
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 
 import pytest
@@ -63,6 +64,23 @@ def test_a_point_on_a_lock_conflicts_with_that_locks_operations_only():
                 pass
 
         _two_threads(marker, locker)
+
+    assert _classes(lambda: program(True)) > 1
+    assert _classes(lambda: program(False)) == 1
+
+
+def test_a_point_on_a_future_conflicts_with_that_futures_operations_only():
+    # a future names what its operations touch (its controlled condition) through the same contract as a lock
+    def program(same: bool) -> None:
+        watched, other = concurrent.futures.Future(), concurrent.futures.Future()
+
+        def marker() -> None:
+            racecheck.point("look", on=watched)
+
+        def setter() -> None:
+            (watched if same else other).set_result(1)
+
+        _two_threads(marker, setter)
 
     assert _classes(lambda: program(True)) > 1
     assert _classes(lambda: program(False)) == 1
