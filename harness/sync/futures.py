@@ -85,11 +85,17 @@ def _condition_obj(run: Any) -> Obj:
     return Obj(ObjKind.CONDITION, run.new_object_id("Future"), engine=True)
 
 
-def _waits_on(futures: list[Any]) -> tuple[Access, ...]:
+def _waits_on(futures: list[Any], run: Any) -> tuple[Access, ...]:
     """A wait on ``futures``: it touches each one's condition, which every change of a future's state goes through
-    (a future made outside the run has no controlled condition and names nothing)."""
-    objs = {getattr(getattr(f, "_condition", None), "_obj", None) for f in futures}
-    return tuple(Access(obj, WAIT) for obj in sorted(o for o in objs if isinstance(o, Obj)))
+    (a future made outside the run has no controlled condition and names nothing), as the future says
+    (``Future.__racecheck_obj__``)."""
+    objs = set()
+    for future in futures:
+        touched = getattr(future, "__racecheck_obj__", None)
+        obj = touched(run) if touched is not None else None
+        if isinstance(obj, Obj):
+            objs.add(obj)
+    return tuple(Access(obj, WAIT) for obj in sorted(objs))
 
 
 def _future_is_done(future: Any) -> bool:
@@ -111,7 +117,8 @@ def wait(fs: Any, timeout: float | None = None, return_when: str = _ALL_COMPLETE
             return failed or len(done) == len(futures)
         return len(done) == len(futures)
 
-    attempt(run, "wait futures", satisfied, None if timeout is None else max(float(timeout), 0.0), _waits_on(futures))
+    waits = _waits_on(futures, run)
+    attempt(run, "wait futures", satisfied, None if timeout is None else max(float(timeout), 0.0), waits)
     done = {f for f in futures if _future_is_done(f)}
     return _futures_base.DoneAndNotDoneFutures(done, set(futures) - done)
 
@@ -127,7 +134,7 @@ def as_completed(fs: Any, timeout: float | None = None) -> Any:
     while pending:
         remaining = None if end is None else max(end - run.now(), 0.0)
         ok = attempt(run, "as_completed futures", lambda: any(_future_is_done(f) for f in pending), remaining,
-                     _waits_on(pending))
+                     _waits_on(pending, run))
         if not ok:
             raise concurrent.futures.TimeoutError(f"{len(pending)} (of {total}) futures unfinished")
         ready = [f for f in pending if _future_is_done(f)]
