@@ -16,11 +16,14 @@ run, both from ``RunEnd``) and ``Coverage`` keys the runs it counts, in batches 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from racecheck.runtime.sinks import Sink
 from racecheck.runtime.steps import Outcome, RunEnd
 from racecheck.search.dependency import causal_past
+
+if TYPE_CHECKING:
+    from racecheck.runtime.scheduler import Run
 
 __racecheck_engine__ = True
 
@@ -50,7 +53,7 @@ class InterleavingSink(Sink):
         return self.trace
 
 
-def interleaving_of(run: Any) -> Sequence[Any]:
+def interleaving_of(run: Run) -> Sequence[Any]:
     """The events ``run``'s interleaving key is computed from, as its ``InterleavingSink`` was told them; every run a
     session makes has one (``Session._sinks``): a run without raises ``LookupError`` rather than share a key."""
     for sink in run.sinks:
