@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime import watched_code
 from racecheck.control import handoff, lines, memory_discovery, memory_hooks, rewrite_cache
 from racecheck.control.autocontrol import Exclusions, controlled_module
 from racecheck.control.memory_names import set_rebound
@@ -84,6 +85,7 @@ def compiled_module(filename: str, name: str, namespace: dict[str, Any]) -> Comp
                 every.add(code)
                 every.update(c for c in code.co_consts if isinstance(c, types.CodeType))
             found = Compiled(codes, rebound, every)
+            watched_code.add(every)
     except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError):
         found = None
     _compiled[filename] = found
