@@ -252,7 +252,7 @@ class DPORChooser(Chooser):
         enabled = decision.enabled
         position = self.position
         if not position and self.view is not None:  # the run's memory watch is set up once it has begun
-            self.watched = self.view.watched
+            self.watched = getattr(self.view, "watched", False)  # a view of a model (tests) watches nothing
         if position < self.branch:  # replaying the prefix: the options it offered before, the choice it made
             node = self.prefix[position]
             if node.options != enabled or node.kind != THREAD:
