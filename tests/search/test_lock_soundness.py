@@ -91,6 +91,7 @@ FIXED = [
     (("wait_in_cs",), ("locked_set",)),
     (("wait_in_cs",), ("locked_own", "set_event")),
     (("rlock_inc",), ("rlock_inc",)),
+    (("signal_wait",), ("signal_send",)),
     (("locked_own", "other_lock"), ("locked_inc",)),
 ]
 
