@@ -63,7 +63,7 @@ from racecheck.runtime.chooser import Chooser, Decision, RunView
 from racecheck.runtime.steps import Outcome, RunEnd
 from racecheck.search.analysis import REST, Analysis, StepRow, at_the_block, bits_of, steps_of
 from racecheck.search.dependency import dependent
-from racecheck.search.lock_aware import LockAware, held_on_the_way, users_locks
+from racecheck.search.lock_aware import LockAware, held_on_the_way
 from racecheck.search.strategy import Strategy
 
 __racecheck_engine__ = True
@@ -406,7 +406,7 @@ class DPOR(Strategy):
         analysis, at_step = self.analysis, self.at_step
         numbers, accesses_of = analysis.numbers, analysis.accesses
         holds: dict[str, list[tuple[int, int, int]]] = {}  # per lock, who held it when (for races taking a lock)
-        locks = users_locks(analysis.masks) if analysis.lax is not None and found else []
+        locks = list(analysis.lax.locks) if analysis.lax is not None and found else []
 
         def holds_of(lock):
             found_holds = holds.get(lock)

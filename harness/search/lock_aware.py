@@ -35,7 +35,6 @@ sections, and a lock-aware dpor that explored one order of two commuting ones co
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from racecheck.runtime.access import ACQUIRE, RELEASE, WRITE
 from racecheck.runtime.steps import Access, Kind, Obj, ObjKind
@@ -67,6 +66,7 @@ class LockAware:
     def __init__(self) -> None:
         self.held: dict[Obj, tuple[int, int, bool]] = {}  # lock -> (holder, depth, whether the hold is lax)
         self.log: list[tuple[int, Obj, tuple[int, int, bool] | None]] = []  # (step, lock, what it was before)
+        self.locks: dict[Obj, None] = {}  # the program's locks met so far, in the order met (never forgotten)
 
     def rewind(self, n: int) -> None:
         """Forget what steps ``n`` and later did to the locks."""
@@ -93,6 +93,8 @@ class LockAware:
             obj, kind = access.obj, access.kind
             new = access
             if obj.kind is ObjKind.LOCK and not obj.engine and (kind is ACQUIRE or kind is RELEASE):
+                if obj not in self.locks:
+                    self.locks[obj] = None
                 holder = held.get(obj)
                 if kind is ACQUIRE:
                     if holder is None or holder[0] != tid:  # a new hold: lax if watched code took it blocking,
@@ -152,6 +154,3 @@ def held_on_the_way(i: int, j: int, tids: list[int], before: list[int],
     return found, only
 
 
-def users_locks(masks: dict[Obj, Any]) -> list[Obj]:
-    """The program's locks an analysis has seen (``Analysis.masks``' objects), in a fixed order."""
-    return sorted((obj for obj in masks if is_users_lock(obj)), key=lambda obj: obj.text)
