@@ -109,11 +109,11 @@ operations = st.sampled_from(sorted(lock_programs.OPS))
 programs = st.lists(st.lists(operations, min_size=1, max_size=2).map(tuple), min_size=2, max_size=3).map(tuple)
 
 
-@settings(max_examples=8, deadline=None, derandomize=True,
+@settings(max_examples=5, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(programs)
 def test_lock_aware_dpor_on_generated_programs(program):
-    wrong = differences(program, cap=3_000)
+    wrong = differences(program, cap=2_000)
     assume(wrong is not None)
     assert not wrong, f"{program}: {wrong}"
 
