@@ -184,3 +184,32 @@ def test_reversals_left_inside_a_hold_are_caught(monkeypatch):
     """Planted: a race whose reversal a held lock blocks is not moved before the hold's acquire."""
     monkeypatch.setattr(dpor, "held_on_the_way", lambda *args: ([], False))
     assert differences((("locked_b",), ("write_b", "locked_b"))), "the planted bug went unnoticed"
+
+
+# Three threads, where unbounded dfs does not finish in 20,000 schedules: against dpor with every order of the
+# lock (``LOCK_AWARE`` off), itself checked against dfs above and in test_memory_soundness.py.
+THREE = [
+    (("locked_own",), ("locked_own",), ("is_locked",)),
+    (("locked_own",), ("try_inc",), ("locked_own",)),
+    (("nested_ab",), ("nested_ba",), ("locked_own",)),
+    (("wait_in_cs",), ("locked_own",), ("set_event",)),
+    (("locked_inc",), ("locked_read",), ("locked_own",)),
+    (("signal_wait",), ("signal_send",), ("locked_own",)),
+    (("notify",), ("wait_flag",), ("locked_own",)),
+    (("locked_own", "read_a"), ("write_b", "locked_inc"), ("locked_b",)),
+    (("nested_ab",), ("other_lock",), ("locked_inc",)),
+    (("timeout_inc",), ("wait_in_cs",), ("locked_set",)),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", THREE, ids=_ids)
+def test_lock_aware_dpor_reaches_what_dpor_with_every_lock_order_reaches(program, monkeypatch):
+    fn = lock_programs.load(program)
+    aware, reached = explore(fn, "dpor", 50_000)
+    monkeypatch.setattr(dpor, "LOCK_AWARE", False)
+    strict, seen = explore(fn, "dpor", 50_000)
+    assert aware.exhausted and strict.exhausted
+    assert seen == reached
+    assert {f.kind for f in strict.failures} == {f.kind for f in aware.failures}
+    assert aware.schedules <= strict.schedules
