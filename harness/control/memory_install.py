@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racecheck import runtime
-from racecheck.runtime import watched_code
 from racecheck.control import handoff, lines, memory_discovery, memory_hooks, rewrite_cache
 from racecheck.control.autocontrol import Exclusions, controlled_module
 from racecheck.control.memory_names import set_rebound
 from racecheck.control.rewrite import rewrite_module
 from racecheck.control.rewrite_nodes import CELL_MARK
+from racecheck.runtime import watched_code
 
 __racecheck_engine__ = True
 

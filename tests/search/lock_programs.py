@@ -5,10 +5,10 @@ A program is a tuple of threads, each a tuple of operations on state the test fu
 schedule: an object's attributes, a dict with one key per thread, two locks, an RLock, a condition on the first
 lock, and an event. Critical sections that conflict (``locked_inc``) and that commute (``locked_own``: each thread
 its own key), reads outside the lock, nested locks in both orders (a deadlock), try-acquires and timeouts,
-``locked()``, a condition's wait and notify, a wait inside a critical section, a lock used as a signal. No ``racecheck.point()``: memory
-watching sees the accesses. The threads are written out as a module of their own with its source on disk, so
-memory watching rewrites them (code it does not watch keeps every lock ordered); what each thread saw and the
-state left are the *outcome*, put into the run's resources.
+``locked()``, a condition's wait and notify, a wait inside a critical section, a lock used as a signal. No
+``racecheck.point()``: memory watching sees the accesses. The threads are written out as a module of their own with
+its source on disk, so memory watching rewrites them (code it does not watch keeps every lock ordered); what each
+thread saw and the state left are the *outcome*, put into the run's resources.
 """
 
 from __future__ import annotations
