@@ -186,6 +186,16 @@ def test_reversals_left_inside_a_hold_are_caught(monkeypatch):
     assert differences((("locked_b",), ("write_b", "locked_b"))), "the planted bug went unnoticed"
 
 
+
+def test_locked_without_its_read_is_caught(monkeypatch):
+    """``Lock.locked()`` recorded nothing before this reduction, with or without it: dpor took ``if lock.locked()``
+    to commute with the other thread's acquire and release and never saw it answer True. Planted: that again."""
+    from racecheck.sync import locks
+
+    monkeypatch.setattr(locks.ControlledLock, "locked", lambda self: self._held)
+    assert differences((("locked_own",), ("is_locked",))), "the planted bug went unnoticed"
+
+
 # Three threads, where unbounded dfs does not finish in 20,000 schedules: against dpor with every order of the
 # lock (``LOCK_AWARE`` off), itself checked against dfs above and in test_memory_soundness.py.
 THREE = [
