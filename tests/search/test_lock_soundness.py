@@ -6,7 +6,8 @@ schedules. ``result.interleavings`` is not compared: it counts the orders of cri
 runs one where they commute (docs/dependency.md, "Lock-aware reduction").
 
 Planted bugs fail it: critical sections whose contents the analysis does not see (conflicting ones taken as
-independent), nested acquires left unordered, and reversals blocked by a hold not moved before its acquire.
+independent), nested acquires left unordered, reversals blocked by a hold not moved before its acquire, and
+``locked()`` recording nothing.
 More programs behind ``-m slow``.
 """
 
