@@ -121,11 +121,13 @@ def test_lock_aware_dpor_on_generated_programs(program):
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-@settings(max_examples=150, deadline=None, derandomize=True,
+# 150 programs with references capped at 20,000 ran past 40 minutes here (a three-thread reference that does not
+# finish pays the whole cap, and is then left out): 40 at 5,000
+@settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(programs)
 def test_lock_aware_dpor_on_many_generated_programs(program):
-    wrong = differences(program, cap=20_000)
+    wrong = differences(program, cap=5_000)
     assume(wrong is not None)
     assert not wrong, f"{program}: {wrong}"
 
