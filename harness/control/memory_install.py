@@ -34,6 +34,7 @@ from racecheck.control.autocontrol import Exclusions, controlled_module
 from racecheck.control.memory_names import set_rebound
 from racecheck.control.rewrite import rewrite_module
 from racecheck.control.rewrite_nodes import CELL_MARK
+from racecheck.runtime import watched_code
 
 __racecheck_engine__ = True
 
@@ -84,6 +85,7 @@ def compiled_module(filename: str, name: str, namespace: dict[str, Any]) -> Comp
                 every.add(code)
                 every.update(c for c in code.co_consts if isinstance(c, types.CodeType))
             found = Compiled(codes, rebound, every)
+            watched_code.add(every)
     except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError):
         found = None
     _compiled[filename] = found

@@ -24,7 +24,7 @@ __all__ = ["ACQUIRE", "ANYTHING", "ANYTHING_OBJ", "BEGIN", "CLOCK", "CLOCK_OBJ",
            "EXTERNAL_OBJ", "FAIRNESS_OBJ", "FAIRNESS_READ", "GET", "JOIN", "LIST", "MEMORY", "MEMORY_OBJ", "NOTHING",
            "NOTIFY", "ON_CLOCK", "OPEN", "PUT", "READ", "RELEASE", "REMOVE", "RENAME", "START", "WAIT", "WRITE",
            "YIELDED", "Access", "Kind", "Obj", "ObjKind", "ancestors", "dir_obj", "exclusive_acquire", "file_access",
-           "file_obj", "listing", "memory", "on", "on_thread", "thread_obj"]
+           "file_obj", "listing", "memory", "on", "on_thread", "thread_obj", "watched_acquire"]
 
 # The kinds by their short names (the members of ``Kind``), as the operations that record them spell them.
 READ = Kind.READ
@@ -81,6 +81,12 @@ def exclusive_acquire(obj: Obj) -> tuple[Access, ...]:
     (``racecheck.search.analysis.Analysis.blocked_since``). A try-acquire, an acquire with a timeout (which can
     return False there) and a semaphore's acquire (which another holder need not block) record a plain acquire."""
     return (Access(obj, ACQUIRE, blocking=True),)
+
+
+def watched_acquire(obj: Obj) -> tuple[Access, ...]:
+    """``exclusive_acquire`` made by code whose memory is watched: what its critical section shares is in its steps'
+    accesses, so dpor need not order it against other such acquires by itself (``racecheck.search.lock_aware``)."""
+    return (Access(obj, ACQUIRE, blocking=True, watched=True),)
 
 
 @lru_cache(maxsize=1 << 12)

@@ -51,6 +51,11 @@ class RunView:
         return self._run.picked
 
     @property
+    def watched(self) -> bool:
+        """The run watches plain memory: every shared access of the code control reaches is a step's access."""
+        return self._run.watch is not None
+
+    @property
     def cold_point(self) -> int:
         """The thread whose access in code a sampled run left unwatched makes this decision (-1: none), for a run
         that widens a sampled one (``racecheck.search.widening``)."""

@@ -161,7 +161,9 @@ class Access(NamedTuple):
     operation, its parent directory. ``blocking``: an acquire that cannot run while another thread holds the lock
     (a blocking acquire of a ``Lock`` or ``RLock``); a try-acquire, an acquire with a timeout and a semaphore's
     acquire can, and leave it False. ``via``: for an access made by code racecheck does not watch, the callee the
-    watched code handed the object to (``json.dumps``), which a data-race report names."""
+    watched code handed the object to (``json.dumps``), which a data-race report names. ``watched``: a blocking
+    acquire made by code whose memory is watched (``racecheck.runtime.watched_code``), which dpor's lock-aware
+    reduction may leave unordered (``racecheck.search.lock_aware``)."""
 
     obj: Obj
     kind: Kind
@@ -169,6 +171,7 @@ class Access(NamedTuple):
     parent: str = ""
     blocking: bool = False
     via: str = ""
+    watched: bool = False
 
 
 class Step(NamedTuple):

@@ -24,6 +24,7 @@ from racecheck.runtime.access import ACQUIRE, FAIRNESS_OBJ, FAIRNESS_READ, READ,
 from racecheck.runtime.relation import ALL_OBJECTS, Order, Relation, active
 from racecheck.runtime.sinks import build
 from racecheck.runtime.steps import Access, Obj, ObjKind, Step
+from racecheck.search.lock_aware import LockAware
 
 __racecheck_engine__ = True
 
@@ -124,6 +125,8 @@ class Analysis:
         self.any_steps = 0
         self.memory_steps = 0
         self.unresolved_steps = 0
+        # Lock-aware reduction (``racecheck.search.lock_aware``): what the masks read instead of a step's accesses
+        self.lax: LockAware | None = None
 
     def shared(self, steps: Sequence[StepRow], limit: int) -> int:
         """How many of ``steps`` (at most ``limit``) are the steps already analysed."""
@@ -161,6 +164,8 @@ class Analysis:
         self.any_steps &= keep
         self.memory_steps &= keep
         self.unresolved_steps &= keep
+        if self.lax is not None:
+            self.lax.rewind(n)
         last_of, of_thread = self.last_of, self.of_thread
         for tid, steps in of_thread.items():
             if steps >> n:
@@ -195,9 +200,11 @@ class Analysis:
         read_row = order[ObjKind.FAIRNESS][READ]
         special = _SPECIAL
         found: list[tuple[int, int]] = []
-        for tid, number, accesses in steps:
+        lax = self.lax
+        for tid, number, original in steps:
             j = len(tids)
             bit = 1 << j
+            accesses = original if lax is None else lax.step(j, tid, original)
             report = j >= fresh
             previous = last_of.get(tid)
             if report and waiting is not None:
@@ -267,7 +274,7 @@ class Analysis:
                 if mine:
                     mine.reverse()
                     found += mine
-            all_accesses.append(accesses)
+            all_accesses.append(original)
             tids.append(tid)
             numbers.append(number)
             before.append(closure)
@@ -384,11 +391,9 @@ class Analysis:
         ACQUIRE and RELEASE accesses (re-entrant acquires by the holder nest; a hold never released ends after the
         last step), in the order the holds ended. At the decision before step k, the lock was held by that thread
         when a < k <= r."""
-        kinds = self.masks.get(obj, {})
-        acquires, releases = kinds.get(ACQUIRE, 0), kinds.get(RELEASE, 0)
         open_holds: dict[int, list[int]] = {}  # thread -> [acquiring step, depth]
         holds: list[tuple[int, int, int]] = []
-        for index in bits_of(acquires | releases):
+        for index in bits_of(self.touched.get(obj, 0)):  # every step that touched it (a lax access is no ACQUIRE)
             tid = self.tids[index]
             for access in self.accesses[index]:
                 if access.obj is not obj:

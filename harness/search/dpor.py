@@ -63,6 +63,7 @@ from racecheck.runtime.chooser import Chooser, Decision, RunView
 from racecheck.runtime.steps import Outcome, RunEnd
 from racecheck.search.analysis import REST, Analysis, StepRow, at_the_block, bits_of, row_of, rows_of, steps_of
 from racecheck.search.dependency import dependent
+from racecheck.search.lock_aware import LockAware, held_on_the_way
 from racecheck.search.strategy import Strategy
 
 __racecheck_engine__ = True
@@ -71,6 +72,9 @@ Accesses = tuple[Access, ...]
 
 THREAD, VALUE = "thread", "value"
 _AWAKE: dict[int, Accesses] = {}  # the sleep set of a node where nobody sleeps: shared, never changed
+# Lock-aware reduction of the program's own locks where memory is watched (``racecheck.search.lock_aware``); a test
+# turns it off for its reference
+LOCK_AWARE = True
 
 
 class Node:
@@ -140,6 +144,7 @@ class DPORChooser(Chooser):
         # Where the trace stood at the branch (the last decision of the prefix, when it chose a thread): every
         # event before it belongs to a step that the last execution ran too.
         self.branch_at: int | None = None
+        self.watched = False  # the run watches plain memory (lock-aware reduction needs it)
 
     @property
     def redundant(self) -> bool:
@@ -246,6 +251,8 @@ class DPORChooser(Chooser):
         # ``enabled`` is a list the scheduler makes for this call and never changes: a node keeps it as it is.
         enabled = decision.enabled
         position = self.position
+        if not position and self.view is not None:  # the run's memory watch is set up once it has begun
+            self.watched = getattr(self.view, "watched", False)  # a view of a model (tests) watches nothing
         if position < self.branch:  # replaying the prefix: the options it offered before, the choice it made
             node = self.prefix[position]
             if node.options != enabled or node.kind != THREAD:
@@ -360,6 +367,8 @@ class DPOR(Strategy):
         if chooser.redundant:
             self.redundant += 1
         self._follow(path, min(len(chooser.prefix), len(path)))
+        if not chooser.prefix and LOCK_AWARE and chooser.watched:  # the first execution: before any analysis
+            self.analysis.lax = LockAware()
         found, waiting = self._analyse(chooser)
         self._plan(found, waiting, path)
         self._advance(path)
@@ -405,6 +414,14 @@ class DPOR(Strategy):
         analysis, at_step = self.analysis, self.at_step
         numbers, accesses_of = analysis.numbers, analysis.accesses
         holds: dict[str, list[tuple[int, int, int]]] = {}  # per lock, who held it when (for races taking a lock)
+        locks = list(analysis.lax.locks) if analysis.lax is not None and found else []
+
+        def holds_of(lock):
+            found_holds = holds.get(lock)
+            if found_holds is None:
+                found_holds = holds[lock] = analysis.lock_holds(lock)
+            return found_holds
+
         for i, j in found:
             starts = [i]
             for access in accesses_of[j]:
@@ -416,6 +433,11 @@ class DPOR(Strategy):
                     starts = before if lock is not None and analysis.held_by_own_thread(lock, i, holds) else [
                         *starts, *before]
                     break
+            if locks:  # acquires no longer ordered by themselves: where the reversal's threads can take the lock
+                found_at, only = held_on_the_way(i, j, analysis.tids, analysis.before, holds_of,
+                                                 analysis.blocking_acquire, locks)
+                starts = [*(at for at in starts if not (only and at == i)), *(at for at in found_at
+                                                                             if at not in starts)]
             for at in starts:
                 node = at_step.get(numbers[at])
                 # None: the step ran alone, there was no other option at that point; nothing left to add where

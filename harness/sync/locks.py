@@ -4,11 +4,13 @@ critical section, so no interleaving is lost)."""
 
 from __future__ import annotations
 
+import sys
 import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.runtime.access import ACQUIRE, RELEASE, exclusive_acquire, on
+from racecheck.runtime.access import ACQUIRE, READ, RELEASE, exclusive_acquire, on, watched_acquire
+from racecheck.runtime.watched_code import CODES as _WATCHED
 from racecheck.sync.primitive import Primitive, attempt
 
 _state = runtime.thread_state  # ``_state.thread``: the calling thread's record, read without a call (hot path)
@@ -37,6 +39,11 @@ class _LockAccesses(Primitive):
         self._acquire_access = exclusive_acquire(self._obj)  # blocks while another thread holds it
         self._try_access = on(self._obj, ACQUIRE)  # a try or a timeout: may return False while it is held
         self._release_access = on(self._obj, RELEASE)
+        self._watched_access = watched_acquire(self._obj)  # from code whose memory is watched (a blocking one)
+
+    def _blocking_access(self) -> tuple:
+        """What a blocking acquire records: its caller's (two frames up) code watched or not."""
+        return self._watched_access if sys._getframe(2).f_code in _WATCHED else self._acquire_access
 
 
 class ControlledLock(_LockAccesses):
@@ -49,7 +56,8 @@ class ControlledLock(_LockAccesses):
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         if blocking and timeout == -1:  # the common case, a wait as long as it takes: one call less (hot path)
-            self._run.schedule(f"acquire {self._name}", access=self._acquire_access, enabled=self._is_free, skip=1)
+            self._run.schedule(f"acquire {self._name}", access=self._blocking_access(), enabled=self._is_free,
+                               skip=1)
         else:
             wait = _lock_timeout(blocking, timeout)
             verb = "try-acquire" if wait == 0 else "acquire"
@@ -71,7 +79,7 @@ class ControlledLock(_LockAccesses):
         self._owner = None
 
     def locked(self) -> bool:
-        return self._held
+        return self._run.touch(on(self._obj, READ)) or self._held  # what it returns depends on every acquire/release
 
     __enter__ = acquire
 
@@ -101,7 +109,7 @@ class ControlledRLock(_LockAccesses):
         me = _state.thread
         if blocking and timeout == -1:  # the common case, a wait as long as it takes: one call less (hot path)
             self._run.schedule(
-                f"acquire {self._name}", access=self._acquire_access,
+                f"acquire {self._name}", access=self._blocking_access(),
                 enabled=lambda: self._owner is None or self._owner is me, skip=1,
             )
         else:
