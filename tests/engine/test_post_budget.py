@@ -8,7 +8,9 @@ import racecheck
 from classic_bugs import lost_update
 from racecheck.frontends.parallel import failure_record
 from racecheck.report.results import failure_dict
-from racecheck.search.post_budget import FLOOR, WorkBudget
+import re
+
+from racecheck.search.post_budget import FLOOR, PROBE_FLOOR, WorkBudget
 
 
 class SpinLock:
@@ -55,6 +57,19 @@ def test_a_spinning_program_is_reported_at_once_and_says_its_shrink_was_cut_shor
     assert failure_dict(record)["notes"] == failure.notes
     again = racecheck.replay(spin_lock, failure.token)
     assert again.failure is not None and again.failure.trace == failure.trace
+
+
+def test_a_spinning_programs_shrink_stops_near_its_budget_of_the_find_or_the_floor():
+    """The shrink of a failure found in a few hundred steps runs what the floor allows, not the 20,000 steps it
+    once had: its note says the steps it ran, the budget (the find's steps or the floor, whichever is more) and the
+    find's, and it overran the budget by less than one capped probe."""
+    failure = racecheck.explore(spin_lock, strategy="random", seed=0, schedules=50).failure
+    assert failure is not None
+    note = next(note for note in failure.notes if note.startswith("shrinking cut short"))
+    spent, limit, found = map(int, re.search(r"\((\d+) steps run, the budget (\d+) steps \(finding it took (\d+)\)",
+                                             note).groups())
+    assert limit == max(FLOOR, found) and found < FLOOR, note
+    assert limit <= spent < limit + PROBE_FLOOR, note
 
 
 def test_a_small_program_keeps_its_full_shrink_and_pair_without_notes():
