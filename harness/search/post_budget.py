@@ -76,15 +76,16 @@ def capped(session: Any, work: WorkBudget, original: Any) -> Iterator[int]:
     small budget. Such a run ends as a step-limit failure, which the caller takes for "not the same failure"
     (``cut_by``); a failure that is itself a step-limit (a livelock) keeps the full limit, or a cut run would look
     the same as it. Yields the cap."""
-    saved = session.run_config
+    saved, read = session.run_config, session.races_read
     cap = saved.max_steps
     if original.failure is None or original.failure.kind != "step-limit":
         cap = max(1, min(cap, work.left, max(PROBE_FLOOR, PROBE_FACTOR * original.steps)))
     session.run_config = dataclasses.replace(saved, max_steps=cap)
+    session.races_read = False  # a probe's or a swap's data races are never reported: no finder (~15% of a step)
     try:
         yield cap
     finally:
-        session.run_config = saved
+        session.run_config, session.races_read = saved, read
 
 
 def cut_by(run: Any, limit: int) -> bool:

@@ -76,3 +76,35 @@ def test_a_small_program_keeps_its_full_shrink_and_pair_without_notes():
     failure = racecheck.explore(lost_update, strategy="pct", seed=0, schedules=200).failure
     assert failure is not None and failure.race is not None
     assert failure.notes == []
+
+
+def test_a_failures_probes_and_swaps_get_no_data_race_finder_unless_a_data_race_fails_runs(monkeypatch):
+    """Shrink probes and racing-pair swaps are never read for data races under ``data_races="report"``, so they run
+    without the finder (about a sixth of a watched step's engine work): an exploration that shrinks and names the pair
+    makes as many finders as the same one without either, and reports the same races. Under ``"fail"`` a probe's
+    data race may be the failure it must reproduce, so every probe gets one."""
+    from racecheck.search.data_race_sink import DataRaceSink
+
+    made = [0]
+    real_init = DataRaceSink.__init__
+
+    def counting(self, *args, **kwargs):
+        made[0] += 1
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(DataRaceSink, "__init__", counting)
+
+    def explore(**options):
+        made[0] = 0
+        result = racecheck.explore(lost_update, strategy="pct", seed=0, schedules=200, **options)
+        return result, made[0]
+
+    bare, bare_finders = explore(shrink_budget=0, race_budget=0)
+    full, full_finders = explore()
+    assert full.failure is not None and full.failure.race is not None and full.failure.shrink_probes > 0
+    assert full_finders == bare_finders
+    assert [race.describe() for race in full.data_races] == [race.describe() for race in bare.data_races]
+    failing, failing_finders = explore(data_races="fail")
+    assert failing.failure is not None and failing.failure.shrink_probes > 0
+    _, failing_bare = explore(data_races="fail", shrink_budget=0, race_budget=0)
+    assert failing_finders >= failing_bare + failing.failure.shrink_probes
