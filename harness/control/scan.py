@@ -9,7 +9,9 @@ exploration's setup is paid by each of its schedules, so the walk is done in thr
   checked by identity when it is swapped;
 * something changed (a module imported since, a module that gained globals): every module is looked at, but only
   a module that is new, or whose globals changed size, is walked again;
-* the first time, or other swaps (the fake filesystem's joined them): every module is walked.
+* the first time for these swaps: every module is walked. What was found for other swaps (the fake filesystem's
+  joined them, or files on the real disk are left off) is kept beside it, so explorations that alternate between
+  configurations each find theirs.
 
 A module is walked with ``set.isdisjoint`` over the ids of its values, in C, and only one that holds something is
 walked name by name. What is remembered can miss a module that rebinds an existing global to a real primitive
@@ -29,6 +31,7 @@ __racecheck_engine__ = True
 
 _modules = sys.modules
 _ModuleType = types.ModuleType
+KEEP = 4  # sets of swaps whose walks are remembered besides the current one
 
 
 @dataclass
@@ -50,13 +53,27 @@ class Scan:
         # id(globals) -> (size, module name, names, the module): what a walk found in each module's globals
         self.found: dict[int, tuple[int, str, tuple[str, ...], Any]] = {}
         self.last: _Snapshot | None = None
+        # what the walks found for other swaps (another exploration's options: files on the real disk or not, the
+        # fake filesystem), the most recent ``KEEP``: explorations that alternate between them, as a test session
+        # with several configurations or bench_engine's rows do, would walk every module each time (~100 ms with
+        # torch and Lightning loaded, a millisecond a schedule of a 100-schedule exploration)
+        self.others: dict[frozenset[int], tuple[dict, _Snapshot | None]] = {}
+
+    def _switch(self, swap_ids: frozenset[int]) -> None:
+        """Other swaps than the last walk's: what was found for them before, if anything, and this walk's kept."""
+        if self.swap_ids:
+            self.others[self.swap_ids] = (self.found, self.last)
+            while len(self.others) > KEEP:
+                del self.others[next(iter(self.others))]
+        self.found, self.last = self.others.pop(swap_ids, ({}, None))
+        self.swap_ids = swap_ids
 
     def targets(self, swap_ids: frozenset[int], reached: Callable[[str, dict], bool], exclusions: Any
                 ) -> list[tuple[dict, tuple[str, ...]]]:
         """(globals, names) for every module ``reached(name, globals)`` says control reaches whose globals hold, under
         those names, an object whose id is in ``swap_ids``. ``exclusions``: a key of what ``reached`` excludes."""
         if swap_ids != self.swap_ids:
-            self.swap_ids, self.found, self.last = swap_ids, {}, None
+            self._switch(swap_ids)
         modules = list(_modules.values())
         last = self.last
         if (last is not None and last.exclusions == exclusions and last.modules == modules
@@ -81,12 +98,22 @@ class Scan:
             if entry is None or entry[0] != size or entry[1] != name or entry[3]() is not module:
                 # the last check: a module dropped since (a test module pytester re-imports, a program loaded under
                 # one name after another) frees its globals, and a new module's may get their address
-                entry = (size, name, _holding(namespace, swap_ids), weakref.ref(module))
+                entry = (size, name, _holding(namespace, swap_ids), module_ref(module))
                 found[id(namespace)] = entry
             if entry[2]:
                 hits.append((namespace, entry[2]))
         self.last = _Snapshot(exclusions, modules, namespaces, sizes, hits)
         return hits
+
+
+def module_ref(module: Any) -> Callable[[], Any]:
+    """A weak reference to ``module``, or a strong one where its type has none: a module subclass made in C
+    (cffi's ``Lib``, which sys.modules holds for a compiled extension) refuses weak references, and such a module
+    lives as long as the process anyway."""
+    try:
+        return weakref.ref(module)
+    except TypeError:
+        return lambda: module
 
 
 def _holding(namespace: dict, swap_ids: frozenset[int]) -> tuple[str, ...]:

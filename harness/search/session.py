@@ -149,6 +149,9 @@ class Session:
         # to it beside the session's own (the data-race finder)
         self.sink_factories: list[Callable[[], Sink]] = []
         self.steps_run = 0  # scheduling steps of every run so far: what the work after a failure is measured in
+        # False while runs whose data races nobody reads are made (a failure's shrink probes and swaps,
+        # ``post_budget.capped``): under ``data_races="report"`` they get no data-race finder
+        self.races_read = True
 
     def _modules(self) -> list[types.ModuleType]:
         targets: list[Any] = []
@@ -373,9 +376,12 @@ class Session:
 
     def _sinks(self) -> tuple[Sink, ...]:
         """The sinks a new run is handed: what its interleaving key is read from, the data-race finder's (unless
-        data races are ignored), a learning run's learner (sampled watching), then one of each of ``sink_factories``."""
+        data races are ignored, or no one reads this run's: ``races_read``), a learning run's learner (sampled
+        watching), then one of each of ``sink_factories``."""
+        mode = self.search.data_races
+        wanted = mode == "fail" or mode == "report" and self.races_read  # "fail": a probe's race may be its failure
         sinks: list[Sink] = [InterleavingSink()]
-        if self.search.data_races != "ignore":
+        if wanted:
             sinks.append(DataRaceSink(self.search.atomic_races))
         if self.control.memory and self.sampling is not None and self.next_mode in ("learn", "warm-up"):
             sinks.append(memory_sampling.Learner(self.sampling))

@@ -11,7 +11,7 @@ import sys
 import threading
 import types
 
-from racecheck.control.scan import Scan
+from racecheck.control.scan import Scan, module_ref
 
 REAL = threading.Lock()
 
@@ -41,3 +41,37 @@ def test_a_new_module_at_a_dropped_ones_address_is_walked_again():
         assert [names for _, names in scan.targets(swap_ids, reached, None)] == [("guard",)]
     finally:
         sys.modules.pop(name, None)
+
+
+def test_explorations_that_alternate_swaps_each_find_their_own_walk_again():
+    """Two configurations explored in turn (files on the real disk as points, then off, as bench_engine's rows and a
+    test session with several configurations do) each reuse what their own last walk found: the walk that looks at
+    every module (``reached`` for each) ran once per set of swaps, not once per exploration."""
+    scan = Scan()
+    other = threading.Lock()
+    first, second = frozenset({id(REAL)}), frozenset({id(REAL), id(other)})
+    name = "racecheck_scan_alternating"
+    looked: list[str] = []
+
+    def reached(module_name: str, _namespace: dict) -> bool:
+        looked.append(module_name)
+        return module_name == name
+
+    sys.modules[name] = _module(name, lock=REAL, guard=other)
+    try:
+        answers = []
+        for swaps in (first, second, first, second, first):
+            answers.append(sorted(names for _, names in scan.targets(swaps, reached, None)))
+        assert answers == [[("lock",)], [("lock", "guard")], [("lock",)], [("lock", "guard")], [("lock",)]]
+        assert looked.count(name) == 2, looked.count(name)
+    finally:
+        sys.modules.pop(name, None)
+
+
+def test_a_module_that_refuses_weak_references_is_remembered_by_a_strong_one():
+    """sys.modules may hold a module type made in C that has no weak references (cffi's ``Lib``, which
+    the cryptography stack puts there): the walk keeps it by a strong reference instead of failing the exploration."""
+    refusing = 12345  # an int refuses weak references as such a module does
+    assert module_ref(refusing)() == refusing
+    module = _module("racecheck_scan_weak")
+    assert module_ref(module)() is module
