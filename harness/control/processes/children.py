@@ -20,7 +20,7 @@ import threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control.processes import segments
+from racecheck.control.processes import segments, warm
 from racecheck.control.processes.child_run import ONE_WAY, proxy_point
 from racecheck.control.processes.child_run import join as join_run
 from racecheck.control.processes.link import ChildEntry, portable, registry_of, uncontrolled
@@ -256,13 +256,17 @@ def start(process: Any, real_start: Any) -> None:
     if run.locate:  # its first step shows where the child's code begins, as a thread's shows its target
         child.rec.loc = code_location(process._target or type(process).run)
     _inherit_pipes(run, process, label)
-    forked = method_of(process) == "fork"
+    method = method_of(process)
+    forked = method == "fork"
     process.run = ChildEntry(child_end, None if forked else segments.install_in_child, join_run if forked else None)
+    if warm.warm_for(process, method):  # forked from the exploration's template, not a fresh interpreter
+        process._Popen = warm.WarmPopen
     try:
         real_start(process)
         child.started = True
     finally:
         del process.run
+        process.__dict__.pop("_Popen", None)
         child_end.close()
     setattr(process, CHILD, child)
 

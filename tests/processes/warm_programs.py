@@ -1,0 +1,41 @@
+"""Programs of the warm-children tests. Module-level functions only, so spawn children can import them."""
+
+import multiprocessing
+import os
+import signal
+
+COUNT = 0  # a module global that a child changes: a reused process would carry the change into the next schedule
+
+
+def _bump_and_report(reports):
+    global COUNT
+    COUNT += 1
+    reports.put((COUNT, os.getppid()))
+
+
+def module_state(method="spawn", seen=None):
+    """A spawned child increments a module global and reports it with its parent's pid: 1 in every schedule
+    when every child starts from the state a fresh interpreter has."""
+    ctx = multiprocessing.get_context(method)
+    reports = ctx.Queue()
+    children = [ctx.Process(target=_bump_and_report, args=(reports,)) for _ in range(2)]
+    for child in children:
+        child.start()
+    got = [reports.get(), reports.get()]
+    for child in children:
+        child.join()
+    if seen is not None:
+        seen.extend(parent for _, parent in got)
+    assert [count for count, _ in got] == [1, 1], f"a child saw state left by another: {got}"
+
+
+def _interrupt(pid):
+    os.kill(pid, signal.SIGINT)  # Ctrl-C for the explorer, while this child still runs
+    multiprocessing.Event().wait()
+
+
+def interrupted(pid, method="spawn"):
+    """The explorer is interrupted (Ctrl-C) while a child of the run still runs and the parent waits for it."""
+    child = multiprocessing.get_context(method).Process(target=_interrupt, args=(pid,))
+    child.start()
+    child.join()
