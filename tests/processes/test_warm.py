@@ -105,5 +105,6 @@ def test_no_template_or_child_outlives_the_exploration(subreaper):
 def test_nothing_outlives_an_interrupted_exploration(subreaper):
     before = _descendants()
     with pytest.raises(KeyboardInterrupt):
-        racecheck.explore(functools.partial(warm_programs.interrupted, os.getpid()), strategy="random", seed=1, schedules=2)
+        racecheck.explore(functools.partial(warm_programs.interrupted, os.getpid()), strategy="random", seed=1,
+                          schedules=2)
     assert _descendants() <= before

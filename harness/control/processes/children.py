@@ -25,6 +25,7 @@ from racecheck.control.processes.child_run import ONE_WAY, proxy_point
 from racecheck.control.processes.child_run import join as join_run
 from racecheck.control.processes.link import ChildEntry, portable, registry_of, uncontrolled
 from racecheck.control.processes.models import ProcessConnection
+from racecheck.control.processes.wire import Wire
 from racecheck.runtime.access import END, JOIN, on_thread
 from racecheck.runtime.locations import code_location
 from racecheck.runtime.teardown import RECORD
@@ -42,7 +43,6 @@ def _real(fn: Any) -> Any:
 
 
 _real_pipe = multiprocessing.connection.Pipe
-_recv = multiprocessing.connection.Connection.recv
 _BaseProcess = multiprocessing.process.BaseProcess
 # The originals, captured at import (before any exploration patches them): the proxy and the reaper act on the real
 # process, never through the controlled calls.
@@ -82,6 +82,7 @@ class Child:
         self.process = process
         self.label = label
         self.conn = conn
+        self.wire = Wire(conn)  # the requests and answers (processes.wire)
         self.rec: Any = None
         self.started = False  # the real process was started
         self.went = False  # it was told to go
@@ -103,8 +104,9 @@ class Child:
                 return
             self.went = True
             registry = registry_of(self.run)
+            reply = None
             while True:
-                message = self._wait()
+                message = self._exchange(reply)
                 if message is None or message[0] == "exit":
                     self.said_end = message is not None
                     return
@@ -112,9 +114,7 @@ class Child:
                     self.said_end = True
                     raise message[1]
                 if message[0] != "call":
-                    reply = self._point(message)
-                    if reply is not None and not self._send(reply):
-                        return
+                    reply = self._point(message)  # None for a one-way note: nothing to answer
                     continue
                 _, mid, method, args, kwargs, line = message
                 call = getattr(registry.models[mid], method)
@@ -122,8 +122,6 @@ class Child:
                     reply = ("ok", at_line(line)(call, args, kwargs) if line else call(*args, **kwargs))
                 except Exception as exc:  # noqa: BLE001 - the child's call raises it there
                     reply = ("err", portable(exc))
-                if not self._send(reply):
-                    return
         finally:
             if not self.said_end:
                 self._stop()
@@ -152,24 +150,33 @@ class Child:
     def _send(self, message: Any) -> bool:
         try:
             with uncontrolled(self.run):
-                self.conn.send(message)
+                self._put(message)
         except (OSError, ValueError):
             return False
-        except Exception as exc:  # noqa: BLE001 - an answer that does not pickle is the child's error
-            return self._send(("err", RuntimeError(f"racecheck: cannot send to {self.label}: {exc}")))
         return True
 
-    def _wait(self) -> Any:
-        """The child's next message, or None if it died without one: a real wait, while the proxy holds the baton
-        (nothing else runs), counted as a wait on another process."""
+    def _put(self, message: Any) -> None:
+        try:
+            self.wire.send(message)
+        except (OSError, ValueError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - an answer that does not pickle is the child's error
+            self.wire.send(("err", RuntimeError(f"racecheck: cannot send to {self.label}: {exc}")))
+
+    def _exchange(self, reply: Any) -> Any:
+        """Answer the child's last request (``reply``, None when it needs none), then its next message, or None if
+        it died without one: a real wait, while the proxy holds the baton (nothing else runs), counted as a wait
+        on another process. One pass outside the run for both halves of the round trip."""
         run = self.run
         run.outside += 1
         try:
             # Only the child holds its end (the parent closed its copy at start, and children forked later never
             # had it): its death is EOF here, so the read alone waits for both.
             with uncontrolled(run):
-                return _recv(self.conn)
-        except (EOFError, OSError):
+                if reply is not None:
+                    self._put(reply)
+                return self.wire.recv()
+        except (EOFError, OSError, ValueError):
             return None
         finally:
             run.outside -= 1

@@ -30,15 +30,6 @@ the exploration. ``ENABLED = False`` starts every child in a fresh interpreter, 
 from __future__ import annotations
 
 import io
-import os
-import signal
-import socket
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 import multiprocessing.connection
 import multiprocessing.forkserver as forkserver
 import multiprocessing.popen_forkserver as popen_forkserver
@@ -46,7 +37,14 @@ import multiprocessing.process
 import multiprocessing.resource_tracker as resource_tracker
 import multiprocessing.spawn as spawn
 import multiprocessing.util as util
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from multiprocessing.context import reduction, set_spawning_popen
+from typing import Any
 
 from racecheck import runtime
 
