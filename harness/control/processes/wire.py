@@ -28,21 +28,14 @@ __racecheck_engine__ = True
 _HEADER = struct.Struct("!i")
 _LARGE = struct.Struct("!Q")
 _READ = 65536  # bytes asked for per read: a message of the run is far smaller, a larger one takes more reads
-_table: dict[Any, Any] = {}
-_sizes = (-1, -1)
+_EXTRA = ForkingPickler._extra_reducers  # the stdlib's registry of multiprocessing's reducers (torch adds its own)
 
 
 def _reducers() -> dict[Any, Any]:
-    """``ForkingPickler``'s table (copyreg's and the registered reducers, torch's among them), rebuilt when either
-    has grown since."""
-    global _table, _sizes
-    extra = ForkingPickler._extra_reducers  # noqa: SLF001 - the stdlib's registry of multiprocessing reducers
-    sizes = (len(copyreg.dispatch_table), len(extra))
-    if sizes != _sizes:
-        table = dict(copyreg.dispatch_table)
-        table.update(extra)
-        _table, _sizes = table, sizes
-    return _table
+    """``ForkingPickler``'s table: copyreg's and the registered reducers."""
+    table = dict(copyreg.dispatch_table)
+    table.update(_EXTRA)
+    return table
 
 
 class Wire:
@@ -54,34 +47,42 @@ class Wire:
         self.pending = bytearray()  # read but not yet taken
         self._buffer = io.BytesIO()
         self._pickler: Any = None
+        self._sizes = (-1, -1)  # the reducers' tables' sizes when the pickler was made: a registration since renews it
         self._lock = runtime.real_allocate_lock()  # a child's own threads may call through the same end
 
     def _dumps(self, message: Any) -> bytes:
-        table = _reducers()
-        pickler, buffer = self._pickler, self._buffer
-        if pickler is None or pickler.dispatch_table is not table:
-            pickler = self._pickler = pickle.Pickler(buffer, pickle.HIGHEST_PROTOCOL)
-            pickler.dispatch_table = table
-        buffer.seek(0)
+        """The message framed: its length (4 bytes, big-endian), then its pickle, written after a placeholder."""
+        buffer = self._buffer
+        sizes = (len(copyreg.dispatch_table), len(_EXTRA))
+        if sizes != self._sizes:
+            self._pickler = pickle.Pickler(buffer, pickle.HIGHEST_PROTOCOL)
+            self._pickler.dispatch_table = _reducers()
+            self._sizes = sizes
+        pickler = self._pickler
+        buffer.seek(4)
         buffer.truncate()
         pickler.clear_memo()
         try:
             pickler.dump(message)
         except BaseException:
-            self._pickler = None  # its state after a failed dump is not vouched for
+            self._sizes = (-1, -1)  # a pickler's state after a failed dump is not vouched for: a new one next time
             raise
-        payload = buffer.getvalue()
-        if len(payload) > 0x7FFFFFFF:  # as ``Connection`` frames a large message
-            return _HEADER.pack(-1) + _LARGE.pack(len(payload)) + payload
-        return _HEADER.pack(len(payload)) + payload
+        size = buffer.tell() - 4
+        if size > 0x7FFFFFFF:  # as ``Connection`` frames a large message
+            return _HEADER.pack(-1) + _LARGE.pack(size) + buffer.getvalue()[4:]
+        buffer.seek(0)
+        buffer.write(_HEADER.pack(size))
+        return buffer.getvalue()
 
     def send(self, message: Any) -> None:
         """Write ``message`` (OSError when the other end is gone; a pickling error before anything is written)."""
         with self._lock:
             data = self._dumps(message)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view):]
+        written = os.write(self.fd, data)
+        if written < len(data):
+            view = memoryview(data)[written:]
+            while view:
+                view = view[os.write(self.fd, view):]
 
     def recv(self) -> Any:
         """The next message (EOFError when the other end closed with none pending)."""
