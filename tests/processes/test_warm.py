@@ -108,3 +108,15 @@ def test_nothing_outlives_an_interrupted_exploration(subreaper):
         racecheck.explore(functools.partial(warm_programs.interrupted, os.getpid()), strategy="random", seed=1,
                           schedules=2)
     assert _descendants() <= before
+
+
+def test_a_template_that_cannot_start_leaves_the_children_to_fresh_interpreters(monkeypatch):
+    def broken(self):
+        raise OSError("no template here")
+
+    monkeypatch.setattr(warm.Template, "ensure_running", broken)
+    seen: list[int] = []
+    result = racecheck.explore(functools.partial(warm_programs.module_state, "spawn", seen), strategy="dfs",
+                               schedules=1)
+    assert result.ok, result.failure
+    assert set(seen) == {os.getpid()}, seen

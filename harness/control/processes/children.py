@@ -83,6 +83,7 @@ class Child:
         self.label = label
         self.conn = conn
         self.wire = Wire(conn)  # the requests and answers (processes.wire)
+        self.outside = uncontrolled(run)  # entered for every request: made once
         self.rec: Any = None
         self.started = False  # the real process was started
         self.went = False  # it was told to go
@@ -172,7 +173,7 @@ class Child:
         try:
             # Only the child holds its end (the parent closed its copy at start, and children forked later never
             # had it): its death is EOF here, so the read alone waits for both.
-            with uncontrolled(run):
+            with self.outside:
                 if reply is not None:
                     self._put(reply)
                 return self.wire.recv()
@@ -266,14 +267,14 @@ def start(process: Any, real_start: Any) -> None:
     method = method_of(process)
     forked = method == "fork"
     process.run = ChildEntry(child_end, None if forked else segments.install_in_child, join_run if forked else None)
-    if warm.warm_for(process, method):  # forked from the exploration's template, not a fresh interpreter
-        process._Popen = warm.WarmPopen
     try:
-        real_start(process)
+        if warm.warm_for(process, method):  # forked from the exploration's template, not a fresh interpreter
+            warm.start(process, real_start)
+        else:
+            real_start(process)
         child.started = True
     finally:
         del process.run
-        process.__dict__.pop("_Popen", None)
         child_end.close()
     setattr(process, CHILD, child)
 

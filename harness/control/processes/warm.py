@@ -145,6 +145,7 @@ class Pool:
     def __init__(self) -> None:
         self.templates: dict[tuple, Template] = {}
         self.launched: list[WarmPopen] = []
+        self.broken = False  # a template could not be started or reached: fresh interpreters from here on
 
     def template_for(self, modules: list[str], prep: dict[str, Any]) -> Template:
         prepared = {key: prep[key] for key in _PREPARED if key in prep}
@@ -237,7 +238,23 @@ class WarmPopen(popen_forkserver.Popen):
 
 def warm_for(process: Any, method: str) -> bool:
     """Whether ``process`` (about to start) is forked from a template: spawn or forkserver, while one is kept."""
-    return ENABLED and _POOL is not None and method in METHODS
+    return ENABLED and _POOL is not None and not _POOL.broken and method in METHODS
+
+
+def start(process: Any, real_start: Any) -> None:
+    """``Process.start()`` with a template's fork in place of a new interpreter. A template that cannot be started
+    or reached (its interpreter failed to come up) leaves the rest of the exploration to fresh interpreters, this
+    child first: slower, never wrong."""
+    process._Popen = WarmPopen
+    try:
+        real_start(process)
+    except OSError:
+        if _POOL is not None:
+            _POOL.broken = True
+        del process._Popen
+        real_start(process)
+    finally:
+        process.__dict__.pop("_Popen", None)
 
 
 @contextmanager
