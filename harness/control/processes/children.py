@@ -25,7 +25,7 @@ from racecheck.control.processes.child_run import ONE_WAY, proxy_point
 from racecheck.control.processes.child_run import join as join_run
 from racecheck.control.processes.link import ChildEntry, portable, registry_of, uncontrolled
 from racecheck.control.processes.models import ProcessConnection
-from racecheck.control.processes.wire import Wire
+from racecheck.control.processes.wire import PLAIN, Wire
 from racecheck.runtime.access import END, JOIN, on_thread
 from racecheck.runtime.locations import code_location
 from racecheck.runtime.teardown import RECORD
@@ -105,9 +105,9 @@ class Child:
                 return
             self.went = True
             registry = registry_of(self.run)
-            reply = None
+            reply, plain = None, False
             while True:
-                message = self._exchange(reply)
+                message = self._exchange(reply, plain)
                 if message is None or message[0] == "exit":
                     self.said_end = message is not None
                     return
@@ -115,7 +115,7 @@ class Child:
                     self.said_end = True
                     raise message[1]
                 if message[0] != "call":
-                    reply = self._point(message)  # None for a one-way note: nothing to answer
+                    reply, plain = self._point(message), False  # None for a one-way note: nothing to answer
                     continue
                 _, mid, method, args, kwargs, line = message
                 call = getattr(registry.models[mid], method)
@@ -123,6 +123,7 @@ class Child:
                     reply = ("ok", at_line(line)(call, args, kwargs) if line else call(*args, **kwargs))
                 except Exception as exc:  # noqa: BLE001 - the child's call raises it there
                     reply = ("err", portable(exc))
+                plain = type(reply[1]) in PLAIN
         finally:
             if not self.said_end:
                 self._stop()
@@ -156,15 +157,15 @@ class Child:
             return False
         return True
 
-    def _put(self, message: Any) -> None:
+    def _put(self, message: Any, plain: bool = False) -> None:
         try:
-            self.wire.send(message)
+            self.wire.send(message, plain)
         except (OSError, ValueError):
             raise
         except Exception as exc:  # noqa: BLE001 - an answer that does not pickle is the child's error
             self.wire.send(("err", RuntimeError(f"racecheck: cannot send to {self.label}: {exc}")))
 
-    def _exchange(self, reply: Any) -> Any:
+    def _exchange(self, reply: Any, plain: bool) -> Any:
         """Answer the child's last request (``reply``, None when it needs none), then its next message, or None if
         it died without one: a real wait, while the proxy holds the baton (nothing else runs), counted as a wait
         on another process. One pass outside the run for both halves of the round trip."""
@@ -175,7 +176,7 @@ class Child:
             # had it): its death is EOF here, so the read alone waits for both.
             with self.outside:
                 if reply is not None:
-                    self._put(reply)
+                    self._put(reply, plain)
                 return self.wire.recv()
         except (EOFError, OSError, ValueError):
             return None

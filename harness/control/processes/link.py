@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control.processes.wire import Wire
+from racecheck.control.processes.wire import PLAIN, Wire
 
 __racecheck_engine__ = True
 
@@ -127,13 +127,14 @@ class Link:
         self.wire = Wire(conn)  # the request and its answer: one write and one read each way
 
     def call(self, mid: str, method: str, args: tuple, kwargs: dict) -> Any:
-        return self.request(("call", mid, method, args, kwargs, caller_line()))
+        plain = not kwargs and all(type(arg) in PLAIN for arg in args)  # a get, a put of a number: the usual call
+        return self.request(("call", mid, method, args, kwargs, caller_line()), plain)
 
-    def request(self, message: tuple) -> Any:
+    def request(self, message: tuple, plain: bool = False) -> Any:
         bound, rec = runtime.current_run(), runtime.current_thread_record()
         runtime.bind(None, None)
         try:
-            self.wire.send(message)
+            self.wire.send(message, plain)
             status, value = self.wire.recv()
         finally:
             runtime.bind(bound, rec)

@@ -28,6 +28,7 @@ __racecheck_engine__ = True
 _HEADER = struct.Struct("!i")
 _LARGE = struct.Struct("!Q")
 _READ = 65536  # bytes asked for per read: a message of the run is far smaller, a larger one takes more reads
+PLAIN = frozenset({str, int, float, bool, type(None), bytes})  # values that pickle the same with or without reducers
 _EXTRA = ForkingPickler._extra_reducers  # the stdlib's registry of multiprocessing's reducers (torch adds its own)
 
 
@@ -74,10 +75,17 @@ class Wire:
         buffer.write(_HEADER.pack(size))
         return buffer.getvalue()
 
-    def send(self, message: Any) -> None:
-        """Write ``message`` (OSError when the other end is gone; a pickling error before anything is written)."""
-        with self._lock:
-            data = self._dumps(message)
+    def send(self, message: Any, plain: bool = False) -> None:
+        """Write ``message`` (OSError when the other end is gone; a pickling error before anything is written).
+        ``plain``: the caller knows it holds nothing but ``PLAIN`` values and tuples of them, which no reducer of
+        multiprocessing's is for: pickled at once, without the reused pickler's bookkeeping."""
+        if plain:
+            payload = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+            data = _HEADER.pack(len(payload)) + payload if len(payload) <= 0x7FFFFFFF else (
+                _HEADER.pack(-1) + _LARGE.pack(len(payload)) + payload)
+        else:
+            with self._lock:
+                data = self._dumps(message)
         written = os.write(self.fd, data)
         if written < len(data):
             view = memoryview(data)[written:]
