@@ -120,3 +120,13 @@ def test_a_template_that_cannot_start_leaves_the_children_to_fresh_interpreters(
                                schedules=1)
     assert result.ok, result.failure
     assert set(seen) == {os.getpid()}, seen
+
+
+def test_a_child_sees_the_environment_of_its_own_schedule(monkeypatch):
+    monkeypatch.setenv("RACECHECK_WARM_PROBE", "before")  # put back after the test
+    runs: list = []
+    seen: list = []
+    result = racecheck.explore(functools.partial(warm_programs.environment, runs, seen), strategy="random", seed=1,
+                               schedules=3)
+    assert result.ok, result.failure
+    assert len(seen) >= 2 and all(mine == got for mine, got in seen), seen

@@ -39,3 +39,20 @@ def interrupted(pid, method="spawn"):
     child = multiprocessing.get_context(method).Process(target=_interrupt, args=(pid,))
     child.start()
     child.join()
+
+
+def _report_environment(reports):
+    reports.put(os.environ.get("RACECHECK_WARM_PROBE"))
+
+
+def environment(runs, seen):
+    """Each schedule sets a variable of the environment to its own value before it starts a child (a rank's
+    MASTER_PORT, say): the child sees the value of its schedule."""
+    runs.append(None)
+    os.environ["RACECHECK_WARM_PROBE"] = str(len(runs))
+    ctx = multiprocessing.get_context("spawn")
+    reports = ctx.Queue()
+    child = ctx.Process(target=_report_environment, args=(reports,))
+    child.start()
+    seen.append((str(len(runs)), reports.get()))
+    child.join()

@@ -148,10 +148,18 @@ class Pool:
         self.broken = False  # a template could not be started or reached: fresh interpreters from here on
 
     def template_for(self, modules: list[str], prep: dict[str, Any]) -> Template:
+        """The template for a child that imports ``modules`` under ``prep`` and the environment as it is now (a
+        spawned child inherits it, and modules read it at import: torch, CUDA_VISIBLE_DEVICES). A new one retires
+        the templates whose children have all ended (a program that changes its environment every schedule
+        gets a template per schedule: no faster than spawn, never stale)."""
         prepared = {key: prep[key] for key in _PREPARED if key in prep}
-        key = (repr(sorted(prepared.items())), tuple(modules))
+        key = (repr(sorted(prepared.items())), tuple(modules), tuple(sorted(os.environ.items())))
         template = self.templates.get(key)
         if template is None:
+            for old_key, old in list(self.templates.items()):
+                if all(popen.poll() is not None for popen in self.launched if popen.template is old):
+                    old.stop()
+                    del self.templates[old_key]
             template = self.templates[key] = Template(modules, prepared)
         return template
 
@@ -203,7 +211,9 @@ class WarmPopen(popen_forkserver.Popen):
             recorder.dump(process_obj)
         finally:
             set_spawning_popen(None)
-        template = pool.template_for(sorted(recorder.modules), prep)
+        template = pool.template_for(list(recorder.modules), prep)  # in the order the child would import them
+        self.template = template
+        pool.launched[:] = [popen for popen in pool.launched if popen.returncode is None]
         bound, rec = runtime.current_run(), runtime.current_thread_record()
         runtime.bind(None, None)  # the template's start and the request are machinery, not the program's calls
         try:
