@@ -3,6 +3,7 @@ schedules as fresh interpreters, the template shared across schedules, no proces
 
 import ctypes
 import functools
+import multiprocessing.forkserver
 import os
 import sys
 
@@ -130,3 +131,11 @@ def test_a_child_sees_the_environment_of_its_own_schedule(monkeypatch):
                                schedules=3)
     assert result.ok, result.failure
     assert len(seen) >= 2 and all(mine == got for mine, got in seen), seen
+
+
+def test_forkserver_children_get_the_modules_the_program_asked_the_forkserver_to_preload(monkeypatch):
+    monkeypatch.setattr(multiprocessing.forkserver._forkserver, "_preload_modules", ["__main__", "warm_preloaded"])
+    seen: list = []
+    result = racecheck.explore(functools.partial(warm_programs.preloaded, seen), strategy="dfs", schedules=1)
+    assert result.ok, result.failure
+    assert seen and all(seen), seen

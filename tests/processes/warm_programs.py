@@ -3,6 +3,7 @@
 import multiprocessing
 import os
 import signal
+import sys
 
 COUNT = 0  # a module global that a child changes: a reused process would carry the change into the next schedule
 
@@ -55,4 +56,18 @@ def environment(runs, seen):
     child = ctx.Process(target=_report_environment, args=(reports,))
     child.start()
     seen.append((str(len(runs)), reports.get()))
+    child.join()
+
+
+def _report_preloaded(reports):
+    reports.put("warm_preloaded" in sys.modules)
+
+
+def preloaded(seen):
+    """A forkserver child reports whether a module its target does not name was imported before it ran."""
+    ctx = multiprocessing.get_context("forkserver")
+    reports = ctx.Queue()
+    child = ctx.Process(target=_report_preloaded, args=(reports,))
+    child.start()
+    seen.append(reports.get())
     child.join()

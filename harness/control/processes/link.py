@@ -127,7 +127,7 @@ class Link:
         self.wire = Wire(conn)  # the request and its answer: one write and one read each way
 
     def call(self, mid: str, method: str, args: tuple, kwargs: dict) -> Any:
-        plain = not kwargs and all(type(arg) in PLAIN for arg in args)  # a get, a put of a number: the usual call
+        plain = not kwargs and (not args or all(type(arg) in PLAIN for arg in args))  # a get, a put of a number
         return self.request(("call", mid, method, args, kwargs, caller_line()), plain)
 
     def request(self, message: tuple, plain: bool = False) -> Any:

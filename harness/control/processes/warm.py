@@ -211,7 +211,12 @@ class WarmPopen(popen_forkserver.Popen):
             recorder.dump(process_obj)
         finally:
             set_spawning_popen(None)
-        template = pool.template_for(list(recorder.modules), prep)  # in the order the child would import them
+        modules = list(recorder.modules)  # in the order the child would import them
+        method = getattr(process_obj, "_start_method", None) or multiprocessing.get_start_method(allow_none=True)
+        if method == "forkserver":  # what the program asked the forkserver to import first (set_forkserver_preload)
+            preload = [name for name in forkserver._forkserver._preload_modules if name != "__main__"]
+            modules = [*preload, *(name for name in modules if name not in preload)]
+        template = pool.template_for(modules, prep)
         self.template = template
         pool.launched[:] = [popen for popen in pool.launched if popen.returncode is None]
         bound, rec = runtime.current_run(), runtime.current_thread_record()
