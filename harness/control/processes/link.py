@@ -27,6 +27,7 @@ from racecheck.control.processes.wire import PLAIN, Wire
 
 __racecheck_engine__ = True
 
+_state = runtime.thread_state  # the calling thread's run and record (read and set directly on the hot paths)
 RESOURCE = "processes"  # run.resources key of the run's ``Registry``
 
 # Set in a child of a run once its proxy said go: every call of a served object goes through it. None elsewhere.
@@ -93,15 +94,17 @@ class uncontrolled:  # noqa: N801 - used as a function: ``with uncontrolled(run)
 
     def __enter__(self) -> None:
         global UNPICKLING
-        self.bound, self.rec = runtime.current_run(), runtime.current_thread_record()
+        state = _state  # ``runtime.bind`` and the two readers, without a call each (a hot path)
+        self.bound, self.rec = state.run, state.thread
         self.saved = UNPICKLING
-        runtime.bind(None, None)
+        state.run = state.thread = None
         UNPICKLING = self.run
 
     def __exit__(self, *exc: object) -> None:
         global UNPICKLING
         UNPICKLING = self.saved
-        runtime.bind(self.bound, self.rec)
+        state = _state
+        state.run, state.thread = self.bound, self.rec
 
 
 def routed(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -131,13 +134,14 @@ class Link:
         return self.request(("call", mid, method, args, kwargs, caller_line()), plain)
 
     def request(self, message: tuple, plain: bool = False) -> Any:
-        bound, rec = runtime.current_run(), runtime.current_thread_record()
-        runtime.bind(None, None)
+        state = _state
+        bound, rec = state.run, state.thread
+        state.run = state.thread = None
         try:
             self.wire.send(message, plain)
             status, value = self.wire.recv()
         finally:
-            runtime.bind(bound, rec)
+            state.run, state.thread = bound, rec
         if status == "ok":
             return value
         raise value
