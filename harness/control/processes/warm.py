@@ -19,6 +19,11 @@ spawned interpreter: the child's parent pid is the template's, and module-level 
 ``numpy`` or ``torch`` generator, ``PYTHONHASHSEED``) is the template's in every child rather than drawn anew per
 child; ``random``'s own generator is reseeded at fork by the interpreter.
 
+A template serves one environment (``os.environ`` at the child's ``start()``: a spawned child inherits it, and
+modules read it at import), one ``sys.path``, working folder and main module, one list of modules (for forkserver
+children, what ``set_forkserver_preload`` named first, as the stdlib's forkserver imports it): a child that needs
+another gets another template, and older ones whose children have all ended are stopped then.
+
 Fork children keep forking the parent: a forked child must see the parent's memory as of ``start()`` (objects the
 schedule built just before), which no template made earlier holds.
 
@@ -65,12 +70,14 @@ def serve(listener_fd: int, alive_r: int, preload: list[str], prepared: dict[str
     me._inheriting = True  # as in a spawned child: a main module that starts processes at import is refused
     try:
         spawn.prepare(prepared)
-        for name in preload:
-            __import__(name)
-    except BaseException:  # noqa: BLE001,S110 - the child imports what is left itself, and meets the error there
+    except BaseException:  # noqa: BLE001,S110 - the child prepares again itself, and meets the error there
         pass
-    finally:
-        del me._inheriting
+    for name in preload:
+        try:
+            __import__(name)
+        except BaseException:  # noqa: BLE001,S110 - the child imports it itself, and meets the error there
+            pass
+    del me._inheriting
     forkserver.main(listener_fd, alive_r, [])
 
 
