@@ -101,6 +101,9 @@ def test_no_template_or_child_outlives_the_exploration(subreaper):
     racecheck.explore(functools.partial(warm_programs.module_state, "spawn", seen), strategy="random", seed=3,
                       schedules=2)
     assert seen and seen[0] not in _descendants() and _descendants() <= before
+    failed = racecheck.explore(programs.leak_spawn, strategy="dpor", schedules=3, shrink_budget=0, race_budget=0)
+    assert failed.failure is not None  # a failing exploration leaves nothing either
+    assert _descendants() <= before
 
 
 def test_nothing_outlives_an_interrupted_exploration(subreaper):
