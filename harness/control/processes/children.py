@@ -20,11 +20,12 @@ import threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control.processes import segments
+from racecheck.control.processes import segments, warm
 from racecheck.control.processes.child_run import ONE_WAY, proxy_point
 from racecheck.control.processes.child_run import join as join_run
 from racecheck.control.processes.link import ChildEntry, portable, registry_of, uncontrolled
 from racecheck.control.processes.models import ProcessConnection
+from racecheck.control.processes.wire import PLAIN, Wire
 from racecheck.runtime.access import END, JOIN, on_thread
 from racecheck.runtime.locations import code_location
 from racecheck.runtime.teardown import RECORD
@@ -42,7 +43,6 @@ def _real(fn: Any) -> Any:
 
 
 _real_pipe = multiprocessing.connection.Pipe
-_recv = multiprocessing.connection.Connection.recv
 _BaseProcess = multiprocessing.process.BaseProcess
 # The originals, captured at import (before any exploration patches them): the proxy and the reaper act on the real
 # process, never through the controlled calls.
@@ -82,6 +82,8 @@ class Child:
         self.process = process
         self.label = label
         self.conn = conn
+        self.wire = Wire(conn)  # the requests and answers (processes.wire)
+        self.outside = uncontrolled(run)  # entered for every request: made once
         self.rec: Any = None
         self.started = False  # the real process was started
         self.went = False  # it was told to go
@@ -103,8 +105,9 @@ class Child:
                 return
             self.went = True
             registry = registry_of(self.run)
+            reply, plain = None, False
             while True:
-                message = self._wait()
+                message = self._exchange(reply, plain)
                 if message is None or message[0] == "exit":
                     self.said_end = message is not None
                     return
@@ -112,9 +115,7 @@ class Child:
                     self.said_end = True
                     raise message[1]
                 if message[0] != "call":
-                    reply = self._point(message)
-                    if reply is not None and not self._send(reply):
-                        return
+                    reply, plain = self._point(message), False  # None for a one-way note: nothing to answer
                     continue
                 _, mid, method, args, kwargs, line = message
                 call = getattr(registry.models[mid], method)
@@ -122,8 +123,7 @@ class Child:
                     reply = ("ok", at_line(line)(call, args, kwargs) if line else call(*args, **kwargs))
                 except Exception as exc:  # noqa: BLE001 - the child's call raises it there
                     reply = ("err", portable(exc))
-                if not self._send(reply):
-                    return
+                plain = type(reply[1]) in PLAIN
         finally:
             if not self.said_end:
                 self._stop()
@@ -152,24 +152,33 @@ class Child:
     def _send(self, message: Any) -> bool:
         try:
             with uncontrolled(self.run):
-                self.conn.send(message)
+                self._put(message)
         except (OSError, ValueError):
             return False
-        except Exception as exc:  # noqa: BLE001 - an answer that does not pickle is the child's error
-            return self._send(("err", RuntimeError(f"racecheck: cannot send to {self.label}: {exc}")))
         return True
 
-    def _wait(self) -> Any:
-        """The child's next message, or None if it died without one: a real wait, while the proxy holds the baton
-        (nothing else runs), counted as a wait on another process."""
+    def _put(self, message: Any, plain: bool = False) -> None:
+        try:
+            self.wire.send(message, plain)
+        except (OSError, ValueError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - an answer that does not pickle is the child's error
+            self.wire.send(("err", RuntimeError(f"racecheck: cannot send to {self.label}: {exc}")))
+
+    def _exchange(self, reply: Any, plain: bool) -> Any:
+        """Answer the child's last request (``reply``, None when it needs none), then its next message, or None if
+        it died without one: a real wait, while the proxy holds the baton (nothing else runs), counted as a wait
+        on another process. One pass outside the run for both halves of the round trip."""
         run = self.run
         run.outside += 1
         try:
             # Only the child holds its end (the parent closed its copy at start, and children forked later never
             # had it): its death is EOF here, so the read alone waits for both.
-            with uncontrolled(run):
-                return _recv(self.conn)
-        except (EOFError, OSError):
+            with self.outside:
+                if reply is not None:
+                    self._put(reply, plain)
+                return self.wire.recv()
+        except (EOFError, OSError, ValueError):
             return None
         finally:
             run.outside -= 1
@@ -256,10 +265,14 @@ def start(process: Any, real_start: Any) -> None:
     if run.locate:  # its first step shows where the child's code begins, as a thread's shows its target
         child.rec.loc = code_location(process._target or type(process).run)
     _inherit_pipes(run, process, label)
-    forked = method_of(process) == "fork"
+    method = method_of(process)
+    forked = method == "fork"
     process.run = ChildEntry(child_end, None if forked else segments.install_in_child, join_run if forked else None)
     try:
-        real_start(process)
+        if warm.warm_for(process, method):  # forked from the exploration's template, not a fresh interpreter
+            warm.start(process, real_start)
+        else:
+            real_start(process)
         child.started = True
     finally:
         del process.run

@@ -25,7 +25,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control import instrument
-from racecheck.control.processes import children, pools, segments
+from racecheck.control.processes import children, pools, segments, warm
 from racecheck.control.processes.models import FACTORIES
 
 __racecheck_engine__ = True
@@ -201,7 +201,8 @@ def joining() -> Iterator[None]:
         for module in (concurrent.futures, concurrent.futures.process):
             saved.append((module, "ProcessPoolExecutor", module.__dict__.get("ProcessPoolExecutor")))
             module.ProcessPoolExecutor = process_pool_executor
-        yield
+        with warm.kept():  # spawn and forkserver children forked from templates, gone with the exploration
+            yield
     finally:
         for owner, name, own in reversed(saved):
             if own is None:

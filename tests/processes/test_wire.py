@@ -1,0 +1,82 @@
+"""The wire between a child and its proxy frames messages as ``multiprocessing.Connection`` does: either end may be
+a ``Connection``, messages come back whole and in order, several pending at once, large ones across reads, and
+objects with multiprocessing's registered reducers (torch's tensors') travel as through
+``Connection.send``."""
+
+import multiprocessing
+from multiprocessing.reduction import ForkingPickler
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from racecheck.control.processes.wire import PLAIN, Wire
+
+_leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20),
+                    st.binary(max_size=200), st.binary(min_size=70000, max_size=70000))
+messages = st.recursive(_leaves, lambda inner: st.one_of(st.tuples(inner, inner), st.lists(inner, max_size=4),
+                                                           st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+                        max_leaves=8)
+
+
+def _plain(message):
+    if isinstance(message, tuple):
+        return all(_plain(item) for item in message)
+    return type(message) in PLAIN
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(messages, min_size=1, max_size=5), st.booleans())
+def test_the_wire_and_a_connection_read_each_others_messages(batch, wire_sends):
+    a, b = multiprocessing.Pipe()
+    try:
+        sender, receiver = (Wire(a), b) if wire_sends else (a, Wire(b))
+        got = []
+        for message in batch:  # sent one by one, read as they come (a large one needs the reader while it is written)
+            if wire_sends:
+                sender.send(message, plain=_plain(message))  # plain values take the short way
+            else:
+                sender.send(message)
+            got.append(receiver.recv())
+        assert got == batch
+    finally:
+        a.close()
+        b.close()
+
+
+def test_messages_pending_together_are_read_one_at_a_time_in_order():
+    a, b = multiprocessing.Pipe()
+    wire = Wire(b)
+    for message in [("note", 1), ("touch", (2, 3)), ("call", "mp.Value#1", "get_value", (), {}, None)]:
+        a.send(message)
+    assert [wire.recv(), wire.recv(), wire.recv()] == [("note", 1), ("touch", (2, 3)),
+                                                         ("call", "mp.Value#1", "get_value", (), {}, None)]
+    a.close()
+    try:
+        wire.recv()
+    except EOFError:
+        pass
+    else:
+        raise AssertionError("no EOF after the other end closed")
+
+
+class Tagged:
+    """Pickled through a reducer registered with multiprocessing (as torch registers its tensors')."""
+
+    def __init__(self, via_reducer=False):
+        self.via_reducer = via_reducer
+
+
+def _rebuild_tagged():
+    return Tagged(via_reducer=True)
+
+
+def test_reducers_registered_with_multiprocessing_apply_even_after_the_first_message():
+    a, b = multiprocessing.Pipe()
+    sender, receiver = Wire(a), Wire(b)
+    sender.send("first")  # the reducers' table is built here, before the registration below
+    assert receiver.recv() == "first"
+    ForkingPickler.register(Tagged, lambda obj: (_rebuild_tagged, ()))
+    sender.send(("tagged", Tagged()))
+    label, got = receiver.recv()
+    assert label == "tagged" and got.via_reducer
+    a.close()
+    b.close()
