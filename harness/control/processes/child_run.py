@@ -17,7 +17,8 @@ import time
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control.processes.link import caller_line
+from racecheck.control.processes import shares, spawned
+from racecheck.control.processes.link import caller_line, registry_of
 
 __racecheck_engine__ = True
 
@@ -148,7 +149,10 @@ class ChildRun:
 
 
 def join(link: Any, setting: dict[str, Any]) -> None:
-    """In a forked child, before its process's code runs: its thread is the run's, as the child sees it."""
+    """In a child, before its process's code runs: its thread is the run's, as the child sees it (a spawned
+    child first installs the stand-ins a forked one inherited: ``spawned``)."""
+    if setting.get("install") is not None:
+        spawned.install(setting.get("home"), setting["install"])
     run = ChildRun(link, setting["label"], setting)
     runtime.bind(run, run.record)
 
@@ -166,6 +170,11 @@ def proxy_point(run: Any, message: tuple, at_line: Any) -> Any:
     if kind == "sleep":
         _, seconds, line = message
         return at_line(line)(run.sleep, (seconds,), {}) if line else run.sleep(seconds)
+    if kind == "share":  # the parent's fake filesystem (``shares``), on the child's behalf
+        label = registry_of(run).process_of[runtime.current_thread_record().tid]
+        line = message[5]
+        call = lambda: shares.serve(run, label, message)  # noqa: E731
+        return at_line(line)(call, (), {}) if line else call()
     if kind == "now":
         return run.now()
     if kind == "choose":

@@ -20,7 +20,7 @@ import threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control.processes import segments
+from racecheck.control.processes import segments, shares, spawned
 from racecheck.control.processes.child_run import ONE_WAY, proxy_point
 from racecheck.control.processes.child_run import join as join_run
 from racecheck.control.processes.link import ChildEntry, portable, registry_of, uncontrolled
@@ -87,6 +87,7 @@ class Child:
         self.went = False  # it was told to go
         self.said_end = False  # it reported its end (returned, exited or raised)
         self.killed = False
+        self.home = getattr(process._target, "__module__", None)  # its target's module (start deletes _target)
 
     def over(self) -> bool:
         """The child's end as the run sees it: its proxy finished, or it was terminated or killed."""
@@ -127,11 +128,14 @@ class Child:
         finally:
             if not self.said_end:
                 self._stop()
+            shares.release(self.run, self.label)
 
     def _setting(self) -> dict[str, Any] | None:
-        """What a forked child needs to make its stand-ins' points through the proxy (None for a fresh
-        interpreter, which has none installed): its label, the run's options, the real disk's names if watched."""
-        if method_of(self.process) != "fork":
+        """What a child needs to make its stand-ins' points through the proxy: its label, the run's options, the
+        real disk's names if watched, the run's shared resources (the fake filesystem); for a fresh interpreter,
+        also what to install (``spawned``; None outside an exploration: nothing is installed)."""
+        chosen = None if method_of(self.process) == "fork" else spawned.OPTIONS
+        if method_of(self.process) != "fork" and chosen is None:
             return None
         resources = {}
         disk = self.run.resources.get(FILES)
@@ -139,7 +143,9 @@ class Child:
             disk = copy.copy(disk)
             disk.found = None
             resources[FILES] = disk
-        return {"label": self.label, "config": self.run.config, "resources": resources}
+        resources.update(shares.for_child(self.run, self.label))
+        return {"label": self.label, "config": self.run.config, "resources": resources, "install": chosen,
+                "home": self.home}
 
     def _point(self, message: tuple) -> tuple | None:
         """A point, note or question of the child's own stand-ins, made here; the answer, or None (one-way)."""
@@ -257,7 +263,7 @@ def start(process: Any, real_start: Any) -> None:
         child.rec.loc = code_location(process._target or type(process).run)
     _inherit_pipes(run, process, label)
     forked = method_of(process) == "fork"
-    process.run = ChildEntry(child_end, None if forked else segments.install_in_child, join_run if forked else None)
+    process.run = ChildEntry(child_end, None if forked else segments.install_in_child, join_run)
     try:
         real_start(process)
         child.started = True
