@@ -145,7 +145,7 @@ class Child:
             resources[FILES] = disk
         resources.update(shares.for_child(self.run, self.label))
         return {"label": self.label, "config": self.run.config, "resources": resources, "install": chosen,
-                "home": self.home}
+                "home": self.home, "tid": self.rec.tid, "memory": self.run.watch is not None}
 
     def _point(self, message: tuple) -> tuple | None:
         """A point, note or question of the child's own stand-ins, made here; the answer, or None (one-way)."""

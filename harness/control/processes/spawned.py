@@ -18,7 +18,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control import autocontrol, instrument, lines
+from racecheck.control import autocontrol, instrument, lines, memory_install, threads
 from racecheck.control.options import ControlOptions
 
 __racecheck_engine__ = True
@@ -67,6 +67,11 @@ def install(home: str | None, chosen: tuple[ControlOptions, Any, tuple[str, ...]
     _installed.callback(everywhere.restore)
     patch = instrument.apply(modules)
     _installed.callback(patch.restore)
+    _installed.enter_context(threads.controlled_thread_class())  # threads of the run's threads join it
+    if control.memory:  # the child's plain memory watched as the parent's (``child_memory``)
+        home_module = sys.modules.get(home or "")
+        roots = [v for v in vars(home_module).values() if isinstance(v, types.FunctionType)] if home_module else []
+        _installed.enter_context(memory_install.watching(control.exclude, roots))
     preempt = control.preempt
     if preempt is not None:
         named = modules if preempt == "lines" else instrument.resolve_modules(
