@@ -3,8 +3,8 @@ run's one store, which parent and child share. Module-level functions only, so s
 
 import multiprocessing
 import os
-import threading
 
+import fsspec
 import racecheck.fakefs
 
 
@@ -68,7 +68,11 @@ def write_listing(root, reports):
     fd = os.open(os.path.join(root, "ckpt", "c.bin"), os.O_CREAT | os.O_WRONLY)
     os.write(fd, b"xy")
     os.close(fd)
-    reports.put((sorted(os.listdir(os.path.join(root, "ckpt"))), data, os.path.getsize(os.path.join(root, "ckpt", "c.bin"))))
+    with fsspec.open("racefs://ckpt/d.bin", "wb") as f:  # fsspec's racefs:// in the child: the same store
+        f.write(b"fsspec")
+    listed = sorted(info["name"] for info in fsspec.filesystem("racefs").ls("racefs://ckpt", detail=True))
+    reports.put((sorted(os.listdir(os.path.join(root, "ckpt"))), data, os.path.getsize(os.path.join(root, "ckpt", "c.bin")),
+                 listed))
 
 
 def operations(method):
@@ -80,10 +84,13 @@ def operations(method):
     child.start()
     got = reports.get()
     child.join()
-    assert got == (["b.bin", "c.bin"], b"abc", 2), got
+    names = ["b.bin", "c.bin", "d.bin"]
+    assert got == (names, b"abc", 2, [f"{root}/ckpt/{name}" for name in names]), got
     with open(os.path.join(root, "ckpt", "b.bin"), "rb") as f:
         assert f.read() == b"abc"
-    assert sorted(os.listdir(os.path.join(root, "ckpt"))) == ["b.bin", "c.bin"]
+    with open(os.path.join(root, "ckpt", "d.bin"), "rb") as f:
+        assert f.read() == b"fsspec"
+    assert sorted(os.listdir(os.path.join(root, "ckpt"))) == names
 
 
 def operations_fork():

@@ -63,10 +63,11 @@ def test_the_fixed_twin_is_proved_by_dpor(fs):
     assert result.coverage.space == "exhausted"
 
 
-def test_a_childs_file_operations_are_the_parents_store():
-    """open/write/fsync/rename/read, os.open/write/close, listdir and getsize in the child; the parent reads what
-    it wrote (a failure here is the program's assertion)."""
-    result = _explore("operations_fork", "posix", "random", schedules=2)
+@pytest.mark.parametrize("name", ["operations_fork", "operations_spawn"])
+def test_a_childs_file_operations_are_the_parents_store(name):
+    """open/write/fsync/rename/read, os.open/write/close, listdir, getsize and fsspec's racefs:// in the child;
+    the parent reads what it wrote (a failure here is the program's assertion)."""
+    result = _explore(name, "posix", "random", schedules=2)
     assert result.ok, result.failure and result.failure.trace
 
 

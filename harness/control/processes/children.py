@@ -265,7 +265,8 @@ def start(process: Any, real_start: Any) -> None:
     forked = method_of(process) == "fork"
     process.run = ChildEntry(child_end, None if forked else segments.install_in_child, join_run)
     try:
-        real_start(process)
+        with uncontrolled(run):  # what runs at a fork in the child (os.register_at_fork hooks) is no thread's
+            real_start(process)
         child.started = True
     finally:
         del process.run
