@@ -73,3 +73,10 @@ def test_the_tokens_replay_in_a_fresh_process(found, tmp_path):
                           timeout=300, env=dict(os.environ, PYTHONHASHSEED="4321"))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == traces
+
+
+def test_no_point_inside_a_real_locks_critical_section_in_a_child():
+    """Preempting a child's thread inside a real lock (made before the run) would leave its other thread blocked on
+    the real lock for real: a hang. As in the parent, no memory point is made there."""
+    result = racecheck.explore(thread_programs.real_lock_fork, strategy="pct", schedules=20, seed=1)
+    assert result.ok, result.failure

@@ -62,3 +62,33 @@ def executor_in_child():
     got = reports.get()
     child.join()
     assert got == [2, 4, 6], got
+
+
+_MADE_BEFORE = threading.Lock()  # made at import, before any run: a real lock
+
+
+def two_threads_real_lock(reports):
+    counts = {"n": 0}
+
+    def bump():
+        with _MADE_BEFORE:
+            counts["n"] += 1
+
+    workers = [threading.Thread(target=bump) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    reports.put(counts["n"])
+
+
+def real_lock_fork():
+    """Two threads of a child update a dict inside a real lock's critical section: no point inside it, so no
+    thread of the child blocks on the real lock for real."""
+    ctx = multiprocessing.get_context("fork")
+    reports = ctx.Queue()
+    child = ctx.Process(target=two_threads_real_lock, args=(reports,))
+    child.start()
+    count = reports.get()
+    child.join()
+    assert count == 2, count

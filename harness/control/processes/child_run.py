@@ -179,11 +179,17 @@ class ChildRun:
     # ----- memory (``child_memory``): each access a request; real locks' critical sections are plain -----------
 
     def memory(self, op: str, access: tuple, skip: int = 0, shown: str | None = None) -> None:
-        if self.mine():
+        if not self.mine():
+            return
+        if runtime.thread_state.thread.real_held:  # inside a real lock's critical section: no point (as a thread)
+            self.merge_memory(access)
+        else:
             self.ask("memory", op, access, caller_line(), shown)
 
     def memory_point(self, op: str, declared: tuple, skip: int = 0, shown: str | None = None) -> bool:
-        return bool(self.ask("memory_point", op, declared, caller_line(), shown)) if self.mine() else False
+        if not self.mine() or runtime.thread_state.thread.real_held:
+            return False
+        return bool(self.ask("memory_point", op, declared, caller_line(), shown))
 
     def replace_memory(self, access: tuple) -> None:
         if self.mine():
@@ -194,7 +200,8 @@ class ChildRun:
             self.tell("merge_memory", "", access, caller_line(), None)
 
     def real_lock(self, me: Any, change: int, lock: Any) -> None:
-        """Real locks in a child: their critical sections are not ordered across its threads."""
+        """Real locks in a child: no memory point inside their critical sections (``real_held``, as in the
+        parent), but the sections are not ordered across the child's threads for the data-race report."""
 
 
 def join(link: Any, setting: dict[str, Any]) -> None:
