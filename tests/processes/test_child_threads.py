@@ -43,8 +43,9 @@ def test_the_racing_pair_and_the_data_races_name_process_and_thread(found):
     assert {a.thread for r in result.data_races for a in (r.first, r.second)} == {"T2 (P1.T1)", "T3 (P1.T2)"}
 
 
-def test_the_locked_twin_is_proved_by_dpor():
-    result = racecheck.explore(thread_programs.locked_fork, strategy="dpor", schedules=200, seed=1)
+@pytest.mark.parametrize("name", ["locked_fork", "rlocked_fork"])
+def test_the_locked_twin_is_proved_by_dpor(name):
+    result = racecheck.explore(getattr(thread_programs, name), strategy="dpor", schedules=200, seed=1)
     assert result.ok, result.failure
     assert result.coverage.space == "exhausted" and result.data_races == []
 

@@ -9,10 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 def two_threads(reports, locked):
     counts = {"n": 0}
-    lock = threading.Lock()
+    lock = threading.RLock() if locked == "reentrant" else threading.Lock()
 
     def bump():
-        if locked:
+        if locked == "reentrant":
+            with lock, lock:  # its owner is the thread of the child that took it
+                counts["n"] += 1
+        elif locked:
             with lock:
                 counts["n"] += 1
         else:
@@ -47,6 +50,10 @@ def lost_update_spawn():
 
 def locked_fork():
     lost_update("fork", locked=True)
+
+
+def rlocked_fork():
+    lost_update("fork", locked="reentrant")
 
 
 def doubled(reports):

@@ -156,7 +156,7 @@ class ChildRun:
             self.tell("narrow", access)
 
     def caller_record(self) -> Any:
-        return self.record
+        return runtime.thread_state.thread if self.mine() else self.record
 
     def add_cleanup(self, description: str, action: Any) -> None:
         """The child's own cleanup runs in the child."""
