@@ -83,7 +83,8 @@ def test_a_power_loss_takes_the_runs_processes_down():
 
 
 def test_a_spawned_childs_own_lock_and_sleep_are_points():
-    failure = racecheck.explore(fs_programs.spawned_stand_ins, strategy="random", schedules=1, seed=1).failure
+    failure = racecheck.explore(fs_programs.spawned_stand_ins, strategy="random", schedules=1, seed=1,
+                                shrink_budget=0, race_budget=0).failure
     assert failure is not None and failure.message == "RuntimeError: child pid 4243", failure
     assert "acquire P1.Lock#1  @fs_programs.py" in failure.trace, failure.trace
     assert "sleep 3600" in failure.trace, failure.trace
