@@ -149,3 +149,7 @@ def spawned_stand_ins():
     pid = reports.get()
     child.join()
     raise RuntimeError(f"child pid {pid}")  # a failure, so the test reads the trace
+
+
+def leak_forkserver():
+    leak("forkserver")

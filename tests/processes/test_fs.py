@@ -110,3 +110,13 @@ def test_the_tokens_replay_in_a_fresh_process(found, tmp_path):
                           timeout=300, env=dict(os.environ, PYTHONHASHSEED="4321"))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == traces
+
+
+@pytest.mark.slow  # a fresh interpreter per schedule: seconds each
+@pytest.mark.parametrize("name, fs, message", [
+    ("leak_spawn", "posix", "leaked epoch=0.ckpt"), ("evict_spawn", "windows", "[WinError 32]"),
+    ("leak_forkserver", "posix", "leaked epoch=0.ckpt"),
+])
+def test_pct_finds_the_leak_with_spawned_children(name, fs, message):
+    failure = _explore(name, fs, "pct", schedules=20, shrink_budget=0, race_budget=0).failure
+    assert failure is not None and message in failure.message, failure
