@@ -15,13 +15,14 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control.memory_names import Watch
+from racecheck.control.processes import link
 from racecheck.control.processes.link import registry_of
 from racecheck.runtime.steps import Access, Obj
 
 __racecheck_engine__ = True
 
-KINDS = ("memory", "memory_point", "replace_memory", "merge_memory", "atomic")
-ONE_WAY = ("replace_memory", "merge_memory", "atomic")
+KINDS = (*link.MEMORY, "merges")
+ONE_WAY = ("replace_memory", "merge_memory", "atomic", "merges")
 
 
 def under(label: str, access: tuple[Access, ...]) -> tuple[Access, ...]:
@@ -33,6 +34,10 @@ def under(label: str, access: tuple[Access, ...]) -> tuple[Access, ...]:
 def serve(run: Any, message: tuple, at_line: Any) -> Any:
     """In the parent, on the proxy of the child's thread: the memory access it reported, made in the run."""
     kind = message[0]
+    if kind == "merges":  # the accesses that joined the running step since the child's last message
+        for merged in message[1]:
+            serve(run, merged, at_line)
+        return None
     label = registry_of(run).process_of[runtime.current_thread_record().tid]
     if kind == "atomic":
         return run.memory_steps.atomic_addition()
@@ -46,7 +51,11 @@ def serve(run: Any, message: tuple, at_line: Any) -> Any:
         call = lambda: run.memory_point(op, access, 0, shown)  # noqa: E731
     else:
         call = lambda: run.merge_memory(access)  # noqa: E731
-    return at_line(line)(call, (), {}) if line else call()
+    value = at_line(line)(call, (), {}) if line else call()
+    if kind == "merge_memory":
+        return value
+    # and whether the thread now runs alone, which holds until the child sends anything but memory (``link``)
+    return value, run.alone is runtime.current_thread_record()
 
 
 class ChildWatch(Watch):

@@ -181,15 +181,20 @@ class ChildRun:
     def memory(self, op: str, access: tuple, skip: int = 0, shown: str | None = None) -> None:
         if not self.mine():
             return
-        if runtime.thread_state.thread.real_held:  # inside a real lock's critical section: no point (as a thread)
+        me = runtime.thread_state.thread
+        if me.real_held or self.link.alone == me.tid:  # inside a real lock's critical section, or alone: no point
             self.merge_memory(access)
-        else:
-            self.ask("memory", op, access, caller_line(), shown)
+        elif self.ask("memory", op, access, caller_line(), shown)[1]:
+            self.link.alone = me.tid
 
     def memory_point(self, op: str, declared: tuple, skip: int = 0, shown: str | None = None) -> bool:
-        if not self.mine() or runtime.thread_state.thread.real_held:
+        me = runtime.thread_state.thread
+        if not self.mine() or me.real_held or self.link.alone == me.tid:
             return False
-        return bool(self.ask("memory_point", op, declared, caller_line(), shown))
+        decided, alone = self.ask("memory_point", op, declared, caller_line(), shown)
+        if alone:
+            self.link.alone = me.tid
+        return bool(decided)
 
     def replace_memory(self, access: tuple) -> None:
         if self.mine():
@@ -197,7 +202,7 @@ class ChildRun:
 
     def merge_memory(self, access: tuple) -> None:
         if self.mine():
-            self.tell("merge_memory", "", access, caller_line(), None)
+            self.link.merge(("merge_memory", "", access, caller_line(), None))
 
     def real_lock(self, me: Any, change: int, lock: Any) -> None:
         """Real locks in a child: no memory point inside their critical sections (``real_held``, as in the

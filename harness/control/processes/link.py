@@ -33,6 +33,8 @@ _real_lock = runtime.real_allocate_lock
 
 RESOURCE = "processes"  # run.resources key of the run's ``Registry``
 
+MEMORY = ("memory", "memory_point", "replace_memory", "merge_memory", "atomic")  # a child's memory messages
+
 # Set in a child of a run once its proxy said go: every call of a served object goes through it. None elsewhere.
 LINK: Link | None = None
 # The run whose objects are being unpickled by a thread that ``uncontrolled`` let go of its run, else None.
@@ -175,18 +177,33 @@ class Link:
     def __init__(self, conn: Any, first: int = 0) -> None:
         self.conn = conn
         self.boxes = Mailboxes(conn, first)
+        # The thread the parent said runs alone (no other thread could run at its memory accesses), until the
+        # child sends anything but a memory access: its accesses then join its step without a round trip
+        # (``child_memory``), as the parent's own keep ``Run.alone`` until the run does something.
+        self.alone = -1
+        self.merges: list[tuple] = []
 
     def call(self, mid: str, method: str, args: tuple, kwargs: dict) -> Any:
         return self.request(("call", mid, method, args, kwargs, caller_line()))
 
+    def merge(self, message: tuple) -> None:
+        """A memory access that joins the running step (``child_memory``): sent with the thread's next message."""
+        self.merges.append(message)
+
     def send_ready(self, run: Any) -> None:
-        """Tell the parent which parked waits of ``run``'s threads changed (nothing when none did)."""
+        """Before a message: the memory accesses that joined the running step since the last one, in order, then
+        which parked waits of ``run``'s threads changed (nothing when none did)."""
+        if self.merges:
+            merges, self.merges = self.merges, []
+            self.boxes.send(("merges", merges))
         readiness = getattr(run, "readiness", None)
         changed = readiness() if readiness is not None else None
         if changed:
             self.boxes.send(("ready", changed))
 
     def request(self, message: tuple) -> Any:
+        if message[0] not in MEMORY:
+            self.alone = -1
         bound, rec = runtime.current_run(), runtime.current_thread_record()
         runtime.bind(None, None)
         try:
@@ -200,6 +217,8 @@ class Link:
         raise value
 
     def tell(self, message: tuple) -> None:
+        if message[0] not in MEMORY:
+            self.alone = -1
         bound, rec = runtime.current_run(), runtime.current_thread_record()
         runtime.bind(None, None)
         try:
