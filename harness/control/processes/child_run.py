@@ -1,6 +1,7 @@
-"""The run as a forked child of it sees it: the stand-ins the child inherited (its locks, events, sleeps, files on
-the real disk, line points) find a run bound to the child's thread, and every scheduling point they make is a
-request to the child's proxy, which makes the same point in the parent's run (``proxy_point``). So a child's file
+"""The run as a child of it sees it: the stand-ins the child inherited (fork) or had installed (spawn:
+``spawned``) (its locks, events, sleeps, files, memory, line points) find a run bound to the child's threads, and
+every scheduling point they make is a request to the thread's proxy, which makes the same point in the parent's
+run (``proxy_point``). So a child's file
 operations are points of the one schedule, with the accesses the parent's would have, and its waits on its own
 objects are decided by the one scheduler.
 
