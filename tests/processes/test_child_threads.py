@@ -81,3 +81,21 @@ def test_no_point_inside_a_real_locks_critical_section_in_a_child():
     the real lock for real: a hang. As in the parent, no memory point is made there."""
     result = racecheck.explore(thread_programs.real_lock_fork, strategy="pct", schedules=20, seed=1)
     assert result.ok, result.failure
+
+
+def test_line_points_in_a_child_are_the_same_in_every_run(tmp_path):
+    """The proxy's caller that stands at the child's line is no line point itself (it lives in the child's file):
+    with preempt="lines", a schedule runs alike twice, in a fresh process where no such caller was made yet."""
+    script = tmp_path / "lines.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {HERE!r})
+        import thread_programs, racecheck
+        if __name__ == "__main__":
+            result = racecheck.explore(thread_programs.locked_fork, strategy="random", schedules=2, seed=5,
+                                       preempt="lines", memory=False, check_determinism=True)
+            print(result.ok, result.failure and result.failure.message)
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "True None", done.stdout

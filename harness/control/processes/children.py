@@ -13,6 +13,7 @@ torn down, pass or fail.
 from __future__ import annotations
 
 import copy
+import functools
 import multiprocessing.connection
 import multiprocessing.process
 import sys
@@ -69,9 +70,22 @@ def at_line(line: tuple[str, int, str]) -> Any:
         filename, number, module = line
         source = "\n" * (max(number, 1) - 1) + "def at(call, args, kwargs): return call(*args, **kwargs)\n"
         namespace: dict[str, Any] = {"__name__": module}
-        exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - a fixed one-line caller
-        call = _AT_LINE[line] = namespace["at"]
+        _untraced(exec, compile(source, filename, "exec"), namespace)  # a fixed one-line caller
+        call = _AT_LINE[line] = functools.partial(_untraced, namespace["at"])
     return call
+
+
+def _untraced(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` with no trace function on the calling thread: the caller stands in the child's file,
+    which line points (``lines``, the settrace backend) trace; its own line is no point of the proxy's."""
+    trace = sys.gettrace()
+    if trace is None:
+        return fn(*args)
+    sys.settrace(None)
+    try:
+        return fn(*args)
+    finally:
+        sys.settrace(trace)
 
 
 class Child:
