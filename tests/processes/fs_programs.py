@@ -71,8 +71,8 @@ def write_listing(root, reports):
     with fsspec.open("racefs://ckpt/d.bin", "wb") as f:  # fsspec's racefs:// in the child: the same store
         f.write(b"fsspec")
     listed = sorted(info["name"] for info in fsspec.filesystem("racefs").ls("racefs://ckpt", detail=True))
-    reports.put((sorted(os.listdir(os.path.join(root, "ckpt"))), data, os.path.getsize(os.path.join(root, "ckpt", "c.bin")),
-                 listed))
+    size = os.path.getsize(os.path.join(root, "ckpt", "c.bin"))
+    reports.put((sorted(os.listdir(os.path.join(root, "ckpt"))), data, size, listed))
 
 
 def operations(method):
