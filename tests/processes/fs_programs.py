@@ -153,3 +153,22 @@ def spawned_stand_ins():
 
 def leak_forkserver():
     leak("forkserver")
+
+
+def two_savers(method="fork"):
+    """Two saver processes, each writing its own checkpoint: a power loss at either's operation ends both."""
+    ctx = multiprocessing.get_context(method)
+    root = racecheck.fakefs.root()
+    savers = [ctx.Process(target=careless_save, args=(os.path.join(root, f"{i}.ckpt"),)) for i in range(2)]
+    for saver in savers:
+        saver.start()
+    for saver in savers:
+        saver.join()
+
+
+def two_savers_fork():
+    two_savers("fork")
+
+
+def two_savers_spawn():
+    two_savers("spawn")

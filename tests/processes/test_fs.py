@@ -82,6 +82,14 @@ def test_a_power_loss_takes_the_runs_processes_down():
     assert multiprocessing.active_children() == []
 
 
+@pytest.mark.parametrize("name", ["two_savers_fork", pytest.param("two_savers_spawn", marks=pytest.mark.slow)])
+def test_a_power_loss_in_one_child_ends_every_process_of_the_run(name):
+    result = racecheck.explore(getattr(fs_programs, name), strategy="random", schedules=8, seed=1,
+                               fs=FakeFS(crash=True, fault_window=16), on_crash=lambda: None)
+    assert result.ok and result.crashes > 0, result.failure
+    assert multiprocessing.active_children() == []
+
+
 def test_a_spawned_childs_own_lock_and_sleep_are_points():
     failure = racecheck.explore(fs_programs.spawned_stand_ins, strategy="random", schedules=1, seed=1,
                                 shrink_budget=0, race_budget=0).failure
