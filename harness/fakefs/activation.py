@@ -22,7 +22,7 @@ import shutil
 import tempfile
 
 from racecheck.control import instrument
-from racecheck.fakefs import pycompat
+from racecheck.fakefs import child_store, pycompat
 from racecheck.fakefs.integrations import torch_hooks
 from racecheck.fakefs.os_calls import fake_open, io_facade, os_facade, path_facade
 from racecheck.fakefs.shutil_calls import shutil_facade, tempfile_facade
@@ -37,6 +37,7 @@ def activate() -> None:
     if _active:
         return
     activate_stand_ins()
+    child_store.register()
     pycompat.install_guard()
     register_fsspec()
     _active = True

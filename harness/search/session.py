@@ -199,7 +199,7 @@ class Session:
                 stack.enter_context(controlled_thread_class())
                 stack.enter_context(external.waiting_outside())
                 stack.enter_context(processes_escape.watching())  # after external's: it wraps what that one did
-                stack.enter_context(processes.joining())  # over external's: children of the run join it
+                stack.enter_context(processes.joining((self.control, self.world)))  # over external's: children join
                 stack.enter_context(tempdirs.tracked())
                 stack.enter_context(collections_between_runs())
                 stack.callback(self.one_cpu.restore)  # after the carrier is closed: threads it left keep no pin

@@ -13,6 +13,7 @@ torn down, pass or fail.
 from __future__ import annotations
 
 import copy
+import functools
 import multiprocessing.connection
 import multiprocessing.process
 import sys
@@ -20,7 +21,7 @@ import threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control.processes import segments, warm
+from racecheck.control.processes import segments, shares, spawned, warm
 from racecheck.control.processes.child_run import ONE_WAY, proxy_point
 from racecheck.control.processes.child_run import join as join_run
 from racecheck.control.processes.link import ChildEntry, portable, registry_of, uncontrolled
@@ -69,9 +70,22 @@ def at_line(line: tuple[str, int, str]) -> Any:
         filename, number, module = line
         source = "\n" * (max(number, 1) - 1) + "def at(call, args, kwargs): return call(*args, **kwargs)\n"
         namespace: dict[str, Any] = {"__name__": module}
-        exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - a fixed one-line caller
-        call = _AT_LINE[line] = namespace["at"]
+        _untraced(exec, compile(source, filename, "exec"), namespace)  # a fixed one-line caller
+        call = _AT_LINE[line] = functools.partial(_untraced, namespace["at"])
     return call
+
+
+def _untraced(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` with no trace function on the calling thread: the caller stands in the child's file,
+    which line points (``lines``, the settrace backend) trace; its own line is no point of the proxy's."""
+    trace = sys.gettrace()
+    if trace is None:
+        return fn(*args)
+    sys.settrace(None)
+    try:
+        return fn(*args)
+    finally:
+        sys.settrace(trace)
 
 
 class Child:
@@ -89,6 +103,7 @@ class Child:
         self.went = False  # it was told to go
         self.said_end = False  # it reported its end (returned, exited or raised)
         self.killed = False
+        self.home = getattr(process._target, "__module__", None)  # its target's module (start deletes _target)
 
     def over(self) -> bool:
         """The child's end as the run sees it: its proxy finished, or it was terminated or killed."""
@@ -127,11 +142,14 @@ class Child:
         finally:
             if not self.said_end:
                 self._stop()
+            shares.release(self.run, self.label)
 
     def _setting(self) -> dict[str, Any] | None:
-        """What a forked child needs to make its stand-ins' points through the proxy (None for a fresh
-        interpreter, which has none installed): its label, the run's options, the real disk's names if watched."""
-        if method_of(self.process) != "fork":
+        """What a child needs to make its stand-ins' points through the proxy: its label, the run's options, the
+        real disk's names if watched, the run's shared resources (the fake filesystem); for a fresh interpreter,
+        also what to install (``spawned``; None outside an exploration: nothing is installed)."""
+        chosen = None if method_of(self.process) == "fork" else spawned.OPTIONS
+        if method_of(self.process) != "fork" and chosen is None:
             return None
         resources = {}
         disk = self.run.resources.get(FILES)
@@ -139,7 +157,9 @@ class Child:
             disk = copy.copy(disk)
             disk.found = None
             resources[FILES] = disk
-        return {"label": self.label, "config": self.run.config, "resources": resources}
+        resources.update(shares.for_child(self.run, self.label))
+        return {"label": self.label, "config": self.run.config, "resources": resources, "install": chosen,
+                "home": self.home, "tid": self.rec.tid, "memory": self.run.watch is not None}
 
     def _point(self, message: tuple) -> tuple | None:
         """A point, note or question of the child's own stand-ins, made here; the answer, or None (one-way)."""
@@ -267,12 +287,13 @@ def start(process: Any, real_start: Any) -> None:
     _inherit_pipes(run, process, label)
     method = method_of(process)
     forked = method == "fork"
-    process.run = ChildEntry(child_end, None if forked else segments.install_in_child, join_run if forked else None)
+    process.run = ChildEntry(child_end, None if forked else segments.install_in_child, join_run)
     try:
-        if warm.warm_for(process, method):  # forked from the exploration's template, not a fresh interpreter
-            warm.start(process, real_start)
-        else:
-            real_start(process)
+        with uncontrolled(run):  # what runs at a fork in the child (os.register_at_fork hooks) is no thread's
+            if warm.warm_for(process, method):  # forked from the exploration's template, not a fresh interpreter
+                warm.start(process, real_start)
+            else:
+                real_start(process)
         child.started = True
     finally:
         del process.run

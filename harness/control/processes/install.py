@@ -25,7 +25,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control import instrument
-from racecheck.control.processes import children, pools, segments, warm
+from racecheck.control.processes import children, pools, segments, spawned, warm
 from racecheck.control.processes.models import FACTORIES
 
 __racecheck_engine__ = True
@@ -182,10 +182,12 @@ instrument.register_swap(RealProcessPoolExecutor, process_pool_executor)
 
 
 @contextmanager
-def joining() -> Iterator[None]:
+def joining(options: Any = None) -> Iterator[None]:
     """Patch the lifetime calls and the factories for the block (over what ``external.waiting_outside`` put there:
-    a process that is not a child of the run is still started and waited on as before); restore them after."""
+    a process that is not a child of the run is still started and waited on as before); restore them after.
+    ``options``: the exploration's (control, extension) options, which a spawned child installs (``spawned``)."""
     saved: list[tuple[Any, str, Any]] = []
+    before, spawned.OPTIONS = spawned.OPTIONS, spawned.portable(options)
     try:
         for owner, name, wrap in PATCHES:
             current = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name)
@@ -204,6 +206,7 @@ def joining() -> Iterator[None]:
         with warm.kept():  # spawn and forkserver children forked from templates, gone with the exploration
             yield
     finally:
+        spawned.OPTIONS = before
         for owner, name, own in reversed(saved):
             if own is None:
                 delattr(owner, name)

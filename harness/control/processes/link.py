@@ -18,8 +18,11 @@ import functools
 import multiprocessing
 import pickle
 import sys
+import threading
 import traceback
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from racecheck import runtime
@@ -28,7 +31,11 @@ from racecheck.control.processes.wire import PLAIN, Wire
 __racecheck_engine__ = True
 
 _state = runtime.thread_state  # the calling thread's run and record (read and set directly on the hot paths)
+_real_lock = runtime.real_allocate_lock
+
 RESOURCE = "processes"  # run.resources key of the run's ``Registry``
+
+MEMORY = ("memory", "memory_point", "replace_memory", "merge_memory", "atomic")  # a child's memory messages
 
 # Set in a child of a run once its proxy said go: every call of a served object goes through it. None elsewhere.
 LINK: Link | None = None
@@ -43,6 +50,9 @@ class Registry:
         self.models: dict[str, Any] = {}
         self.children: list[Any] = []
         self.process_of: dict[int, str] = {}  # a proxy thread's id -> its process's label ("P1")
+        self.thread_names: dict[int, str] = {}  # a proxy thread's id -> its thread's name, past a child's first
+        self.thread_counts: dict[str, int] = {}  # a process's label -> the threads it started
+        self.ready: dict[int, bool] = {}  # a proxy thread's id -> whether its thread's wait in the child can end
 
 
 def registry_of(run: Any) -> Registry:
@@ -64,7 +74,7 @@ def thread_labels(run: Any) -> dict[int, str]:
     registry = getattr(run, "resources", {}).get(RESOURCE)
     if registry is None:
         return {}
-    return {tid: f"{label}.T0" for tid, label in registry.process_of.items()}
+    return {tid: registry.thread_names.get(tid, f"{label}.T0") for tid, label in registry.process_of.items()}
 
 
 def rebuild(cls: type, mid: str) -> Any:
@@ -121,25 +131,99 @@ def routed(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-class Link:
-    """The child's end of the pipe to its proxy: one request at a time, answered in order. While a message is
-    pickled or read, the child's thread is no thread of the run (a reducer's lock is no point)."""
+class Mailboxes:
+    """The child's end of the pipe, shared by its threads of the run: one reader at a time, each message to its
+    thread's box (untagged answers are the first thread's)."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, first: int) -> None:
         self.conn = conn
-        self.wire = Wire(conn)  # the request and its answer: one write and one read each way
+        self.wire = Wire(conn)  # one write and one read per message (``wire``): the proxy's end reads the same frames
+        self.first = first
+        self.cond = threading.Condition(_real_lock())
+        self.boxes: dict[int, deque] = {}
+        self.reading = False
+        self.sending = _real_lock()
+
+    def send(self, message: Any, plain: bool = False) -> None:
+        with self.sending:
+            self.wire.send(message, plain)
+
+    def receive(self, tid: int) -> Any:
+        cond = self.cond
+        with cond:
+            while True:
+                box = self.boxes.get(tid)
+                if box:
+                    return box.popleft()
+                if not self.reading:
+                    self.reading = True
+                    break
+                cond.wait()
+        while True:
+            try:
+                message = self.wire.recv()
+            except BaseException:
+                with cond:
+                    self.reading = False
+                    cond.notify_all()
+                raise
+            if isinstance(message, tuple) and len(message) == 3 and message[0] == "to":
+                to, message = message[1], message[2]
+            else:
+                to = self.first
+            with cond:
+                if to == tid:
+                    self.reading = False
+                    cond.notify_all()
+                    return message
+                self.boxes.setdefault(to, deque()).append(message)
+                cond.notify_all()
+
+
+class Link:
+    """The child's end of the pipe to its proxies: each thread of the run one request at a time, answered in order
+    (``Mailboxes``). While a message is pickled or read, the child's thread is no thread of the run (a reducer's
+    lock is no point). Before each message, the waits of the child's parked threads whose answer changed are
+    reported (``child_threads``)."""
+
+    def __init__(self, conn: Any, first: int = 0) -> None:
+        self.conn = conn
+        self.boxes = Mailboxes(conn, first)
+        # The thread the parent said runs alone (no other thread could run at its memory accesses), until the
+        # child sends anything but a memory access: its accesses then join its step without a round trip
+        # (``child_memory``), as the parent's own keep ``Run.alone`` until the run does something.
+        self.alone = -1
+        self.merges: list[tuple] = []
 
     def call(self, mid: str, method: str, args: tuple, kwargs: dict) -> Any:
         plain = not kwargs and (not args or all(type(arg) in PLAIN for arg in args))  # a get, a put of a number
         return self.request(("call", mid, method, args, kwargs, caller_line()), plain)
 
+    def merge(self, message: tuple) -> None:
+        """A memory access that joins the running step (``child_memory``): sent with the thread's next message."""
+        self.merges.append(message)
+
+    def send_ready(self, run: Any) -> None:
+        """Before a message: the memory accesses that joined the running step since the last one, in order, then
+        which parked waits of ``run``'s threads changed (nothing when none did)."""
+        if self.merges:
+            merges, self.merges = self.merges, []
+            self.boxes.send(("merges", merges))
+        readiness = getattr(run, "readiness", None)
+        changed = readiness() if readiness is not None else None
+        if changed:
+            self.boxes.send(("ready", changed))
+
     def request(self, message: tuple, plain: bool = False) -> Any:
+        if message[0] not in MEMORY:
+            self.alone = -1
         state = _state
         bound, rec = state.run, state.thread
         state.run = state.thread = None
         try:
-            self.wire.send(message, plain)
-            status, value = self.wire.recv()
+            self.send_ready(bound)
+            self.boxes.send(message, plain)
+            status, value = self.boxes.receive(getattr(rec, "tid", self.boxes.first))
         finally:
             state.run, state.thread = bound, rec
         if status == "ok":
@@ -147,10 +231,13 @@ class Link:
         raise value
 
     def tell(self, message: tuple) -> None:
+        if message[0] not in MEMORY:
+            self.alone = -1
         bound, rec = runtime.current_run(), runtime.current_thread_record()
         runtime.bind(None, None)
         try:
-            self.wire.send(message)
+            self.send_ready(bound)
+            self.boxes.send(message)
         finally:
             runtime.bind(bound, rec)
 
@@ -194,14 +281,17 @@ class ChildEntry:
             go, setting = "stop", None
         if go != "go":
             raise SystemExit(0)
-        LINK = Link(self.conn)
+        LINK = Link(self.conn, setting.get("tid", 0) if setting is not None else 0)
         if self.setup is not None:
             self.setup()
-        if setting is not None and self.join is not None:  # forked: its stand-ins make points through the proxy
+        if setting is not None and self.join is not None:  # its stand-ins make points through the proxy
             self.join(LINK, setting)
         process = multiprocessing.current_process()
         try:
             type(process).run(process)
+            run = runtime.current_run()
+            if run is not None and hasattr(run, "shutdown"):
+                run.shutdown()  # its threads of the run end before it does
         except SystemExit:
             self._say(("exit",))
             raise
@@ -211,8 +301,11 @@ class ChildEntry:
         self._say(("exit",))
 
     def _say(self, message: tuple) -> None:
+        run = runtime.current_run()
         runtime.bind(None, None)  # what runs after the process's run (its exit handlers) is no thread of the run
         try:
+            if LINK is not None:
+                LINK.send_ready(run)
             self.conn.send(message)
         except OSError:
             pass  # the parent has ended the run: nobody listens

@@ -1,0 +1,94 @@
+"""Plain memory in a child, watched as in the parent: the same rewritten code and hooks (inherited by a forked
+child, installed in a spawned one), the child's own ``Watch`` naming the objects its threads meet, and every
+access a request its thread's proxy makes in the parent's run (``run.memory`` and its kin), so a race between two
+threads of one child on plain memory is found, reported and replayed as one between two threads of the parent.
+
+A child's memory is its own (a forked child has a copy of the parent's, a spawned one none of it): the names its
+accesses carry are put under the process's label in the parent (``P1.dict#1``, ``P1.global mod.x``), so they
+never meet the parent's or another child's objects of the same name.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from racecheck import runtime
+from racecheck.control.memory_names import Watch
+from racecheck.control.processes import link
+from racecheck.control.processes.link import registry_of
+from racecheck.runtime.steps import Access, Obj
+
+__racecheck_engine__ = True
+
+KINDS = (*link.MEMORY, "merges")
+ONE_WAY = ("replace_memory", "merge_memory", "atomic", "merges")
+
+
+def under(label: str, access: tuple[Access, ...]) -> tuple[Access, ...]:
+    """``access`` with its plain memory named under process ``label``."""
+    return tuple(one._replace(obj=Obj(one.obj.kind, f"{label}.{one.obj.name}", one.obj.engine))
+                 if one.obj.is_memory else one for one in access)
+
+
+def serve(run: Any, message: tuple, at_line: Any) -> Any:
+    """In the parent, on the proxy of the child's thread: the memory access it reported, made in the run."""
+    kind = message[0]
+    if kind == "merges":  # the accesses that joined the running step since the child's last message
+        for merged in message[1]:
+            serve(run, merged, at_line)
+        return None
+    label = registry_of(run).process_of[runtime.current_thread_record().tid]
+    if kind == "atomic":
+        return run.memory_steps.atomic_addition()
+    if kind == "replace_memory":
+        return run.replace_memory(under(label, message[1]))
+    _, op, access, line, shown = message
+    access = under(label, access)
+    if kind == "memory":
+        call = lambda: run.memory(op, access, 0, shown)  # noqa: E731
+    elif kind == "memory_point":
+        call = lambda: run.memory_point(op, access, 0, shown)  # noqa: E731
+    else:
+        call = lambda: run.merge_memory(access)  # noqa: E731
+    value = at_line(line)(call, (), {}) if line else call()
+    if kind == "merge_memory":
+        return value
+    # and whether the thread now runs alone, which holds until the child sends anything but memory (``link``)
+    return value, run.alone is runtime.current_thread_record()
+
+
+class ChildWatch(Watch):
+    """The child's ``Watch``: its first thread names objects as a process's first thread does (``dict#1``; under
+    the label, ``P1.dict#1``), its other threads as threads do (``dict@T3#1``)."""
+
+    __slots__ = ("first",)
+
+    def __init__(self, first: int) -> None:
+        super().__init__()
+        self.first = first
+
+    def name_of(self, obj: Any) -> str:
+        found = self.names.get(id(obj))
+        if found is not None:
+            return found[1]
+        me = runtime.thread_state.thread
+        if me is None or me.tid != self.first or isinstance(obj, (type, types.ModuleType)):
+            return super().name_of(obj)
+        kind = type(obj).__name__
+        within = "" if self.walking is None else f" in {self.walking}"
+        number = self.counts.get(kind + within, 0) + 1
+        self.counts[kind + within] = number
+        name = f"{kind}#{number}{within}"
+        self.names[id(obj)] = (obj, name)
+        return name
+
+
+class ChildSteps:
+    """What the memory hooks ask of ``run.memory_steps`` in a child."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+
+    def atomic_addition(self) -> None:
+        self.run.tell("atomic")
