@@ -21,7 +21,10 @@ def _retention_rank(rank, root, fixed):
     if rank == 0:
         os.makedirs(step)
     dist.barrier()
-    torch.save(torch.full((2,), rank), os.path.join(step, f"rank{rank}.pt"))
+    try:
+        torch.save(torch.full((2,), rank), os.path.join(step, f"rank{rank}.pt"))
+    except RuntimeError:  # the message names the temporary directory: the same in every schedule instead
+        raise AssertionError(f"rank {rank}: step1 was deleted while its shard was being written") from None
     if fixed:
         dist.barrier()
     if rank == 0:
@@ -32,7 +35,7 @@ def _retention_rank(rank, root, fixed):
     if not fixed:
         dist.barrier()
     if rank == 0:
-        assert _complete(step, 2), "retention deleted the step being written: step1 is gone"
+        assert _complete(step, 2), "rank 0: step1 is incomplete after the barrier"
     dist.destroy_process_group()
 
 
@@ -76,3 +79,146 @@ def mismatch_fork():
         tmp.start_processes(_mismatch_rank, args=(root,), nprocs=2, join=True, start_method="fork")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# ----- programs of collectives: the same code runs on real gloo ranks and on the run's modelled ones -----------
+
+DTYPES = {"int64": torch.int64, "float32": torch.float32, "int32": torch.int32}
+
+
+def _t(values, dtype):
+    return torch.tensor(values, dtype=DTYPES[dtype])
+
+
+def run_ops(rank, ops):
+    """Each op of ``ops`` on this rank, and what it gave this rank (lists of numbers; None where torch leaves a
+    rank's buffers unspecified)."""
+    out = []
+    for op in ops:
+        kind, arg, dtype, values = op
+        mine = values[rank]
+        if kind == "all_reduce":
+            t = _t(mine, dtype)
+            dist.all_reduce(t, op=getattr(dist.ReduceOp, arg))
+            out.append(t.tolist())
+        elif kind == "reduce":
+            t = _t(mine, dtype)
+            dist.reduce(t, dst=arg[0], op=getattr(dist.ReduceOp, arg[1]))
+            out.append(t.tolist() if rank == arg[0] else None)
+        elif kind == "broadcast":
+            t = _t(mine, dtype)
+            dist.broadcast(t, src=arg)
+            out.append(t.tolist())
+        elif kind == "all_gather":
+            ts = [torch.zeros(len(mine), dtype=DTYPES[dtype]) for _ in values]
+            dist.all_gather(ts, _t(mine, dtype))
+            out.append([t.tolist() for t in ts])
+        elif kind == "all_gather_into_tensor":
+            t = torch.zeros(len(mine) * len(values), dtype=DTYPES[dtype])
+            dist.all_gather_into_tensor(t, _t(mine, dtype))
+            out.append(t.tolist())
+        elif kind == "gather":
+            ts = [torch.zeros(len(mine), dtype=DTYPES[dtype]) for _ in values] if rank == arg else None
+            dist.gather(_t(mine, dtype), gather_list=ts, dst=arg)
+            out.append([t.tolist() for t in ts] if rank == arg else None)
+        elif kind == "scatter":
+            t = torch.zeros(len(mine), dtype=DTYPES[dtype])
+            parts = [_t(v, dtype) for v in values] if rank == arg else None
+            dist.scatter(t, scatter_list=parts, src=arg)
+            out.append(t.tolist())
+        elif kind == "reduce_scatter_tensor":
+            t = torch.zeros(len(mine) // len(values), dtype=DTYPES[dtype])
+            dist.reduce_scatter_tensor(t, _t(mine, dtype), op=getattr(dist.ReduceOp, arg))
+            out.append(t.tolist())
+        elif kind == "barrier":
+            dist.barrier()
+            out.append(None)
+        elif kind == "all_gather_object":
+            objs = [None] * len(values)
+            dist.all_gather_object(objs, {"rank": rank, "values": mine})
+            out.append(objs)
+        elif kind == "gather_object":
+            objs = [None] * len(values) if rank == arg else None
+            dist.gather_object(("r", rank, mine), objs, dst=arg)
+            out.append(objs)
+        elif kind == "broadcast_object_list":
+            objs = [("from", rank, v) for v in mine]
+            dist.broadcast_object_list(objs, src=arg)
+            out.append(objs)
+        elif kind == "scatter_object_list":
+            got = [None]
+            dist.scatter_object_list(got, [("to", r, v) for r, v in enumerate(values)] if rank == arg else None,
+                                     src=arg)
+            out.append(got)
+        elif kind == "send_recv":
+            t = _t(mine, dtype)
+            if rank == arg:
+                dist.send(t, dst=1 - arg)
+                out.append(None)
+            else:
+                sender = dist.recv(t, src=arg)
+                out.append([sender, t.tolist()])
+        else:
+            raise ValueError(kind)
+    return out
+
+
+def _ops_rank(rank, root, batch, report):
+    dist.init_process_group("gloo", init_method=f"file://{root}/rendezvous", rank=rank, world_size=2)
+    report.put((rank, [run_ops(rank, ops) for ops in batch]))
+    dist.destroy_process_group()
+
+
+def modelled_outputs(batch):
+    """``batch``'s programs on two ranks of the run: their outputs by rank (a program for ``racecheck.explore``)."""
+    import multiprocessing
+
+    root = tempfile.mkdtemp(prefix="rc-ranks-")
+    report = multiprocessing.get_context("fork").Queue()
+    try:
+        tmp.start_processes(_ops_rank, args=(root, batch, report), nprocs=2, join=True, start_method="fork")
+        got = dict(report.get() for _ in range(2))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return [got[0], got[1]]
+
+
+def gloo_worker(rank, root, conn):
+    """A real gloo rank kept warm: runs each batch it is sent, answers with its outputs (or the error)."""
+    dist.init_process_group("gloo", init_method=f"file://{root}/rendezvous", rank=rank, world_size=2)
+    while True:
+        batch = conn.recv()
+        if batch is None:
+            break
+        try:
+            conn.send(("ok", [run_ops(rank, ops) for ops in batch]))
+        except Exception as exc:  # noqa: BLE001 - the test shows it
+            conn.send(("err", repr(exc)))
+    dist.destroy_process_group()
+
+
+# ----- stores ------------------------------------------------------------------------------------------------
+
+
+def _store_rank(rank, port, key):
+    store = dist.TCPStore("127.0.0.1", port, 2, rank == 0)
+    if rank == 0:
+        store.set("ready", "yes")
+        assert store.add("count", 1) in (1, 2)
+    else:
+        assert store.get(key) == b"yes", "the get saw no set"
+        assert store.add("count", 1) in (1, 2)
+        store.wait(["count"])
+    assert store.compare_set("owner", "", f"rank{rank}") in (b"rank0", b"rank1")
+
+
+def _stores(key):
+    tmp.start_processes(_store_rank, args=(29531, key), nprocs=2, join=True, start_method="fork")
+
+
+def store_handshake():
+    _stores("ready")
+
+
+def store_never_set():
+    _stores("never")
