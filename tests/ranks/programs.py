@@ -55,12 +55,20 @@ def retention_fixed_fork():
     _retention(True, "fork")
 
 
-def retention_spawn():
+def _retention_spawned(fixed):
     root = tempfile.mkdtemp(prefix="rc-ranks-")
     try:
-        tmp.spawn(_retention_rank, args=(root, False), nprocs=2)
+        tmp.spawn(_retention_rank, args=(root, fixed), nprocs=2)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def retention_spawn():
+    _retention_spawned(False)
+
+
+def retention_fixed_spawn():
+    _retention_spawned(True)
 
 
 def _mismatch_rank(rank, root):

@@ -27,7 +27,7 @@ def an_op(draw):
     dtype = draw(st.sampled_from(["int64", "int32", "float32"]))
     length = draw(st.integers(1, 3)) * (2 if kind == "reduce_scatter_tensor" else 1)
     values = [draw(st.lists(st.integers(-3, 3), min_size=length, max_size=length)) for _ in range(2)]
-    ops = REDUCTIONS + (INT_ONLY if dtype != "float32" else [])
+    ops = REDUCTIONS + (INT_ONLY if dtype != "float32" else ["AVG"])
     rank = draw(st.integers(0, 1))
     arg = {"all_reduce": draw(st.sampled_from(ops)), "reduce": (rank, draw(st.sampled_from(ops))),
            "reduce_scatter_tensor": draw(st.sampled_from(ops))}.get(kind, rank)
@@ -47,13 +47,17 @@ def gloo():
     for worker in workers:
         worker.start()
 
-    def run(batch):
+    def answers(batch):
         for end, _ in pipes:
             end.send(batch)
-        answers = [end.recv() for end, _ in pipes]
-        assert all(status == "ok" for status, _ in answers), answers
-        return [outputs for _, outputs in answers]
+        return [end.recv() for end, _ in pipes]
 
+    def run(batch):
+        got = answers(batch)
+        assert all(status == "ok" for status, _ in got), got
+        return [outputs for _, outputs in got]
+
+    run.answers = answers
     yield run
     for end, _ in pipes:
         end.send(None)
@@ -92,6 +96,15 @@ def test_the_model_gives_what_gloo_gives(gloo):
 @pytest.mark.slow  # one schedule of two forked ranks per example: about a second each
 def test_the_model_gives_what_gloo_gives_on_many_programs(gloo):
     _differential(gloo, 40)
+
+
+def test_an_average_of_integers_fails_as_on_gloo(gloo):
+    message = "result type Float can't be cast to the desired output type Long"
+    batch = [[("all_reduce", "AVG", "int64", [[1], [2]])]]
+    assert all(status == "err" and message in error for status, error in gloo.answers(batch))
+    failure = racecheck.explore(lambda: programs.modelled_outputs(batch), strategy="random", seed=1, schedules=1,
+                                shrink_budget=0, race_budget=0).failure
+    assert failure is not None and message in failure.message, failure
 
 
 def test_a_wrong_reduction_is_caught(gloo, monkeypatch):

@@ -81,5 +81,6 @@ def test_mismatched_collectives_are_a_deadlock_naming_each_ranks_collective_and_
 
 @pytest.mark.slow  # every schedule spawns two fresh interpreters that import torch: seconds each
 def test_spawned_ranks_race_is_found():
-    failure = _explore(programs.retention_spawn, "dpor", schedules=6, shrink_budget=0, race_budget=0).failure
+    failure = _explore(programs.retention_spawn, "dpor", schedules=6, shrink_budget=0, race_budget=0,
+                       watchdog=10).failure  # a spawned rank imports torch: seconds, more on a loaded machine
     assert failure is not None and "step1 was deleted while its shard was being written" in failure.message, failure

@@ -30,11 +30,14 @@ def _fold(op: str) -> Callable[[Any, Any], Any]:
 
 
 def reduced(op: str, tensors: list[Any]) -> Any:
-    """The ranks' tensors reduced with ``op``, in the first one's dtype and shape."""
-    fold = _fold(op)
+    """The ranks' tensors reduced with ``op``, in the first one's dtype and shape. ``AVG`` divides the sum in
+    place, so on integers it raises what gloo raises (a float result cannot be cast to Long)."""
+    fold = _fold("SUM" if op == "AVG" else op)
     out = tensors[0].clone()
     for tensor in tensors[1:]:
         out = fold(out, tensor).to(out.dtype)
+    if op == "AVG":
+        out.div_(len(tensors))
     return out
 
 
