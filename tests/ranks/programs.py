@@ -230,3 +230,51 @@ def store_handshake():
 
 def store_never_set():
     _stores("never")
+
+
+# ----- other ways to start and meet ----------------------------------------------------------------------------
+
+
+def _skip_rank(rank, root):
+    dist.init_process_group("gloo", init_method=f"file://{root}/rendezvous", rank=rank, world_size=2)
+    if rank == 0:
+        dist.barrier()  # rank 1 skips it and exits
+
+
+def skip_fork():
+    root = tempfile.mkdtemp(prefix="rc-ranks-")
+    try:
+        tmp.start_processes(_skip_rank, args=(root,), nprocs=2, join=True, start_method="fork")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _env_rank(rank, report):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29533", RANK=str(rank), WORLD_SIZE="2")
+    dist.init_process_group("gloo")  # env://
+    pair = dist.new_group([0, 1])
+    t = torch.tensor([rank + 1])
+    dist.all_reduce(t, group=pair)
+    if rank == 0:
+        dist.send(t * 10, dst=1)
+    else:
+        dist.recv(t, src=0)
+    names = [None, None]
+    dist.all_gather_object(names, f"rank{dist.get_rank()}of{dist.get_world_size(pair)}")
+    report.put((rank, t.item(), names))
+    dist.destroy_process_group()
+
+
+def env_processes():
+    """An ``mp.Process`` per rank meeting on ``env://``, a group of their own, a send and an object gather."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    report = ctx.Queue()
+    ranks = [ctx.Process(target=_env_rank, args=(r, report)) for r in range(2)]
+    for p in ranks:
+        p.start()
+    got = sorted(report.get() for _ in ranks)
+    for p in ranks:
+        p.join()
+    assert got == [(0, 3, ["rank0of2", "rank1of2"]), (1, 30, ["rank0of2", "rank1of2"])], got

@@ -79,6 +79,17 @@ def test_mismatched_collectives_are_a_deadlock_naming_each_ranks_collective_and_
     assert f"wait barrier #0 on WORLD (rank 1) @programs.py:{line['dist.barrier']}" in failure.message
 
 
+def test_a_rank_that_skips_a_collective_and_exits_leaves_the_other_in_a_deadlock():
+    failure = _explore(programs.skip_fork, "random", schedules=2, shrink_budget=0, race_budget=0).failure
+    assert failure is not None and failure.kind == "deadlock", failure
+    assert "wait barrier #0 on WORLD (rank 0) @programs.py" in failure.message, failure.message
+
+
+def test_ranks_as_processes_meeting_on_env():
+    result = _explore(programs.env_processes, "pct", schedules=4)
+    assert result.ok, result.failure
+
+
 @pytest.mark.slow  # every schedule spawns two fresh interpreters that import torch: seconds each
 def test_spawned_ranks_race_is_found():
     failure = _explore(programs.retention_spawn, "dpor", schedules=6, shrink_budget=0, race_budget=0,

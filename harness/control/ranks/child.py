@@ -440,11 +440,20 @@ def install() -> None:
             if real is not None and real is not fn:
                 SWAPPED[id(real)] = (real, fn)
                 setattr(module, fn.__name__, fn)
-    for module in list(sys.modules.values()):
+    for name, module in list(sys.modules.items()):
         namespace = getattr(module, "__dict__", None)
-        if not namespace or getattr(module, "__racecheck_engine__", False):
+        if not namespace or not _may_bind(name) or getattr(module, "__racecheck_engine__", False):
             continue
         for key, value in list(namespace.items()):
             swap = SWAPPED.get(id(value))
             if swap is not None and swap[0] is value:
                 namespace[key] = swap[1]
+
+
+def _may_bind(name: str) -> bool:
+    """Whether module ``name`` may hold torch's functions by name: the program's modules and torch.distributed's
+    (the rest of torch and the stdlib never do; skipping them keeps a child's start short)."""
+    top = name.partition(".")[0]
+    if top == "torch":
+        return name.startswith("torch.distributed")
+    return top not in sys.stdlib_module_names
