@@ -58,14 +58,8 @@ def test_the_tokens_replay_in_a_fresh_process(found, tmp_path):
     assert json.loads(done.stdout.strip().splitlines()[-1]) == traces
 
 
-def test_the_barrier_placed_right_is_clean():
-    result = _explore(programs.retention_fixed_fork, "pct", schedules=5)
-    assert result.ok, result.failure
-
-
-@pytest.mark.slow  # 108 schedules of two forked ranks: about a minute
 def test_the_barrier_placed_right_is_proved_by_dpor():
-    result = _explore(programs.retention_fixed_fork, "dpor", schedules=200)
+    result = _explore(programs.retention_fixed_fork, "dpor", schedules=50)  # 5 schedules: the ranks' entering order decides nothing
     assert result.ok, result.failure
     assert result.coverage.space == "exhausted", result.coverage
 

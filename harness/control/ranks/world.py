@@ -5,9 +5,9 @@ A rank is a child process of the run (``torch.multiprocessing.spawn``, ``mp.Proc
 here, on the one ``Ranks`` object of the run (served as ``dist``). Why a model and not real gloo: one process runs
 at a time under the baton, so a real collective could never complete while its peers are parked.
 
-A collective is two points of the rank, as a barrier's wait is: it enters (the k-th collective of that rank on that
-group) and waits until every rank of the group has entered its k-th one with the same name and arguments; the last
-to enter computes every rank's results (``compute``) and releases them. Ranks that entered different collectives
+A collective is two points of the rank: it enters (the k-th collective of that rank on that group) and waits until
+every rank of the group has entered its k-th one with the same name and arguments; the last to enter computes
+every rank's results (``compute``), and each wait takes its rank's. Ranks that entered different collectives
 (rank 0 in a broadcast, rank 1 in a barrier), or a rank that never comes, wait forever: the scheduler reports a
 deadlock whose rows name each rank's collective, group and line. ``send`` is buffered (it returns once the message
 is queued, as gloo's does for the sizes tests use); ``recv`` waits for a message from its source and tag.
@@ -21,7 +21,7 @@ from typing import Any
 from racecheck.control.processes.link import uncontrolled
 from racecheck.control.processes.models import Served, calling_process
 from racecheck.control.ranks.compute import compute
-from racecheck.runtime.access import ACQUIRE, GET, PUT, RELEASE, WAIT, WRITE, on
+from racecheck.runtime.access import ACQUIRE, GET, PUT, READ, WRITE, on
 from racecheck.runtime.steps import Obj, ObjKind
 
 __racecheck_engine__ = True
@@ -73,10 +73,15 @@ class Group:
     def __init__(self, name: str, ranks: tuple[int, ...]) -> None:
         self.name = name
         self.ranks = ranks
-        self.obj = Obj(ObjKind.BARRIER, f"dist.{name}")
-        self.arrive, self.wait, self.release = on(self.obj, ACQUIRE), on(self.obj, WAIT), on(self.obj, RELEASE)
         self.count = dict.fromkeys(ranks, 0)
         self.slots: dict[int, Slot] = {}
+
+    def accesses(self, k: object, rank: int) -> tuple[tuple, tuple]:
+        """What the ``k``-th collective's enter and wait touch: each rank's enter its own object (so the order in
+        which ranks enter is no choice the partial-order search explores: it decides nothing), each wait reads
+        every rank's (so it happens after every enter, as a barrier's release does)."""
+        objs = {r: Obj(ObjKind.BARRIER, f"dist.{self.name}#{k}.rank{r}") for r in self.ranks}
+        return on(objs[rank], ACQUIRE), tuple(a for r in self.ranks for a in on(objs[r], READ))
 
 
 class World:
@@ -118,20 +123,18 @@ class Ranks(Served):
             raise ValueError(f"racecheck: rank {rank} joins {key} with world_size {size}, others with {world.size}")
         if not 0 <= rank < size or rank in world.ranks:
             raise ValueError(f"racecheck: rank {rank} is invalid or taken in {key} (world_size {size})")
-        group = world.groups["WORLD"]
-        run.schedule(f"init_process_group {world.prefix}WORLD (rank {rank})", access=group.arrive)
+        enter, wait = world.groups["WORLD"].accesses("init", rank)
+        run.schedule(f"init_process_group {world.prefix}WORLD (rank {rank})", access=enter)
         world.ranks[rank] = label
         self.member[label] = (world, rank)
-        if len(world.ranks) == size:
-            run.note(f"rendezvous {world.prefix}WORLD", access=group.release)
-        else:
-            run.schedule(f"wait init_process_group {world.prefix}WORLD (rank {rank})", access=group.wait,
-                         enabled=lambda: len(world.ranks) == size)
+        run.schedule(f"wait init_process_group {world.prefix}WORLD (rank {rank})", access=wait,
+                     enabled=lambda: len(world.ranks) == size)
 
     def destroy(self) -> None:
         """``destroy_process_group()``: the caller leaves its world (local in torch: no other rank waits)."""
         world, rank = self._mine()
-        self._run.schedule(f"destroy_process_group (rank {rank})", access=on(world.groups["WORLD"].obj, WRITE))
+        mine = Obj(ObjKind.BARRIER, f"dist.{world.prefix}WORLD.rank{rank}")  # what it changes is its own membership
+        self._run.schedule(f"destroy_process_group (rank {rank})", access=on(mine, WRITE))
         world.left.add(rank)
         del self.member[calling_process(self._run)]
 
@@ -158,7 +161,8 @@ class Ranks(Served):
         k = group.count[rank]
         group.count[rank] = k + 1
         what = f"{name} #{k} on {group.name} (rank {rank})"
-        run.schedule(f"enter {what}", access=group.arrive)
+        enter, wait = group.accesses(k, rank)
+        run.schedule(f"enter {what}", access=enter)
         slot = group.slots.get(k)
         if slot is None:
             slot = group.slots[k] = Slot(len(group.ranks))
@@ -166,9 +170,7 @@ class Ranks(Served):
         slot.inputs[index] = data
         if slot.agreed():
             self._compute(name, dict(agreed), slot)
-            run.note(f"release {what}", access=group.release)
-        else:
-            run.schedule(f"wait {what}", access=group.wait, enabled=slot.done)
+        run.schedule(f"wait {what}", access=wait, enabled=slot.done)
         slot.taken += 1
         if slot.taken == slot.size:
             del group.slots[k]
