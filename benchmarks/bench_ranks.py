@@ -1,6 +1,6 @@
 """Ranks of the run: seconds per two-rank schedule after warm-up, next to the same program run plainly on gloo.
 
-    python benchmarks/bench_ranks.py [--schedules 4] [--runs 2]
+    python benchmarks/bench_ranks.py [--schedules 4] [--runs 2] [--methods fork,spawn]
 
 The workload is the ordered twin of tests/ranks' retention (two ranks started with
 ``torch.multiprocessing.start_processes``, fork and spawn: ``init_process_group`` on ``file://``, a barrier, a shard
@@ -57,11 +57,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--schedules", type=int, default=4)
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--methods", default="fork,spawn", help="start methods to measure, comma-separated")
     args = parser.parse_args()
     if min(args.schedules, args.runs) < 1:
         parser.error("--schedules and --runs must be >= 1")
     print(f"{'workload':<56} {'plain':>12} {'controlled':>16} {'ratio':>8}  goal")
-    for method, fn in (("fork", programs.retention_fixed_fork), ("spawn", programs.retention_fixed_spawn)):
+    workloads = {"fork": programs.retention_fixed_fork, "spawn": programs.retention_fixed_spawn}
+    methods = args.methods.split(",")
+    if any(method not in workloads for method in methods):
+        parser.error(f"--methods: choose among {', '.join(workloads)}")
+    for method in methods:
+        fn = workloads[method]
         plain = seconds_per_plain_run(fn, args.runs)
         controlled = seconds_per_schedule(fn, args.schedules)
         goal = f"<= 2 s: {'met' if controlled <= 2 else 'NOT met'}"

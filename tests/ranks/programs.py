@@ -258,7 +258,7 @@ def _env_rank(rank, report):
     if rank == 0:
         dist.send(t * 10, dst=1)
     else:
-        dist.recv(t, src=0)
+        assert dist.recv(t) == 0, "recv from any rank names the sender"
     names = [None, None]
     dist.all_gather_object(names, f"rank{dist.get_rank()}of{dist.get_world_size(pair)}")
     report.put((rank, t.item(), names))

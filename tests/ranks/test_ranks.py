@@ -59,7 +59,8 @@ def test_the_tokens_replay_in_a_fresh_process(found, tmp_path):
 
 
 def test_the_barrier_placed_right_is_proved_by_dpor():
-    result = _explore(programs.retention_fixed_fork, "dpor", schedules=50)  # 5 schedules: the ranks' entering order decides nothing
+    # 5 schedules: the order in which ranks enter a collective decides nothing, and dpor does not explore it
+    result = _explore(programs.retention_fixed_fork, "dpor", schedules=50)
     assert result.ok, result.failure
     assert result.coverage.space == "exhausted", result.coverage
 

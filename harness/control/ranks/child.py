@@ -434,6 +434,7 @@ def install() -> None:
     import torch.distributed as dist
     import torch.distributed.distributed_c10d as c10d
 
+    STATE.update(rank=None, size=None)  # a process that served an earlier run starts this one as no rank
     for fn in MODELLED:
         for module in (dist, c10d):
             real = module.__dict__.get(fn.__name__)
