@@ -278,3 +278,25 @@ def env_processes():
     for p in ranks:
         p.join()
     assert got == [(0, 3, ["rank0of2", "rank1of2"]), (1, 30, ["rank0of2", "rank1of2"])], got
+
+
+# ----- DCP --------------------------------------------------------------------------------------------------
+
+
+def _dcp_rank(rank, root):
+    import torch.distributed.checkpoint as dcp
+
+    dist.init_process_group("gloo", init_method=f"file://{root}/rendezvous", rank=rank, world_size=2)
+    dcp.save({f"w{rank}": torch.full((4,), float(rank))}, checkpoint_id=os.path.join(root, "ckpt"))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def dcp_save_fork():
+    """A synchronous ``torch.distributed.checkpoint.save`` by two ranks (its gathers, scatters and barriers)."""
+    root = tempfile.mkdtemp(prefix="rc-ranks-")
+    try:
+        tmp.start_processes(_dcp_rank, args=(root,), nprocs=2, join=True, start_method="fork")
+        assert os.path.exists(os.path.join(root, "ckpt", ".metadata")), "no .metadata after both ranks saved"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -85,6 +85,13 @@ def test_ranks_as_processes_meeting_on_env():
     assert result.ok, result.failure
 
 
+def test_a_dcp_save_by_two_ranks_runs_on_the_model():
+    """On real gloo it would hang under the baton (a rank's rendezvous waits for a parked peer): passing means the
+    save's gathers, scatters and barriers ran on the model."""
+    result = _explore(programs.dcp_save_fork, "pct", schedules=2)
+    assert result.ok, result.failure
+
+
 @pytest.mark.slow  # every schedule spawns two fresh interpreters that import torch: seconds each
 def test_spawned_ranks_race_is_found():
     failure = _explore(programs.retention_spawn, "dpor", schedules=6, shrink_budget=0, race_budget=0,

@@ -26,7 +26,7 @@ from racecheck.control.ranks import stores, world
 
 __racecheck_engine__ = True
 
-STATE: dict[str, Any] = {"rank": None, "size": None}
+STATE: dict[str, Any] = {"rank": None, "size": None, "backend": None}
 
 
 class RankGroup:
@@ -177,7 +177,7 @@ def init_process_group(backend: Any = None, init_method: str | None = None, time
     if rank < 0 or world_size < 1:
         raise ValueError(f"racecheck: init_process_group needs a rank and a world_size (got {rank}, {world_size})")
     _ask(world.MID, "init", key, rank, world_size)
-    STATE["rank"], STATE["size"] = rank, world_size
+    STATE["rank"], STATE["size"], STATE["backend"] = rank, world_size, str(backend or "gloo").split(":")[-1]
 
 
 def destroy_process_group(group: Any = None) -> None:
@@ -196,6 +196,11 @@ def get_rank(group: Any = None) -> int:
 
 def get_world_size(group: Any = None) -> int:
     return _group(group).size()
+
+
+def get_backend(group: Any = None) -> str:
+    _group(group)
+    return STATE["backend"]
 
 
 def get_process_group_ranks(group: Any) -> list[int]:
@@ -419,7 +424,8 @@ def HashStore(*args: Any, **kwargs: Any) -> ServedStore:  # noqa: N802 - torch's
 
 
 MODELLED = (
-    init_process_group, destroy_process_group, is_initialized, get_rank, get_world_size, get_process_group_ranks,
+    init_process_group, destroy_process_group, is_initialized, get_rank, get_world_size, get_backend,
+    get_process_group_ranks,
     new_group, broadcast, all_reduce, reduce, all_gather, all_gather_into_tensor, gather, scatter, reduce_scatter,
     reduce_scatter_tensor, barrier, monitored_barrier, all_gather_object, gather_object, broadcast_object_list,
     scatter_object_list, send, recv, isend, irecv, TCPStore, FileStore, HashStore,
@@ -434,7 +440,7 @@ def install() -> None:
     import torch.distributed as dist
     import torch.distributed.distributed_c10d as c10d
 
-    STATE.update(rank=None, size=None)  # a process that served an earlier run starts this one as no rank
+    STATE.update(rank=None, size=None, backend=None)  # a process that served an earlier run starts this one as no rank
     for fn in MODELLED:
         for module in (dist, c10d):
             real = module.__dict__.get(fn.__name__)
