@@ -6,6 +6,7 @@ import tempfile
 
 import torch
 import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
 import torch.multiprocessing as tmp
 
 
@@ -284,8 +285,6 @@ def env_processes():
 
 
 def _dcp_rank(rank, root):
-    import torch.distributed.checkpoint as dcp
-
     dist.init_process_group("gloo", init_method=f"file://{root}/rendezvous", rank=rank, world_size=2)
     dcp.save({f"w{rank}": torch.full((4,), float(rank))}, checkpoint_id=os.path.join(root, "ckpt"))
     dist.barrier()
