@@ -219,6 +219,9 @@ def _store_rank(rank, port, key):
         assert store.add("count", 1) in (1, 2)
         store.wait(["count"])
     assert store.compare_set("owner", "", f"rank{rank}") in (b"rank0", b"rank1")
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=2)  # the ranks meet on the store
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def _stores(key):
