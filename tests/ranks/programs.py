@@ -302,3 +302,30 @@ def dcp_save_fork():
         assert os.path.exists(os.path.join(root, "ckpt", ".metadata")), "no .metadata after both ranks saved"
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _thread_rank(rank, root):
+    import threading
+
+    dist.init_process_group("gloo", init_method=f"file://{root}/rendezvous", rank=rank, world_size=2)
+    errors = []
+
+    def background():
+        try:
+            dist.barrier()
+        except RuntimeError as exc:
+            errors.append(str(exc))
+
+    thread = threading.Thread(target=background)
+    thread.start()
+    thread.join()
+    assert errors and "thread the rank started" in errors[0], f"a thread's collective was not refused: {errors}"
+    dist.barrier()
+
+
+def thread_in_rank_fork():
+    root = tempfile.mkdtemp(prefix="rc-ranks-")
+    try:
+        tmp.start_processes(_thread_rank, args=(root,), nprocs=2, join=True, start_method="fork")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -92,6 +92,11 @@ def test_a_dcp_save_by_two_ranks_runs_on_the_model():
     assert result.ok, result.failure
 
 
+def test_a_collective_from_a_thread_the_rank_started_is_refused_not_garbled():
+    result = _explore(programs.thread_in_rank_fork, "random", schedules=1, shrink_budget=0, race_budget=0)
+    assert result.ok, result.failure
+
+
 @pytest.mark.slow  # every schedule spawns two fresh interpreters that import torch: seconds each
 def test_spawned_ranks_race_is_found():
     failure = _explore(programs.retention_spawn, "dpor", schedules=6, shrink_budget=0, race_budget=0,

@@ -16,6 +16,7 @@ import io
 import os
 import pickle
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -26,7 +27,7 @@ from racecheck.control.ranks import stores, world
 
 __racecheck_engine__ = True
 
-STATE: dict[str, Any] = {"rank": None, "size": None, "backend": None}
+STATE: dict[str, Any] = {"rank": None, "size": None, "backend": None, "thread": None}
 
 
 class RankGroup:
@@ -97,6 +98,9 @@ def _unpack(data: bytes | None) -> Any:
 def _ask(mid: str, method: str, *args: Any) -> Any:
     if link.LINK is None:
         raise RuntimeError("racecheck: torch.distributed is modelled only in a child process of the run")
+    if threading.get_ident() != STATE["thread"]:  # its request would interleave with the rank's on the one pipe
+        raise RuntimeError("racecheck: torch.distributed called from a thread the rank started is not modelled "
+                           "(only the rank's own thread is a thread of the run)")
     return link.LINK.call(mid, method, args, {})
 
 
@@ -440,7 +444,8 @@ def install() -> None:
     import torch.distributed as dist
     import torch.distributed.distributed_c10d as c10d
 
-    STATE.update(rank=None, size=None, backend=None)  # a process that served an earlier run starts this one as no rank
+    # a process that served an earlier run starts this one as no rank; its requests come from this thread only
+    STATE.update(rank=None, size=None, backend=None, thread=threading.get_ident())
     for fn in MODELLED:
         for module in (dist, c10d):
             real = module.__dict__.get(fn.__name__)
