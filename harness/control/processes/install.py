@@ -27,6 +27,7 @@ from racecheck import runtime
 from racecheck.control import instrument
 from racecheck.control.processes import children, pools, segments, spawned, warm
 from racecheck.control.processes.models import FACTORIES
+from racecheck.control.ranks import prepare as _ranks_prepared  # noqa: F401 - children of a run may be ranks
 
 __racecheck_engine__ = True
 

@@ -39,6 +39,9 @@ MEMORY = ("memory", "memory_point", "replace_memory", "merge_memory", "atomic") 
 
 # Set in a child of a run once its proxy said go: every call of a served object goes through it. None elsewhere.
 LINK: Link | None = None
+# What else a child of the run needs before its code runs (the ranks' ``torch.distributed``): each is called in the
+# parent as a child starts, with the run, and gives a picklable callable the child runs after go, or None.
+PREPARES: list[Callable[[Any], Callable[[], None] | None]] = []
 # The run whose objects are being unpickled by a thread that ``uncontrolled`` let go of its run, else None.
 UNPICKLING: Any = None
 
@@ -271,6 +274,8 @@ class ChildEntry:
         self.conn = conn
         self.setup = setup  # what a fresh interpreter needs patched before the process's code runs
         self.join = join  # binds a forked child's thread to the run as the child sees it (``child_run.join``)
+        run = runtime.current_run()
+        self.extras = tuple(fn for prepare in PREPARES if (fn := prepare(run)) is not None)
 
     def __call__(self) -> None:
         global LINK
@@ -286,6 +291,8 @@ class ChildEntry:
             self.setup()
         if setting is not None and self.join is not None:  # its stand-ins make points through the proxy
             self.join(LINK, setting)
+        for extra in self.extras:
+            extra()
         process = multiprocessing.current_process()
         try:
             type(process).run(process)

@@ -1,0 +1,82 @@
+"""Ranks of the run: seconds per two-rank schedule after warm-up, next to the same program run plainly on gloo.
+
+    python benchmarks/bench_ranks.py [--schedules 4] [--runs 2] [--methods fork,spawn,dcp]
+
+The workload is the ordered twin of tests/ranks' retention (two ranks started with
+``torch.multiprocessing.start_processes``, fork and spawn: ``init_process_group`` on ``file://``, a barrier, a shard
+each with ``torch.save``, a barrier, rank 0's retention, ``destroy_process_group``). Plain: the program run for
+real (real gloo), ``--runs`` times. Controlled: one warm-up exploration of one schedule, then ``--schedules``
+schedules of pct timed. Every schedule starts its ranks for real (no warm child processes: that is the
+``procwarm`` work), so a spawned rank's interpreter start and torch import are in every schedule. ``dcp``: two
+forked ranks each saving a tensor with a synchronous ``torch.distributed.checkpoint.save``.
+
+Wall-clock figures, reported and never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import racecheck
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ranks"))
+import programs  # noqa: E402 - the tests' programs
+
+
+def _clock() -> float:
+    """A real clock that no stand-in replaces."""
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
+def _explore(fn, schedules: int):
+    return racecheck.explore(fn, strategy="pct", seed=1, schedules=schedules, shrink_budget=0, race_budget=0,
+                             watchdog=10)
+
+
+def seconds_per_schedule(fn, schedules: int) -> float:
+    _explore(fn, 1)  # warm-up: imports, the rewrite cache, torch's first fork
+    start = _clock()
+    result = _explore(fn, schedules)
+    elapsed = _clock() - start
+    if not result.ok:
+        raise SystemExit(f"bench_ranks: the ordered twin failed: {result.failure.message}")
+    return elapsed / result.schedules
+
+
+def seconds_per_plain_run(fn, runs: int) -> float:
+    fn()  # warm-up
+    start = _clock()
+    for _ in range(runs):
+        fn()
+    return (_clock() - start) / runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--schedules", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--methods", default="fork,spawn,dcp", help="workloads to measure, comma-separated")
+    args = parser.parse_args()
+    if min(args.schedules, args.runs) < 1:
+        parser.error("--schedules and --runs must be >= 1")
+    print(f"{'workload':<56} {'plain':>12} {'controlled':>16} {'ratio':>8}  goal")
+    workloads = {"fork": programs.retention_fixed_fork, "spawn": programs.retention_fixed_spawn,
+                 "dcp": programs.dcp_save_fork}
+    methods = args.methods.split(",")
+    if any(method not in workloads for method in methods):
+        parser.error(f"--methods: choose among {', '.join(workloads)}")
+    for method in methods:
+        fn = workloads[method]
+        plain = seconds_per_plain_run(fn, args.runs)
+        controlled = seconds_per_schedule(fn, args.schedules)
+        goal = f"<= 2 s: {'met' if controlled <= 2 else 'NOT met'}"
+        what = "DCP save, fork" if method == "dcp" else f"{method}, retention twin"
+        print(f"{f'two ranks, {what} (s per run/schedule)':<56} {plain:>10.2f} s "
+              f"{controlled:>14.2f} s {controlled / plain:>7.2f}x  {goal}")
+
+
+if __name__ == "__main__":
+    main()
