@@ -164,6 +164,7 @@ class Child:
         (nothing else runs), counted as a wait on another process."""
         run = self.run
         run.outside += 1
+        run.outside_progress = self.cpu_time
         try:
             # Only the child holds its end (the parent closed its copy at start, and children forked later never
             # had it): its death is EOF here, so the read alone waits for both.
@@ -173,6 +174,17 @@ class Child:
             return None
         finally:
             run.outside -= 1
+            run.outside_progress = None
+
+    def cpu_time(self) -> int | None:
+        """The child's CPU time so far, in clock ticks (Linux), None where it cannot be read: the watchdog takes a
+        wait on a child that still computes (a spawned interpreter importing torch) for progress, not a hang."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+        except (OSError, ValueError, IndexError, TypeError):
+            return None
 
     def _stop(self) -> None:
         process = self.process
