@@ -98,6 +98,44 @@ def two_saves_locked():
     _trainer(LockedExecutor)
 
 
+def _rank(rank, root, world):
+    """One rank of ``two_ranks``: rank 1 waits for its model's save before it starts the optimizer's (more work
+    between its saves), so its executor has assigned the daemon by then and it skips the broadcast rank 0 enters."""
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(root, "store"), rank=rank,
+                            world_size=world)
+    executor._CHECKPOINT_PROCESS = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = dcp.async_save({"w": torch.ones(2)}, checkpoint_id=os.path.join(root, "model"),
+                                   async_checkpointer_type=AsyncCheckpointerType.PROCESS)
+            if rank == 1:
+                model.result()
+            optim = dcp.async_save({"m": torch.zeros(2)}, checkpoint_id=os.path.join(root, "optim"),
+                                   async_checkpointer_type=AsyncCheckpointerType.PROCESS)
+            model.result()
+            optim.result()
+        dist.barrier()
+    finally:
+        daemon, executor._CHECKPOINT_PROCESS = executor._CHECKPOINT_PROCESS, None
+        if daemon is not None:
+            daemon.__del__()
+        dist.destroy_process_group()
+
+
+def two_ranks():
+    """Two ranks started as users do (``torch.multiprocessing.spawn``), each saving model then optimizer: when a
+    rank sees the daemon its first save started, it skips the second save's broadcast that the other enters
+    (NVIDIA-NeMo/Automodel#3824)."""
+    import torch.multiprocessing as tmp
+
+    root = tempfile.mkdtemp(prefix="racecheck-dcp-ranks-")
+    try:
+        tmp.spawn(_rank, args=(root, 2), nprocs=2)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 if __name__ == "__main__":  # with plain threads: python tests/dcp/programs.py
     for name in ("two_saves", "two_saves_locked"):
         try:

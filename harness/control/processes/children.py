@@ -208,6 +208,23 @@ class Child:
         self.conn.close()
 
 
+class LeakedProcess(RuntimeError):
+    """A child of the run still running when the test ended: nothing stops it before the interpreter exits."""
+
+
+def leak(run: Any) -> tuple[int, BaseException] | None:
+    """As the run completes: its first child still running (a daemon: one that is not would keep its proxy, a
+    thread that is not a background one, and the run would be a deadlock), as a failure of its proxy thread. A
+    daemon outlives the test that started it and is killed only at the interpreter's exit: no process leaks."""
+    for child in registry_of(run).children:
+        if child.started and not child.over():
+            rec = child.rec
+            return rec.tid, LeakedProcess(
+                f"{child.label} ({child.process.name}, a daemon) is still running when the test ends, waiting in "
+                f"'{rec.op}': a leaked process (nothing stops it before the interpreter exits)")
+    return None
+
+
 def _reap_all(run: Any) -> None:
     for child in registry_of(run).children:
         child.reap()
@@ -258,6 +275,7 @@ def start(process: Any, real_start: Any) -> None:
     child = Child(run, process, label, parent_end)
     if not registry.children:
         runtime.at_teardown(lambda: _reap_all(run))
+        runtime.at_completion(lambda: leak(run))
     registry.children.append(child)
     _name_per_run(process, len(registry.children))
     proxy = threading.Thread(target=child.serve, name=f"{label}.T0", daemon=bool(process.daemon))
