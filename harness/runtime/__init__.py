@@ -96,6 +96,9 @@ def at_teardown(action: Callable[[], None]) -> None:
         run.resources.setdefault(TEARDOWN, []).append(action)
 
 
+# run.resources key: while a thread waits on another process, how far that process has computed (a callable whose
+# value changes while it uses CPU); the watchdog takes a change for progress (``racecheck.runtime.watchdog``)
+OUTSIDE_PROGRESS = "outside-progress"
 AT_COMPLETION = "at-completion"  # run.resources key: what ``at_completion`` registered, asked as the run completes
 
 

@@ -164,7 +164,7 @@ class Child:
         (nothing else runs), counted as a wait on another process."""
         run = self.run
         run.outside += 1
-        run.outside_progress = self.cpu_time
+        run.resources[runtime.OUTSIDE_PROGRESS] = self.cpu_time
         try:
             # Only the child holds its end (the parent closed its copy at start, and children forked later never
             # had it): its death is EOF here, so the read alone waits for both.
@@ -174,7 +174,7 @@ class Child:
             return None
         finally:
             run.outside -= 1
-            run.outside_progress = None
+            run.resources.pop(runtime.OUTSIDE_PROGRESS, None)
 
     def cpu_time(self) -> int | None:
         """The child's CPU time so far, in clock ticks (Linux), None where it cannot be read: the watchdog takes a
