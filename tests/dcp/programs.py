@@ -73,19 +73,22 @@ def _trainer(executor_class):
     executor._CHECKPOINT_PROCESS = None  # a fresh trainer process: no daemon yet
     executor._AsyncCheckpointProcess = CountedDaemon
     state_dict_saver._ProcessBasedAsyncCheckpointExecutor = executor_class
-    dist.init_process_group("gloo", init_method="file://" + os.path.join(root, "store"), rank=0, world_size=1)
     try:
+        dist.init_process_group("gloo", init_method="file://" + os.path.join(root, "store"), rank=0, world_size=1)
         _saves(root)
         assert len(MADE) == 1, f"{len(MADE)} checkpoint daemons on one rank (DCP keeps one per process)"
     finally:
         executor._CHECKPOINT_PROCESS = None
-        for daemon in MADE:
-            daemon.__del__()  # the trainer exits: each daemon it made is told to stop (and joined)
-        MADE.clear()
-        executor._AsyncCheckpointProcess = RealDaemon
-        state_dict_saver._ProcessBasedAsyncCheckpointExecutor = RealExecutor
-        dist.destroy_process_group()
-        shutil.rmtree(root, ignore_errors=True)
+        try:
+            for daemon in MADE:
+                daemon.__del__()  # the trainer exits: each daemon it made is told to stop (and joined)
+        finally:  # a run stopped inside the loop above (shrinking, a replay's end) still leaves no group behind
+            MADE.clear()
+            executor._AsyncCheckpointProcess = RealDaemon
+            state_dict_saver._ProcessBasedAsyncCheckpointExecutor = RealExecutor
+            if dist.is_initialized():
+                dist.destroy_process_group()
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def two_saves():
