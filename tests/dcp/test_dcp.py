@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 
-import programs
+import dcp_programs as programs
 import pytest
 import racecheck
 
@@ -38,7 +38,7 @@ def test_the_token_replays_in_a_fresh_process(two_daemons, tmp_path):
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {HERE!r})
-        import programs, racecheck
+        import dcp_programs as programs, racecheck
         if __name__ == "__main__":
             result = racecheck.replay(programs.two_saves, {failure.token!r}, race_budget=0)
             sys.stdout.write("MESSAGE " + result.failure.message + "\\n" + "TRACE\\n" + result.failure.trace)

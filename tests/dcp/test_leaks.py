@@ -3,7 +3,7 @@ exception escaping a thread is; a spawned child sends and receives on a served P
 
 import multiprocessing
 
-import children
+import dcp_children as children
 import racecheck
 
 

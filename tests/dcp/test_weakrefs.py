@@ -3,7 +3,7 @@
 save callback)."""
 
 import racecheck
-import weakrefs
+import dcp_weakrefs as weakrefs
 
 
 def test_callable_objects_whose_eq_calls_them():

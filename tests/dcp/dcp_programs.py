@@ -139,7 +139,7 @@ def two_ranks():
         shutil.rmtree(root, ignore_errors=True)
 
 
-if __name__ == "__main__":  # with plain threads: python tests/dcp/programs.py
+if __name__ == "__main__":  # with plain threads: python tests/dcp/dcp_programs.py
     for name in ("two_saves", "two_saves_locked"):
         try:
             globals()[name]()
