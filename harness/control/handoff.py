@@ -157,10 +157,10 @@ _effects: dict[Any, tuple[str, str] | None] = {}
 
 
 def _key(fn: Any) -> Any:
-    """What identifies a callee across calls: a bound method's function (a builtin's: its type and name)."""
+    """A callee across calls: a method's function, a builtin's type and name, an object's type (its __eq__ may recur)"""
     owner = getattr(fn, "__self__", None)
     if owner is None or isinstance(owner, types.ModuleType):
-        return fn
+        return fn if type(fn) is types.FunctionType or isinstance(fn, (type, *_C_CALLABLES)) else (type(fn), "call")
     func = getattr(fn, "__func__", None)
     if func is not None:
         return func

@@ -96,6 +96,21 @@ def at_teardown(action: Callable[[], None]) -> None:
         run.resources.setdefault(TEARDOWN, []).append(action)
 
 
+# run.resources key: while a thread waits on another process, how far that process has computed (a callable whose
+# value changes while it uses CPU); the watchdog takes a change for progress (``racecheck.runtime.watchdog``)
+OUTSIDE_PROGRESS = "outside-progress"
+AT_COMPLETION = "at-completion"  # run.resources key: what ``at_completion`` registered, asked as the run completes
+
+
+def at_completion(check: Callable[[], tuple[int, BaseException] | None]) -> None:
+    """For the calling controlled thread's run: ``check()`` is asked once the run completes (its root and every
+    thread that is not a background one ended) and before it is torn down; a ``(tid, exception)`` it returns is the
+    run's failure, as an exception escaping thread ``tid`` would be (a child process still running: a leak)."""
+    run = current_run()
+    if run is not None and current_thread_record() is not None:
+        run.resources.setdefault(AT_COMPLETION, []).append(check)
+
+
 def on_reach(callback: Callable[[Any, tuple[Any, ...]], None]) -> None:
     """``callback(target, values)`` is told of every ``reach`` (memory watching registers itself here)."""
     if callback not in _reachers:

@@ -427,7 +427,7 @@ class Run:
         unfinished = [r for r in self.threads if r.launched and not r.finished]
         root_done = self._root is None or self._root.finished
         if not unfinished or (root_done and all(r.background for r in unfinished)):
-            self.done.set()  # the run is complete; background threads still parked are torn down
+            run_end.complete(self)  # the run is complete; background threads still parked are torn down
             self._stop(me, alive)
             return []
         self._fail("deadlock", Deadlock(describe_waiters(unfinished)), me)

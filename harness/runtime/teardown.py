@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from racecheck import runtime
 from racecheck.errors import RacecheckError
 from racecheck.runtime import cleanup
-from racecheck.runtime.records import release_quietly
+from racecheck.runtime.records import FailureInfo, release_quietly
 from racecheck.runtime.steps import Outcome, Pending, RunEnd
 
 if TYPE_CHECKING:
@@ -28,6 +28,17 @@ __racecheck_engine__ = True
 
 _real_is_alive = threading.Thread.is_alive  # teardown asks of OS threads, not of the run's logical ones
 _real_join = threading.Thread.join
+
+
+def complete(run: Run) -> None:
+    """The run completed (its root and every thread that is not a background one ended): the checks registered
+    with ``runtime.at_completion`` are asked first, and the first finding is the run's failure (a child process
+    still running: a leak), as an exception escaping that thread would be."""
+    for check in run.resources.pop(runtime.AT_COMPLETION, ()):
+        found = check()
+        if found is not None and run.failure is None:
+            run.failure = FailureInfo("exception", found[1], found[0])
+    run.done.set()
 
 
 def teardown(run: Run) -> None:

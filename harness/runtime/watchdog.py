@@ -21,6 +21,7 @@ import time
 import types
 from typing import TYPE_CHECKING, Any
 
+from racecheck import runtime
 from racecheck.runtime.locations import stuck_location
 
 if TYPE_CHECKING:
@@ -62,9 +63,14 @@ class Watch:
         bound = hang_bound(self.watchdog)
         # A known wait on another process (racecheck.control.external) is judged like any other: it is a wait while
         # the thread stays in one place; an import counted as outside moves, and is given time as a computation is.
+        # A proxy waiting on its child (``runtime.OUTSIDE_PROGRESS``: the child's CPU time) moves while the child
+        # computes: a spawned child importing torch takes longer than the bound, a child blocked for real does not.
         if elapsed < self.watchdog / 2:
             return False
         where = _current_frame_key(run.current)
+        progress = run.resources.get(runtime.OUTSIDE_PROGRESS)  # the other process the thread waits on, if it computes
+        if where is not None and progress is not None:
+            where = (where, progress())
         if where is not None and where not in self.seen:
             self.seen.add(where)  # it moved: a computation without scheduling points, its time starts again
             self.last_progress = now

@@ -191,6 +191,7 @@ class Child:
         on another process. One pass outside the run for both halves of the round trip."""
         run = self.run
         run.outside += 1
+        run.resources[runtime.OUTSIDE_PROGRESS] = self.cpu_time
         try:
             # Only the child holds its end (the parent closed its copy at start, and children forked later never
             # had it): its death is EOF here, so the read alone waits for both.
@@ -202,6 +203,17 @@ class Child:
             return None
         finally:
             run.outside -= 1
+            run.resources.pop(runtime.OUTSIDE_PROGRESS, None)
+
+    def cpu_time(self) -> int | None:
+        """The child's CPU time so far, in clock ticks (Linux), None where it cannot be read: the watchdog takes a
+        wait on a child that still computes (a spawned interpreter importing torch) for progress, not a hang."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+        except (OSError, ValueError, IndexError, TypeError):
+            return None
 
     def _stop(self) -> None:
         process = self.process
@@ -223,6 +235,23 @@ class Child:
             _real_kill(process)
             _real_join(process, _REAP_S)
         self.conn.close()
+
+
+class LeakedProcess(RuntimeError):
+    """A child of the run still running when the test ended: nothing stops it before the interpreter exits."""
+
+
+def leak(run: Any) -> tuple[int, BaseException] | None:
+    """As the run completes: its first child still running (a daemon: one that is not would keep its proxy, a
+    thread that is not a background one, and the run would be a deadlock), as a failure of its proxy thread. A
+    daemon outlives the test that started it and is killed only at the interpreter's exit: no process leaks."""
+    for child in registry_of(run).children:
+        if child.started and not child.over():
+            rec = child.rec
+            return rec.tid, LeakedProcess(
+                f"{child.label} ({child.process.name}, a daemon) is still running when the test ends, waiting in "
+                f"'{rec.op}': a leaked process (nothing stops it before the interpreter exits)")
+    return None
 
 
 def _reap_all(run: Any) -> None:
@@ -275,6 +304,7 @@ def start(process: Any, real_start: Any) -> None:
     child = Child(run, process, label, parent_end)
     if not registry.children:
         runtime.at_teardown(lambda: _reap_all(run))
+        runtime.at_completion(lambda: leak(run))
     registry.children.append(child)
     _name_per_run(process, len(registry.children))
     proxy = threading.Thread(target=child.serve, name=f"{label}.T0", daemon=bool(process.daemon))

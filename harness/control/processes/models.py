@@ -386,7 +386,8 @@ class ProcessConnection(Served, Primitive):
         peer._inbox.append(data)
 
     def send(self, obj: Any) -> None:
-        self.send_bytes(dumps(self._run, obj))
+        # a spawned child's handle has no run (only its id): it pickles for itself, as the real end does
+        self.send_bytes(dumps(getattr(self, "_run", None), obj))
 
     @routed
     def recv_bytes(self, maxlength: int | None = None) -> bytes:
@@ -397,7 +398,7 @@ class ProcessConnection(Served, Primitive):
         return self._inbox.popleft()
 
     def recv(self) -> Any:
-        return loads(self._run, self.recv_bytes())
+        return loads(getattr(self, "_run", None), self.recv_bytes())
 
     @routed
     def poll(self, timeout: float | None = 0.0) -> bool:
