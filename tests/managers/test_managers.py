@@ -1,0 +1,143 @@
+"""Checkpoint managers in the catalogue: every naive manager (one per public 2026 report) is found by pct with
+default options and its token replays in a fresh process; the fixed manager over DCP's async_save stays clean;
+a manager is a target of its own kind (docs/checkpoint-managers.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+import racecheck  # noqa: E402
+from racecheck import scenarios  # noqa: E402
+from racecheck.scenarios.managers import small_config  # noqa: E402
+
+NAIVE = {
+    "MegatronStyleManager": "names a checkpoint that is not complete",
+    "MegatronScanManager": "",  # the tracker's checkpoint deleted, or the in-flight one's write failing under it
+    "SkyRLStyleManager": "names a checkpoint that is not complete",
+    "KempnerStyleManager": "names a checkpoint that is not complete",
+}
+FIXED = scenarios.MANAGER_TARGET
+
+
+def _prepared(name, spec, fs="posix", scenario=None):
+    return (scenario or scenarios.get(name)).build(scenarios.load_target(spec), fs)
+
+
+@pytest.fixture(scope="module")
+def found():
+    """Each naive manager explored once with pct and racecheck's default options (shared by the tests below)."""
+    out = {}
+    for manager in NAIVE:
+        spec = f"racecheck.scenarios.naive_managers:{manager}"
+        prepared = _prepared("manager-retention", spec)
+        out[manager] = (spec, racecheck.explore(prepared.fn, strategy="pct", **prepared.explore_kwargs))
+    return out
+
+
+@pytest.mark.parametrize("manager", list(NAIVE))
+def test_each_naive_manager_is_found_by_pct_with_default_options(found, manager):
+    _spec, result = found[manager]
+    assert not result.ok, f"{manager}: pct found nothing in {result.schedules} schedules"
+    assert NAIVE[manager] in result.failure.message
+    assert result.failure.token in str(result.failure)
+
+
+@pytest.fixture(scope="module")
+def replayed(found):
+    """Every naive manager's token replayed in one fresh process: manager -> [message, trace], None (passed) or
+    the divergence's text."""
+    cases = [(spec, "manager-retention", "posix", result.failure.token) for spec, result in found.values()]
+    here = os.path.dirname(__file__)
+    out = subprocess.run([sys.executable, os.path.join(here, "replay_tokens.py")], input=json.dumps(cases),
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith(("[", "null", '"'))]
+    assert len(lines) == len(cases), out.stderr[-2000:]
+    return dict(zip(found, lines))
+
+
+# MegatronScanManager's failure is first met in a *sampled* run (pct's schedule #4; the others fail in the
+# warm-up's fully watched runs): its token diverges on replay at step 46, in the same process too, while with
+# sample_memory=False the same failure's token replays. An engine issue (the sampled run's failure re-run fully
+# watched), reported with the branch; strict, so the fix shows here.
+_SAMPLED_DIVERGES = pytest.mark.xfail(strict=True, reason="a failure first met in a sampled run: its token "
+                                      "diverges on replay (engine issue, see tests/managers/test_managers.py)")
+
+
+@pytest.mark.parametrize("manager", [pytest.param(m, marks=_SAMPLED_DIVERGES) if m == "MegatronScanManager" else m
+                                     for m in NAIVE])
+def test_the_token_replays_the_same_failure_in_a_fresh_process(found, replayed, manager):
+    spec, result = found[manager]
+    again = replayed[manager]
+    assert again is not None, f"{spec}: the token passed in a fresh process"
+    assert not isinstance(again, str), again
+    assert again == [result.failure.message, result.failure.trace], spec
+
+
+@pytest.mark.parametrize(("name", "fs"), [("manager-retention", "posix"), ("manager-retention", "windows"),
+                                          ("manager-crash", "posix")])
+def test_fixed_manager_is_clean_under_pct(name, fs):
+    prepared = _prepared(name, FIXED, fs)
+    result = racecheck.explore(prepared.fn, strategy="pct", schedules=6, seed=1, **prepared.explore_kwargs)
+    assert result.ok, result.failure
+
+
+def test_a_naive_manager_loses_the_checkpoint_under_a_power_loss():
+    prepared = _prepared("manager-crash", "racecheck.scenarios.naive_managers:SkyRLStyleManager")
+    result = racecheck.explore(prepared.fn, strategy="pct", schedules=40, seed=0, shrink_budget=20,
+                               **prepared.explore_kwargs)
+    assert not result.ok and "not complete" in result.failure.message
+
+
+def test_a_manager_is_a_target_of_its_own_kind():
+    target = scenarios.load_target(FIXED)
+    assert target.kind == "manager" and "racecheck.fixed_impl.checkpoint_manager" in target.instrument
+    with pytest.raises(scenarios.ScenarioError, match="runs a CheckpointIO; target .* is a checkpoint manager"):
+        scenarios.get("delete-while-queued").build(target, "posix")
+    with pytest.raises(scenarios.ScenarioError, match="runs a checkpoint manager; target .* is a CheckpointIO"):
+        scenarios.get("manager-retention").build(scenarios.load_target(scenarios.FIXED_TARGET), "posix")
+    with pytest.raises(scenarios.ScenarioError, match="does not run under 'real'"):
+        scenarios.get("manager-crash").build(target, "real")
+    with pytest.raises(scenarios.ScenarioError, match="nor a checkpoint manager"):
+        scenarios.load_target("racecheck.scenarios.manager_storage:ShardWriter")
+
+
+def test_the_cli_lists_manager_scenarios_and_runs_only_those_on_a_manager():
+    from click.testing import CliRunner
+    from racecheck.frontends.cli import main
+
+    listed = CliRunner().invoke(main, ["list"]).output
+    assert "manager-retention" in listed and "takes: manager" in listed
+    ran = CliRunner().invoke(main, ["run", "--target", FIXED, "--fs", "real"])
+    assert "manager-retention: skipped" in ran.output and "manager-crash: skipped" in ran.output
+    assert "delete-while-queued" not in ran.output
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(4 * 3600)
+@pytest.mark.parametrize("fs", ["posix", "windows"])
+@pytest.mark.parametrize("name", ["manager-retention", "manager-crash"])
+def test_fixed_manager_long_pct(name, fs):
+    budget = int(os.environ.get("RACECHECK_SLOW_SCHEDULES", "500"))
+    prepared = _prepared(name, FIXED, fs)
+    result = racecheck.explore(prepared.fn, strategy="pct", schedules=budget, seed=2, **prepared.explore_kwargs)
+    assert result.ok, result.failure
+    print(f"{name} [{fs}] fixed manager: pct {result.schedules} schedules, no failure")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(4 * 3600)
+def test_dpor_proves_the_fixed_manager_on_a_small_config():
+    """Two saves, one watcher check, synchronisation and files (memory=False): dpor exhausts the space."""
+    prepared = _prepared("manager-retention", FIXED, scenario=small_config(scenarios.get("manager-retention")))
+    result = racecheck.explore(prepared.fn, strategy="dpor", schedules=10**5,
+                               **{**prepared.explore_kwargs, "memory": False})
+    assert result.ok and result.exhausted, result.failure
+    print(f"dpor: {result.schedules} schedules, exhausted")
