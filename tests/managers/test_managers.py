@@ -132,12 +132,29 @@ def test_fixed_manager_long_pct(name, fs):
     print(f"{name} [{fs}] fixed manager: pct {result.schedules} schedules, no failure")
 
 
+THREAD_WRITER = "thread_writer_manager:ThreadWriterDurableManager"  # tests/managers is on sys.path
+
+
+def _small(spec, strategy, watcher_checks=0, **kwargs):
+    scenario = small_config(scenarios.get("manager-retention"), steps=(1, 2), watcher_checks=watcher_checks)
+    prepared = _prepared("manager-retention", spec, scenario=scenario)
+    return racecheck.explore(prepared.fn, strategy=strategy, **{**prepared.explore_kwargs, "memory": False,
+                                                                **kwargs})
+
+
+def test_dpor_proves_the_fixed_managers_protocol_on_a_small_config():
+    """Two saves, keep_last_n=1, checks after every call and at the end, synchronisation and files: dpor exhausts
+    the fixed protocol (over one writer thread: see thread_writer_manager.py) and finds the Megatron-style one."""
+    proved = _small(THREAD_WRITER, "dpor", schedules=2000)
+    assert proved.ok and proved.exhausted, proved.failure
+    caught = _small("racecheck.scenarios.naive_managers:MegatronStyleManager", "dpor", schedules=2000,
+                    shrink_budget=0)
+    assert not caught.ok
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(4 * 3600)
-def test_dpor_proves_the_fixed_manager_on_a_small_config():
-    """Two saves, one watcher check, synchronisation and files (memory=False): dpor exhausts the space."""
-    prepared = _prepared("manager-retention", FIXED, scenario=small_config(scenarios.get("manager-retention")))
-    result = racecheck.explore(prepared.fn, strategy="dpor", schedules=10**5,
-                               **{**prepared.explore_kwargs, "memory": False})
+def test_dfs_exhausts_the_fixed_managers_protocol_with_the_watcher_at_bound_2():
+    result = _small(THREAD_WRITER, "dfs", watcher_checks=1, schedules=10**5, preemption_bound=2)
     assert result.ok and result.exhausted, result.failure
-    print(f"dpor: {result.schedules} schedules, exhausted")
+    print(f"dfs bound 2, watcher: {result.schedules} schedules, exhausted")
