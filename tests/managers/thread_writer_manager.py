@@ -34,3 +34,10 @@ class ThreadWriterDurableManager(DurableCheckpointManager):
             super().close()
         finally:
             self.writer.close()
+
+
+class NotDurableManager(DurableCheckpointManager):
+    """The fixed manager with ``durable=False``: right order, no fsync (what ``manager-crash`` must catch)."""
+
+    def __init__(self, directory: str, keep_last_n: int = 1) -> None:
+        super().__init__(directory, keep_last_n, durable=False)
