@@ -13,9 +13,10 @@ Why each rule (every upstream fix of 2026 is one of them; see ../shared/checkpoi
 4. **A save's error surfaces** at the next ``save``, ``finalize`` or ``close``; the tracker and every checkpoint
    are then left as they were.
 
-``resume`` reads the tracker, loads its checkpoint through DCP, and falls back to the newest complete checkpoint
-when the tracker is missing or names one without ``.metadata`` (a job that crashed before its first commit, or a
-tracker written by an older manager). A lock serialises ``save``/``finalize``/``close`` across threads.
+``resume`` reads the tracker and loads its checkpoint through DCP; without a tracker (a job that crashed before its
+first commit) it falls back to the newest checkpoint that loads. A directory that does not load is skipped, however
+it fails: DCP 2.13 fsyncs ``.metadata.tmp`` before its buffered pickle reaches the file, so a power loss after the
+rename can leave an empty ``.metadata`` (``EOFError``) in a save that was never committed. A lock serialises ``save``/``finalize``/``close`` across threads.
 
 One rank, one process: with several ranks, rank 0 alone would write the tracker and delete, after a barrier that
 follows every rank's future (see the docs page for how process executors and ranks plug in).
@@ -104,7 +105,9 @@ class DurableCheckpointManager:
                 continue
             try:
                 loaded = self.load(os.path.join(self.directory, name))
-            except FileNotFoundError:
+            except Exception:  # noqa: BLE001 - an uncommitted save a crash cut short: not a checkpoint to resume
+                if name == self._tracked_name():
+                    raise  # the tracker's target must load: never hide that
                 continue
             return loaded["step"], loaded
         return None
