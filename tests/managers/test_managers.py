@@ -196,3 +196,19 @@ def test_fixed_manager_a_failed_save_commits_and_deletes_nothing(tmp_path):
         manager.finalize()
     assert (tmp_path / "latest").read_text() == "step_000001" and (tmp_path / "step_000001" / ".metadata").exists()
     assert consistent_step(DurableCheckpointManager(str(tmp_path)).resume()) == 1
+
+
+def test_fixed_manager_resume_skips_an_uncommitted_save_with_an_empty_metadata(tmp_path):
+    """What pct found (manager-crash, seed 5, schedule #59): DCP fsyncs .metadata.tmp before its buffered pickle
+    reaches the file, so a power loss after the rename leaves an empty .metadata in a save never committed."""
+    from racecheck.fixed_impl import DurableCheckpointManager
+    from racecheck.scenarios.manager_contract import consistent_step, state
+
+    manager = DurableCheckpointManager(str(tmp_path))
+    manager.save(1, state(1))
+    manager.close()
+    (tmp_path / "step_000002").mkdir()
+    (tmp_path / "step_000002" / ".metadata").write_bytes(b"")
+    assert consistent_step(DurableCheckpointManager(str(tmp_path)).resume()) == 1
+    (tmp_path / "latest").unlink()
+    assert consistent_step(DurableCheckpointManager(str(tmp_path)).resume()) == 1  # the newest that loads
