@@ -3,7 +3,9 @@ checkpoint IO given as ``module:attr``, on the fake filesystem (posix or windows
 
 Public API (the CLI, pytest plugin, reports and gate build on exactly this):
 ``CATALOGUE``, ``get``, ``Scenario``, ``Target``, ``Prepared``, ``load_target``, ``run``, ``ScenarioError``,
-``STOCK_TARGET``, ``FIXED_TARGET``; ``READERS`` says how oracles read checkpoints (``Scenario.reader``).
+``STOCK_TARGET``, ``FIXED_TARGET``; ``READERS`` says how oracles read checkpoints (``Scenario.reader``);
+``KINDS`` what a scenario drives (``Scenario.takes``: a CheckpointIO, or a checkpoint manager such as
+``MANAGER_TARGET``, see ``manager_contract.CheckpointManager``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 from racecheck.scenarios.catalogue import CATALOGUE
 from racecheck.scenarios.core import (
+    KINDS,
     READERS,
     SEMANTICS,
     Context,
@@ -27,6 +30,10 @@ FIXED_TARGET = "racecheck.fixed_impl:LockedAsyncCheckpointIO"
 LEGACY_TARGET = "racecheck.scenarios.legacy:Lightning18AsyncCheckpointIO"
 DCP_TARGET = "racecheck.scenarios.dcp:DcpAsyncCheckpointIO"
 DCP_WAITING_TARGET = "racecheck.scenarios.dcp:WaitingDcpAsyncCheckpointIO"
+# checkpoint managers (scenarios with takes="manager"): the fixed one, and the naive ones of the 2026 reports
+MANAGER_TARGET = "racecheck.fixed_impl:DurableCheckpointManager"
+NAIVE_MANAGER_TARGETS = tuple(f"racecheck.scenarios.naive_managers:{name}" for name in (
+    "MegatronStyleManager", "MegatronScanManager", "SkyRLStyleManager", "KempnerStyleManager"))
 
 
 def get(name: str) -> Scenario:
@@ -50,7 +57,10 @@ __all__ = [
     "DCP_TARGET",
     "DCP_WAITING_TARGET",
     "FIXED_TARGET",
+    "KINDS",
     "LEGACY_TARGET",
+    "MANAGER_TARGET",
+    "NAIVE_MANAGER_TARGETS",
     "READERS",
     "SEMANTICS",
     "STOCK_TARGET",

@@ -5,11 +5,12 @@ Why a registry module of its own: ``racecheck.scenarios`` re-exports it, and add
 
 from __future__ import annotations
 
-from racecheck.scenarios import crash, faults, ordering, trainer, workload
+from racecheck.scenarios import crash, faults, managers, ordering, trainer, workload
 from racecheck.scenarios.core import Scenario, define
 
 _FAKE = ("posix", "windows")
 _NO_CRASH = "a power loss can only be simulated on the fake filesystem"
+_NO_INSTANT = "the instant check reads the fake filesystem's store without a scheduling point"
 # The trainer-fit scenarios explore the IO under a real Trainer.fit, whose training loop makes ~77,000 plain memory
 # accesses per schedule (none shared with the checkpoint worker): they run with memory=False, over synchronisation
 # and files, unless the caller asks for memory=True (``scenarios.run(..., memory=True)``).
@@ -32,6 +33,11 @@ _ALL = [
     define("resume-last", crash.resume_last, recovery=crash.resume_last_recovery, semantics=_FAKE, small=False,
            why=_NO_CRASH),
     define("workload", workload.workload),
+    # checkpoint managers (takes="manager"): a tracker and keep_last_n retention over async saves
+    define("manager-retention", managers.manager_retention, semantics=_FAKE, small=False, takes="manager",
+           why=_NO_INSTANT),
+    define("manager-crash", managers.manager_crash, recovery=managers.manager_crash_recovery, semantics=_FAKE,
+           small=False, takes="manager", why=_NO_CRASH),
 ]
 
 CATALOGUE: dict[str, Scenario] = {s.name: s for s in _ALL}

@@ -22,6 +22,11 @@ from racecheck.scenarios.helpers import quiet
 SEMANTICS = ("posix", "windows", "real")
 
 _IO_METHODS = ("save_checkpoint", "load_checkpoint", "remove_checkpoint", "teardown")
+# What a checkpoint manager target has (racecheck.scenarios.manager_contract.CheckpointManager).
+_MANAGER_METHODS = ("save", "finalize", "resume", "close")
+
+#: What a scenario runs against (``Scenario.takes``) and a target is (``Target.kind``).
+KINDS = {"io": "a CheckpointIO", "manager": "a checkpoint manager"}
 
 # How an oracle reads what a schedule left, named by the "Reader:" paragraph of its workload's docstring.
 READERS = {
@@ -40,6 +45,11 @@ class ScenarioError(Exception):
 
 def _is_io_class(cls: type) -> bool:
     return all(callable(getattr(cls, name, None)) for name in _IO_METHODS)
+
+
+def _is_manager_class(cls: type) -> bool:
+    return all(callable(getattr(cls, name, None)) for name in _MANAGER_METHODS) and isinstance(
+        getattr(cls, "tracker_file", None), str)
 
 
 def _class_modules(cls: type) -> list[str]:
@@ -70,9 +80,14 @@ class Target:
     """
 
     spec: str
-    factory: Callable[[], Any] = field(repr=False)
+    factory: Callable[..., Any] = field(repr=False)
     io_class: type = field(repr=False)
     instrument: tuple[str, ...] = ()
+    kind: str = "io"  # "manager": a checkpoint manager class, built per schedule by ``new_manager``
+
+    def new_manager(self, directory: str, keep_last_n: int = 1) -> Any:
+        """A fresh checkpoint manager writing under ``directory`` (the contract's constructor)."""
+        return self.factory(directory, keep_last_n=keep_last_n)
 
     def new_io(self, inner: Any = None) -> Any:
         """A fresh IO. A wrapping IO built without an inner IO gets ``inner`` (default Lightning's
@@ -117,9 +132,13 @@ def load_target(spec: str, extra_instrument: Iterable[str] = ()) -> Target:
         obj = getattr(obj, part, None)
         if obj is None:
             raise ScenarioError(f"module {module_name!r} has no attribute {attr!r}")
-    if inspect.isclass(obj):
+    kind = "io"
+    if inspect.isclass(obj) and not _is_io_class(obj) and _is_manager_class(obj):
+        io_class, factory, kind = obj, obj, "manager"
+    elif inspect.isclass(obj):
         if not _is_io_class(obj):
-            raise ScenarioError(f"target {spec!r} is not a CheckpointIO (needs {', '.join(_IO_METHODS)})")
+            raise ScenarioError(f"target {spec!r} is not a CheckpointIO (needs {', '.join(_IO_METHODS)}) nor a "
+                                f"checkpoint manager (needs {', '.join(_MANAGER_METHODS)} and tracker_file)")
         io_class, factory = obj, obj
     elif callable(obj):
         try:
@@ -142,7 +161,7 @@ def load_target(spec: str, extra_instrument: Iterable[str] = ()) -> Target:
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 - reported to the user as one line
             raise ScenarioError(f"cannot instrument {name!r}: {_one_line(exc)}") from None
-    return Target(spec=spec, factory=factory, io_class=io_class, instrument=names)
+    return Target(spec=spec, factory=factory, io_class=io_class, instrument=names, kind=kind)
 
 
 def _silently_teardown(io: Any) -> None:
@@ -201,6 +220,9 @@ class Context:
     def new_io(self, inner: Any = None) -> Any:
         return self.target.new_io(inner)
 
+    def new_manager(self, keep_last_n: int = 1) -> Any:
+        return self.target.new_manager(self.directory, keep_last_n)
+
 
 @dataclass(frozen=True)
 class Prepared:
@@ -238,6 +260,11 @@ class Scenario:
     why: str = ""
     extra: Any = field(default=None, repr=False, compare=False)  # scenario data, e.g. a generated workload
     reader: str = "target"
+    takes: str = "io"  # a key of KINDS: what kind of target the workload drives
+
+    def accepts(self, target: Target) -> bool:
+        """Whether this scenario runs against ``target`` (a CheckpointIO scenario never takes a manager)."""
+        return target.kind == self.takes
 
     @property
     def crash(self) -> bool:
@@ -258,6 +285,9 @@ class Scenario:
             reason = f" ({self.why})" if self.why else ""
             raise ScenarioError(f"scenario {self.name!r} does not run under {fs!r}; it runs under "
                                 f"{', '.join(self.semantics)}{reason}")
+        if not self.accepts(target):
+            raise ScenarioError(f"scenario {self.name!r} runs {KINDS[self.takes]}; target {target.spec} is "
+                                f"{KINDS[target.kind]}")
         ctx = Context(self, target, fs)
         workload = self.workload
 

@@ -23,7 +23,9 @@ from racecheck import scenarios  # noqa: E402
 run_without_memory = functools.partial(scenarios.run, memory=False)
 
 FAST = {"trainer-fit": 1}  # a schedule of trainer-fit is 4 fits + 4 resumes: one per strategy and semantics
-CALL_SEQUENCE = [n for n in scenarios.CATALOGUE if not n.startswith("trainer-fit")]
+# the IO scenarios: those that take a checkpoint manager are proved in tests/managers/
+IO_SCENARIOS = {n: s for n, s in scenarios.CATALOGUE.items() if s.takes == "io"}
+CALL_SEQUENCE = [n for n in IO_SCENARIOS if not n.startswith("trainer-fit")]
 
 
 # Strict xfails for scenarios that find a real bug in the fixed IO, with the reason. Empty now: after the fixed IO
@@ -98,7 +100,7 @@ SLOW_FIT_SCHEDULES = int(os.environ.get("RACECHECK_SLOW_FIT_SCHEDULES", "200"))
 @pytest.mark.slow
 @pytest.mark.timeout(4 * 3600)  # thousands of schedules of one strategy: well past the default timeout
 @pytest.mark.parametrize("strategy", ["random", "pct"])
-@pytest.mark.parametrize(("name", "fs"), _params([n for n in scenarios.CATALOGUE if n != "trainer-fit"], fast=False))
+@pytest.mark.parametrize(("name", "fs"), _params([n for n in IO_SCENARIOS if n != "trainer-fit"], fast=False))
 def test_fixed_io_long_exploration(name, fs, strategy):
     """Half the budget per strategy: random + pct together make >= 10,000 schedules per scenario and semantics."""
     budget = (SLOW_FIT_SCHEDULES if name.startswith("trainer-fit") else SLOW_SCHEDULES) // 2
@@ -110,7 +112,7 @@ def test_fixed_io_long_exploration(name, fs, strategy):
 
 @pytest.mark.slow
 @pytest.mark.timeout(4 * 3600)
-@pytest.mark.parametrize(("name", "fs"), _params([n for n, s in scenarios.CATALOGUE.items() if s.small], fast=False))
+@pytest.mark.parametrize(("name", "fs"), _params([n for n, s in IO_SCENARIOS.items() if s.small], fast=False))
 def test_fixed_io_dfs_exhausts_the_small_scenarios(name, fs):
     result = _check(name, fs, "dfs", 10**6, preemption_bound=2)
     assert result.exhausted, f"dfs did not exhaust {name} within 10^6 schedules"
@@ -119,7 +121,7 @@ def test_fixed_io_dfs_exhausts_the_small_scenarios(name, fs):
 
 @pytest.mark.slow
 @pytest.mark.timeout(4 * 3600)
-@pytest.mark.parametrize("name", [n for n, s in scenarios.CATALOGUE.items() if s.small])
+@pytest.mark.parametrize("name", [n for n, s in IO_SCENARIOS.items() if s.small])
 def test_small_scenarios_are_dfs_exhaustible_with_no_bound_on_posix(name):
     result = _check(name, "posix", "dfs", 10**5, preemption_bound=math.inf)
     print(f"{name} [posix] fixed IO: dfs unbounded {'exhausted' if result.exhausted else 'not exhausted'} "

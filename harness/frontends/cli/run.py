@@ -46,6 +46,7 @@ def list_scenarios() -> None:
     for name, each in items:
         reader = getattr(each, "reader", "")  # a plug-in catalogue may not say
         said = f"reads: {reader:6}  " if reader else ""
+        said += "takes: manager  " if getattr(each, "takes", "io") == "manager" else ""
         click.echo(f"{name:{width}}  {shown[name]:{across}}  {said}{one_line(each.oracle)}")
     readers = getattr(found, "READERS", None) or {}
     for key, meaning in readers.items():
@@ -97,10 +98,12 @@ def run(scenarios: tuple[str, ...], target: str | None, strategy: str, schedules
     """Explore SCENARIOS (all when none is named); exit 1 with a replay token when a race is found."""
     catalogue_name = parallel.catalogue_name()
     found = load_catalogue(catalogue_name)
-    names = list(scenarios) or list(found.CATALOGUE)
-    chosen = [find_scenario(found, name) for name in names]
     target = target or found.STOCK_TARGET
-    load_target(found, target)
+    loaded = load_target(found, target)
+    # with no scenario named: every scenario that runs this kind of target (a CheckpointIO or a manager)
+    names = list(scenarios) or [name for name, each in found.CATALOGUE.items()
+                                if getattr(each, "accepts", lambda _: True)(loaded)]
+    chosen = [find_scenario(found, name) for name in names]
     check_instrument(instrument)
     parallel.expand_tx(tx)
     prepare_report_dir(report_dir)

@@ -1,0 +1,66 @@
+"""Reading a ``torch.distributed.checkpoint`` directory back without knowing its shape in advance.
+
+Why: ``dcp.load`` fills a state dict the caller shapes; a resume knows only the directory. The template is built
+from the checkpoint's own ``.metadata`` (tensors as empty tensors of the saved size and dtype, other values as
+placeholders DCP replaces), so any state a manager saved reads back as it was saved. One process, no process
+group: DCP warns that ``torch.distributed`` is uninitialised and runs on its own rank, as meant here.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+#: The file DCP writes last (through a temp name): a directory without it is not a complete checkpoint.
+METADATA = ".metadata"
+
+
+def template(path: str) -> dict[str, Any]:
+    """A state dict shaped like the checkpoint at ``path``, for ``dcp.load`` to fill in."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+
+    metadata = dcp.FileSystemReader(path).read_metadata()
+    state: dict[str, Any] = {}
+    for key, item in metadata.state_dict_metadata.items():
+        where = metadata.planner_data.get(key, (key,)) if metadata.planner_data else (key,)
+        node = state
+        for part in where[:-1]:
+            node = node.setdefault(part, {})
+        node[where[-1]] = torch.empty(item.size, dtype=item.properties.dtype) if isinstance(
+            item, TensorStorageMetadata) else None
+    return state
+
+
+def load(path: str) -> dict[str, Any]:
+    """The state saved at ``path``; FileNotFoundError when the directory or its ``.metadata`` is missing."""
+    import torch.distributed.checkpoint as dcp
+
+    if not os.path.isfile(os.path.join(path, METADATA)):
+        raise FileNotFoundError(f"{path} has no {METADATA}: not a complete checkpoint")
+    state = template(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dcp.load(state, checkpoint_id=path)
+    return state
+
+
+def async_save(state: dict[str, Any], path: str) -> Any:
+    """``dcp.async_save`` of ``state`` into ``path`` on DCP's thread-based executor; its Future."""
+    import torch.distributed.checkpoint as dcp
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "torch.distributed is uninitialised": a one-process save, as meant
+        return dcp.async_save(state, checkpoint_id=path)
+
+
+#: The modules a manager over DCP's thread-based async_save should have racecheck instrument explicitly: the
+#: executor each save runs on, the writes, the saver and the loader.
+DCP_MODULES = [
+    "torch.distributed.checkpoint._async_thread_executor",
+    "torch.distributed.checkpoint.filesystem",
+    "torch.distributed.checkpoint.state_dict_saver",
+    "torch.distributed.checkpoint.state_dict_loader",
+]
