@@ -2,8 +2,8 @@
 ``WeakIdRef``), which recurred without end when two of them met in the table of callees (a RecursionError in DCP's
 save callback)."""
 
-import racecheck
 import dcp_weakrefs as weakrefs
+import racecheck
 
 
 def test_callable_objects_whose_eq_calls_them():

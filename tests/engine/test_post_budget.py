@@ -2,14 +2,13 @@
 budget in steps that scales with what finding the failure cost, with a floor that leaves small programs their full
 shrink; where a phase stops on it, the failure, its printed block and results.json say so."""
 
+import re
 import threading
 
 import racecheck
 from classic_bugs import lost_update
 from racecheck.frontends.parallel import failure_record
 from racecheck.report.results import failure_dict
-import re
-
 from racecheck.search.post_budget import FLOOR, PROBE_FLOOR, WorkBudget
 
 

@@ -62,7 +62,7 @@ def replayed(found):
     assert out.returncode == 0, out.stderr[-3000:]
     lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith(("[", "null", '"'))]
     assert len(lines) == len(cases), out.stderr[-2000:]
-    return dict(zip(found, lines))
+    return dict(zip(found, lines, strict=True))
 
 
 # MegatronScanManager's failure is first met in a *sampled* run (pct's schedule #4; the others fail in the
