@@ -12,6 +12,7 @@ Data races arrive as ``results.json`` writes them (``{"obj", "first": {"thread",
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from html import escape
 from typing import Any
@@ -115,6 +116,20 @@ def describe(race: Any) -> str:
     return f"data race on {field(race, 'obj', '?')}: {access('first')} and {access('second')}{benign}"
 
 
+_PROCESS_THREAD = re.compile(r"(P\d+\.T\d+) is T(\d+)")  # the note a child's thread joins the run with
+
+
+def lane_names(events: Sequence[Any]) -> dict[int, str]:
+    """Each lane's heading: ``T2`` for a thread of the test's process, ``T2 (P1.T0)`` for a thread of a child
+    process, named by the note its proxy made when the thread joined the run (``control.processes``)."""
+    names: dict[int, str] = {}
+    for event in events:
+        found = _PROCESS_THREAD.fullmatch(str(event[2]))
+        if found is not None:
+            names[int(found.group(2))] = f"T{found.group(2)} ({found.group(1)})"
+    return names
+
+
 def trace_table(index: int, failure: FailureRecord, data_races: Sequence[Any] = ()) -> str:
     """The steps-down table of failure ``index`` (its section is ``failure-index``)."""
     events = failure.events
@@ -124,8 +139,10 @@ def trace_table(index: int, failure: FailureRecord, data_races: Sequence[Any] = 
     for number, race in enumerate(data_races, 1):
         for position in shown_in(failure, race):
             marked.setdefault(position, []).append(number)
+    names = lane_names(events)
     head = "".join(
-        f'<th class="thread" data-thread="T{tid}" style="--lane:{lane_colour(tid)}">T{tid}</th>'
+        f'<th class="thread" data-thread="T{tid}" style="--lane:{lane_colour(tid)}">'
+        f'{escape(names.get(tid, f"T{tid}"))}</th>'
         for tid in range(threads)
     )
     rows = []
