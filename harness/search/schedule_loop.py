@@ -118,7 +118,12 @@ class Schedules:
         self.strat.end_execution(self.chooser, run.steps)
         result.leaked_threads.extend(run.leaked)
         if run.memory_steps.sampled and run.failure is not None:  # reported from the same execution watched whole
-            run = session.widen(run) or run
+            widened = session.widen(run)
+            if widened is None:  # it passed watched whole: no token replays the sampled failure; search on, whole
+                self._count(run, index)
+                self.index += 1
+                return False
+            run = widened
         stop = False
         if cfg.check_determinism:
             divergence = session.check_determinism(run)

@@ -228,14 +228,16 @@ class Session:
         return mode
 
     def widen(self, run: Run) -> Run | None:
-        """A sampled ``run`` that failed, run again with every access watched (``Widening``): that run, or None
-        if it did not fail alike (then nothing more is sampled)."""
+        """A sampled ``run`` that failed, run again with every access watched (``Widening``): that run when it
+        failed, else None. Only a run watched whole has a token that replays, so a sampled run is never reported
+        itself: where the widened run left the sampled run's decisions (the unwatched code did not only read what
+        no other thread touches) or failed otherwise, nothing more is sampled, and the widened run's own failure,
+        if it has one, is the one reported."""
         again, widening = self._again(run)
-        if widening.divergence is None and again.failure is not None and (
-                again.failure.signature() == run.failure.signature()):  # type: ignore[union-attr]
-            return again
-        self.sampling.stop()
-        return None
+        if widening.divergence is not None or again.failure is None or (
+                again.failure.signature() != run.failure.signature()):  # type: ignore[union-attr]
+            self.sampling.stop()
+        return again if again.failure is not None else None
 
     def run_once(self, chooser: Chooser, locate: bool = True, learn: bool = False) -> Run:
         """One schedule: extensions' begin hooks, the test function, end hooks, crash recovery; always torn down.

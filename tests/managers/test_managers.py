@@ -65,16 +65,7 @@ def replayed(found):
     return dict(zip(found, lines, strict=True))
 
 
-# MegatronScanManager's failure is first met in a *sampled* run (pct's schedule #4; the others fail in the
-# warm-up's fully watched runs): its token diverges on replay at step 46, in the same process too, while with
-# sample_memory=False the same failure's token replays. An engine issue (the sampled run's failure re-run fully
-# watched), reported with the branch; strict, so the fix shows here.
-_SAMPLED_DIVERGES = pytest.mark.xfail(strict=True, reason="a failure first met in a sampled run: its token "
-                                      "diverges on replay (engine issue, see tests/managers/test_managers.py)")
-
-
-@pytest.mark.parametrize("manager", [pytest.param(m, marks=_SAMPLED_DIVERGES) if m == "MegatronScanManager" else m
-                                     for m in NAIVE])
+@pytest.mark.parametrize("manager", list(NAIVE))
 def test_the_token_replays_the_same_failure_in_a_fresh_process(found, replayed, manager):
     spec, result = found[manager]
     again = replayed[manager]
