@@ -11,8 +11,7 @@ partial-order search would prove a racy program correct. So the memory hooks giv
 * any other callee: a hand-off (``Kind.HANDOFF``) of every piece, conflicting with every access; what it added, written.
 
 ``vars(obj)`` hands back the object's own attribute dict: it is named as the object (``Watch.alias``), its items as
-the attributes. ``vars(cls)`` hands back a view no hook watches: a blind spot, after which no verdict is a proof
-(``blind_spots``). Immutable values hold nothing to record (a tuple's contents are walked); a callee known to keep
+the attributes. ``vars(cls)`` hands back a view no hook watches: a blind spot (``handoff_counts``). Immutable values hold nothing to record (a tuple's contents are walked); a callee known to keep
 its arguments without looking at them (``Thread``, ``partial``) records nothing. A walk that meets more than
 ``LIMIT`` objects records unresolved memory instead (a wildcard over all memory: sound, coarse). A lazy result
 (``itertools``, ``map``) reads what it was made from when advanced. Each access names the callee (``Access.via``):
@@ -25,12 +24,14 @@ from __future__ import annotations
 
 import io
 import sys
+import threading
 import types
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from racecheck import runtime
+from racecheck.control.handoff_counts import blind, unknown_callees
 from racecheck.control.memory_discovery import PLAIN, callee, unwatched
 from racecheck.runtime.access import LIST, MEMORY_OBJ, READ, WRITE, Access, Kind
 
@@ -87,38 +88,7 @@ _CONTAINER_READS = frozenset({"get", "__getitem__", "__contains__", "keys", "val
                               "__mul__", "__lt__", "__le__", "__gt__", "__ge__", "__copy__", "__deepcopy__",
                               "fromkeys"})
 
-# What this exploration handed over (label -> calls), for the coverage line: to callees of unknown effect, and
-# (``blind``) to code racecheck could not see into without a record (``vars(cls)``), which no verdict can cover.
-unknown_callees: dict[str, int] = {}
-blind: dict[str, int] = {}
 planted_off = [False]  # a test's planted bug: hand-offs record nothing (``tests/search/test_handoff_soundness.py``)
-
-
-def blind_spots(ran_out: bool) -> str:
-    """Why a search that ran out of schedules to try (``ran_out``) proves nothing: shared objects reached code racecheck
-    could not see into without a record ("" if none did)."""
-    if not ran_out or not blind:
-        return ""
-    return (f"not exhausted: shared objects reached code racecheck could not see into without a record "
-            f"({_counted(blind)}), so no search of what was watched is a proof")
-
-
-def handed_over() -> tuple[str, ...]:
-    """What the coverage line says of this exploration's hand-offs (``racecheck.search.scope``)."""
-    out = []
-    if unknown_callees:
-        out.append(f"shared objects handed to code racecheck cannot see into, recorded as touching all of them "
-                   f"({_counted(unknown_callees)})")
-    if blind:
-        out.append(f"shared objects reached code racecheck could not see into without a record "
-                   f"({_counted(blind)}): no proof")
-    return tuple(out)
-
-
-def _counted(calls: dict[str, int], shown: int = 5) -> str:
-    names = sorted(calls)
-    text = ", ".join(f"{name} x{calls[name]}" for name in names[:shown])
-    return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def reset() -> None:
@@ -249,11 +219,18 @@ _STDLIB = frozenset(sys.stdlib_module_names)
 
 
 def _engine_value(value: Any) -> bool:
-    """One of racecheck's own objects (a stand-in, a module facade): what is done to it, it records itself."""
+    """One of racecheck's own objects (a stand-in, a module facade): what is done to it, it records itself.
+    Asked of the type only, through ``type``'s own lookups: ``isinstance`` reads ``value.__class__``, which runs the
+    value's ``__getattribute__`` (torch's deprecated ``reduce_op`` defines one, rewritten, that calls
+    ``object.__getattribute__``: a hand-off again, and so on without end)."""
     kind = type(value)
     found = _ENGINE_TYPES.get(kind)
     if found is None:
-        found = _ENGINE_TYPES[kind] = isinstance(value, types.ModuleType) or _own(getattr(kind, "__module__", ""))
+        try:
+            module = type.__getattribute__(kind, "__module__")
+        except AttributeError:
+            module = ""
+        found = _ENGINE_TYPES[kind] = issubclass(kind, types.ModuleType) or _own(module if type(module) is str else "")
     return found
 
 
@@ -289,17 +266,31 @@ def stand_in(fn: Any, receiver: Any = None) -> Any:
     return _recording(fn, found[0], found[1], receiver)
 
 
+class _Busy(threading.local):
+    """The calling thread is in a hand-off's bookkeeping: the program's code that runs there (a rewritten
+    ``__getattribute__`` met while naming what was handed: torch's ``reduce_op``) calls callees plainly."""
+
+    on = False
+
+
+_busy = _Busy()
+
+
 def _recording(fn: Any, effect: str, label: str, receiver: Any) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         run = _state.run
-        if run is None or run.watch is None or planted_off[0]:
+        if run is None or run.watch is None or planted_off[0] or _busy.on:
             return fn(*args, **kwargs)
         handed = [a for a in args if type(a) not in _LEAVES]
         handed.extend(v for v in kwargs.values() if type(v) not in _LEAVES)
         if receiver is not None and type(receiver) not in _LEAVES:
             handed.append(receiver)
         if handed:
-            handed = [value for value in handed if not _engine_value(value)]
+            _busy.on = True
+            try:
+                handed = [value for value in handed if not _engine_value(value)]
+            finally:
+                _busy.on = False
         if not handed:
             if fn is vars and args and isinstance(args[0], type) and not _own(args[0].__module__):
                 blind[label] = blind.get(label, 0) + 1  # a class's attributes, read through a proxy no hook watches
@@ -309,25 +300,34 @@ def _recording(fn: Any, effect: str, label: str, receiver: Any) -> Callable[...,
     return call
 
 
+def _quietly(work: Callable[..., Any], *args: Any) -> Any:
+    """``work(*args)``, a part of a hand-off's bookkeeping (``_Busy``)."""
+    _busy.on = True
+    try:
+        return work(*args)
+    finally:
+        _busy.on = False
+
+
 def _hand_off(run: Any, fn: Any, effect: str, label: str, handed: list[Any], args: tuple, kwargs: dict) -> Any:
     watch = run.watch
-    declared, before = accesses(watch, effect, handed, label)
+    declared, before = _quietly(accesses, watch, effect, handed, label)
     if not declared:
-        return _returned(watch, label, handed, fn(*args, **kwargs))
+        return _quietly(_returned, watch, label, handed, fn(*args, **kwargs))
     if effect == UNKNOWN:
         unknown_callees[label] = unknown_callees.get(label, 0) + 1
-    shown = label if type(handed[0]) in _LEAVES_NAMED else f"{watch.name_of(handed[0])} to {label}"
+    shown = label if type(handed[0]) in _LEAVES_NAMED else f"{_quietly(watch.name_of, handed[0])} to {label}"
     if run.memory_point("hand", declared, 2, shown):  # above _hand_off: call, then the caller
-        declared, before = accesses(watch, effect, handed, label)  # other threads may have run: the state it meets
+        declared, before = _quietly(accesses, watch, effect, handed, label)  # other threads may have run meanwhile
         run.replace_memory(declared)
     else:
         run.merge_memory(declared)
     result = fn(*args, **kwargs)
     if before and _state.run is run:
-        added = _added(watch, before, label)
+        added = _quietly(_added, watch, before, label)
         if added:
             run.merge_memory(added)
-    return _returned(watch, label, handed, result)
+    return _quietly(_returned, watch, label, handed, result)
 
 
 def _returned(watch: Any, label: str, handed: list[Any], result: Any) -> Any:

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from racecheck.control.handoff import blind_spots, handed_over
+from racecheck.control.handoff_counts import blind_spots, handed_over
 from racecheck.control.processes.link import processes_in
 from racecheck.errors import ForeignTokenError, InternalError, ReplayDivergence, TokenError, UserCallbackError
 from racecheck.search.coverage import Coverage

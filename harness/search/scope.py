@@ -116,7 +116,7 @@ def escaped(control: ControlOptions, leaked: list[str], real_locks: bool, unwatc
             processes: Sequence[str] = (), handed: tuple[str, ...] = ()) -> tuple[str, ...]:
     """What the exploration saw escape its control; ``processes``: the uncontrolled processes it saw started or
     talked to (``control.processes_escape``), each with its kind and line; ``handed``: what it said of shared objects
-    handed to code it does not watch (``racecheck.control.handoff.handed_over``)."""
+    handed to code it does not watch (``racecheck.control.handoff_counts.handed_over``)."""
     out = []
     if processes:
         out.append(f"processes racecheck does not control ({'; '.join(processes)})")

@@ -1,4 +1,4 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # spawned ranks import programs from here
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # spawned ranks import rank_programs from here

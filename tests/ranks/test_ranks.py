@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 torch = pytest.importorskip("torch")
-import programs  # noqa: E402
+import rank_programs as programs  # noqa: E402
 import racecheck  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,7 +44,8 @@ def test_the_tokens_replay_in_a_fresh_process(found, tmp_path):
     script.write_text(textwrap.dedent(f"""
         import json, sys
         sys.path.insert(0, {HERE!r})
-        import programs, racecheck
+        import racecheck
+        import rank_programs as programs
         if __name__ == "__main__":
             out = {{}}
             for strategy, token in json.loads(sys.stdin.read()).items():
@@ -70,14 +71,14 @@ def test_mismatched_collectives_are_a_deadlock_naming_each_ranks_collective_and_
     assert failure is not None and failure.kind == "deadlock", failure
     source, first = inspect.getsourcelines(programs._mismatch_rank)
     line = {text.strip().split("(")[0]: first + i for i, text in enumerate(source)}
-    assert f"wait broadcast #0 on WORLD (rank 0) @programs.py:{line['dist.broadcast']}" in failure.message, failure
-    assert f"wait barrier #0 on WORLD (rank 1) @programs.py:{line['dist.barrier']}" in failure.message
+    assert f"wait broadcast #0 on WORLD (rank 0) @rank_programs.py:{line['dist.broadcast']}" in failure.message, failure
+    assert f"wait barrier #0 on WORLD (rank 1) @rank_programs.py:{line['dist.barrier']}" in failure.message
 
 
 def test_a_rank_that_skips_a_collective_and_exits_leaves_the_other_in_a_deadlock():
     failure = _explore(programs.skip_fork, "random", schedules=2, shrink_budget=0, race_budget=0).failure
     assert failure is not None and failure.kind == "deadlock", failure
-    assert "wait barrier #0 on WORLD (rank 0) @programs.py" in failure.message, failure.message
+    assert "wait barrier #0 on WORLD (rank 0) @rank_programs.py" in failure.message, failure.message
 
 
 def test_ranks_as_processes_meeting_on_env():
