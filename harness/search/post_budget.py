@@ -30,7 +30,7 @@ __racecheck_engine__ = True
 FACTOR = 2  # the post-failure phases together may run this many times the steps it took to find the failure
 FLOOR = 4_000  # steps every phase may run, however quickly the failure was found
 PROBE_FACTOR = 4  # one post-failure run may take this many times the failing run's steps ...
-PROBE_FLOOR = 500  # ... or this many, whichever is more (an eighth of the floor: a spinning probe takes no more)
+PROBE_FLOOR = 2_000  # ... or this many, whichever is more (a swap of the leak pair in stock Lightning needs ~650)
 
 
 class WorkBudget:
