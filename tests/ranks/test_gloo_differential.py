@@ -8,8 +8,8 @@ import tempfile
 import pytest
 
 torch = pytest.importorskip("torch")
-import rank_programs as programs  # noqa: E402
 import racecheck  # noqa: E402
+import rank_programs as programs  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from racecheck.control.ranks import compute  # noqa: E402

@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 torch = pytest.importorskip("torch")
-import rank_programs as programs  # noqa: E402
 import racecheck  # noqa: E402
+import rank_programs as programs  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -5,8 +5,8 @@ is a deadlock, not a timeout)."""
 import pytest
 
 torch = pytest.importorskip("torch")
-import rank_programs as programs  # noqa: E402
 import racecheck  # noqa: E402
+import rank_programs as programs  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
