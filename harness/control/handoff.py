@@ -12,8 +12,8 @@ partial-order search would prove a racy program correct. So the memory hooks giv
 
 ``vars(obj)`` hands back the object's own attribute dict: it is named as the object (``Watch.alias``), its items as
 the attributes. ``vars(cls)`` hands back a view no hook watches: a blind spot (``handoff_counts``). Immutable
-values hold nothing (a tuple's contents are walked); a callee that keeps its arguments unread (``Thread``) nothing. A walk that meets more than
-``LIMIT`` objects records unresolved memory instead (a wildcard over all memory: sound, coarse). A lazy result
+values hold nothing (a tuple's contents are walked); a callee that keeps its arguments unread (``Thread``) nothing.
+A walk meeting over ``LIMIT`` objects records unresolved memory instead (a wildcard: sound, coarse). A lazy result
 (``itertools``, ``map``) reads what it was made from when advanced. Each access names the callee (``Access.via``):
 a data race reads ``T2 read all of dict#1 via json.dumps``. Objects a walk meets first are named under the object
 handed (``dict#1 in ExitStack#1``), and no walk is learned from by sampled watching: how far a walk reaches can
