@@ -99,9 +99,12 @@ class Watch:
     Every object named is kept alive until the run ends, so no address is reused for another object within it.
     """
 
-    __slots__ = ("names", "counts", "memo", "lazy", "aliases", "walking")
+    __slots__ = ("names", "counts", "memo", "lazy", "aliases", "walking", "home")
 
-    def __init__(self) -> None:
+    def __init__(self, home: int = 0) -> None:
+        # the thread whose objects are named without it (``dict#1``): the test's T0, or a child's first thread
+        # (``control.processes.child_memory``), whose names its process label then prefixes (``P1.dict#1``)
+        self.home = home
         self.names: dict[int, tuple[Any, str]] = {}  # id -> (object, its name in this run)
         self.counts: dict[str, int] = {}
         self.memo: dict[tuple[Any, ...], tuple[Access, ...]] = {}
@@ -135,7 +138,7 @@ class Watch:
         else:
             me = runtime.thread_state.thread
             tid = me.tid if me is not None else 0
-            kind = type(obj).__name__ if not tid else f"{type(obj).__name__}@T{tid}"
+            kind = type(obj).__name__ if not tid or tid == self.home else f"{type(obj).__name__}@T{tid}"
             within = "" if self.walking is None else f" in {self.walking}"
             number = self.counts.get(kind + within, 0) + 1
             self.counts[kind + within] = number

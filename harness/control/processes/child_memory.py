@@ -10,7 +10,6 @@ never meet the parent's or another child's objects of the same name.
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 from racecheck import runtime
@@ -60,28 +59,9 @@ def serve(run: Any, message: tuple, at_line: Any) -> Any:
 
 class ChildWatch(Watch):
     """The child's ``Watch``: its first thread names objects as a process's first thread does (``dict#1``; under
-    the label, ``P1.dict#1``), its other threads as threads do (``dict@T3#1``)."""
+    the label, ``P1.dict#1``), its other threads as threads do (``dict@T3#1``): ``Watch``'s ``home`` thread."""
 
-    __slots__ = ("first",)
-
-    def __init__(self, first: int) -> None:
-        super().__init__()
-        self.first = first
-
-    def name_of(self, obj: Any) -> str:
-        found = self.names.get(id(obj))
-        if found is not None:
-            return found[1]
-        me = runtime.thread_state.thread
-        if me is None or me.tid != self.first or isinstance(obj, (type, types.ModuleType)):
-            return super().name_of(obj)
-        kind = type(obj).__name__
-        within = "" if self.walking is None else f" in {self.walking}"
-        number = self.counts.get(kind + within, 0) + 1
-        self.counts[kind + within] = number
-        name = f"{kind}#{number}{within}"
-        self.names[id(obj)] = (obj, name)
-        return name
+    __slots__ = ()
 
 
 class ChildSteps:
