@@ -24,12 +24,14 @@ from concurrent.futures import Future
 from typing import Any
 
 from lightning.fabric.plugins import CheckpointIO
+from racecheck.fixed_impl import dcp_state
 
 __racecheck_instrument__ = [
     "torch.distributed.checkpoint._async_thread_executor",  # the executor each async_save runs its write on
     "torch.distributed.checkpoint.filesystem",  # the shard and metadata writes, their fsync and rename
     "torch.distributed.checkpoint.state_dict_saver",
     "torch.distributed.checkpoint.state_dict_loader",
+    "racecheck.fixed_impl.dcp_state",  # the load's template, read from the checkpoint's metadata
 ]
 
 
@@ -37,25 +39,6 @@ def _dcp() -> Any:
     import torch.distributed.checkpoint as dcp
 
     return dcp
-
-
-def _template(path: str) -> dict[str, Any]:
-    """A state dict shaped like the checkpoint at ``path`` (from its metadata), for ``dcp.load`` to fill in."""
-    import torch
-    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
-
-    metadata = _dcp().FileSystemReader(path).read_metadata()
-    state: dict[str, Any] = {}
-    for key, item in metadata.state_dict_metadata.items():
-        where = metadata.planner_data.get(key, (key,)) if metadata.planner_data else (key,)
-        node = state
-        for part in where[:-1]:
-            node = node.setdefault(part, {})
-        if isinstance(item, TensorStorageMetadata):
-            node[where[-1]] = torch.empty(item.size, dtype=item.properties.dtype)
-        else:
-            node[where[-1]] = None  # a pickled value: DCP replaces it
-    return state
 
 
 class DcpAsyncCheckpointIO(CheckpointIO):
@@ -73,7 +56,7 @@ class DcpAsyncCheckpointIO(CheckpointIO):
         path = os.fspath(path)
         if not os.path.exists(path):
             raise FileNotFoundError(f"Checkpoint at {path} not found")
-        state = _template(path)
+        state = dcp_state.template(path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _dcp().load(state, checkpoint_id=path)
