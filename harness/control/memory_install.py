@@ -168,7 +168,7 @@ class Watching(memory_discovery.Discovery):
         for klass in getattr(cls, "__mro__", (cls,)):
             module = sys.modules.get(getattr(klass, "__module__", "") or "")
             if module is not None and _watchable(module.__name__, module.__dict__, self.excluded):
-                self.module(module.__name__, module.__dict__, getattr(module, "__file__", None))
+                self.module(module.__name__, module.__dict__, module.__dict__.get("__file__"))
 
     # ----- modules ----------------------------------------------------------------------------------------------
 
@@ -297,11 +297,17 @@ def _functions_of(
 
 
 def _wrapped_function(value: Any) -> Any:
-    """The function inside a wrapper object (``functools.lru_cache``, ``partial``-like objects), if any."""
+    """The function inside a wrapper object (``functools.lru_cache``, ``partial``-like objects), if any.
+
+    Read from the object's own attributes, never through ``getattr``: that would run the program's code (a module's
+    ``__getattr__``, torch's among them, or a lazy object's) on the thread under test, once per process, so a
+    process that had walked the module before would record fewer steps than a fresh one and a token found in one
+    would not replay in the other."""
     try:
-        inner = getattr(value, "__wrapped__", None)
-    except Exception:  # noqa: BLE001 - a lazy object may raise anything on attribute access
+        attributes = object.__getattribute__(value, "__dict__")
+    except Exception:  # noqa: BLE001 - no instance dictionary (slots, builtins), or a descriptor that raises
         return None
+    inner = attributes.get("__wrapped__") if type(attributes) is dict else None
     return inner if isinstance(inner, types.FunctionType) else None
 
 

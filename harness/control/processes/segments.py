@@ -183,7 +183,7 @@ def install_in_child() -> None:
     _real_shm.SharedMemory = shared_memory
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)
-        if not namespace or getattr(module, "__name__", "").startswith("multiprocessing"):
+        if not namespace or str(namespace.get("__name__", "")).startswith("multiprocessing"):
             continue
         for key, value in list(namespace.items()):
             if value is RealSharedMemory:

@@ -454,7 +454,9 @@ def install() -> None:
                 setattr(module, fn.__name__, fn)
     for name, module in list(sys.modules.items()):
         namespace = getattr(module, "__dict__", None)
-        if not namespace or not _may_bind(name) or getattr(module, "__racecheck_engine__", False):
+        # asked of the namespace, never of the module: a module's __getattr__ is the program's code (see
+        # memory_install._wrapped_function), which would run on the child's thread only where torch.distributed is
+        if not namespace or not _may_bind(name) or namespace.get("__racecheck_engine__", False):
             continue
         for key, value in list(namespace.items()):
             swap = SWAPPED.get(id(value))
