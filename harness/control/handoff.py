@@ -31,7 +31,9 @@ from collections.abc import Callable
 from typing import Any
 
 from racecheck import runtime
+from racecheck.control import handoff_streams
 from racecheck.control.handoff_counts import blind, unknown_callees
+from racecheck.control.handoff_table import BY_NAME, CONTAINER_READS, MUTATES, READER_MODULES, READS, UNKNOWN
 from racecheck.control.memory_discovery import PLAIN, callee, unwatched
 from racecheck.runtime.access import LIST, MEMORY_OBJ, READ, WRITE, Access, Kind
 
@@ -39,7 +41,6 @@ __racecheck_engine__ = True
 
 _state = runtime.thread_state
 LIMIT = 256  # objects one hand-off walks before it records unresolved memory instead
-READS, MUTATES, UNKNOWN = "reads", "mutates", "unknown"
 
 # Values with nothing another thread could change (a tuple or frozenset is walked for what it holds).
 _LEAVES = frozenset({int, float, complex, bool, str, bytes, type(None), range, slice, type(Ellipsis),
@@ -48,45 +49,6 @@ _LEAVES = frozenset({int, float, complex, bool, str, bytes, type(None), range, s
 _CONTAINERS = (dict, list, set, bytearray, deque)
 _C_CALLABLES = (types.BuiltinFunctionType, types.MethodWrapperType, types.MethodDescriptorType,
                 types.WrapperDescriptorType, types.ClassMethodDescriptorType)
-
-# Callees by ``module.qualname`` (a leading underscore dropped from the module: ``_pickle.dumps`` is
-# ``pickle.dumps``): what they do with the objects they are handed. ``None``: nothing (they keep references, or
-# look only at identity and type).
-_BY_NAME: dict[str, str | None] = {
-    **dict.fromkeys(("json.dumps", "json.dump", "json.encoder.JSONEncoder.encode",
-                     "json.encoder.JSONEncoder.iterencode", "pickle.dumps", "pickle.dump", "pickle.Pickler.dump",
-                     "copy.copy", "copy.deepcopy", "pprint.pformat", "pprint.pprint", "pprint.pp", "reprlib.repr",
-                     "functools.reduce", "str.join", "bytes.join", "str.format", "str.format_map", "repr", "ascii",
-                     "str", "vars", "format", "print", "builtins.repr", "builtins.ascii", "builtins.format",
-                     "builtins.print",
-                     "operator.itemgetter.__call__", "operator.attrgetter.__call__", "operator.eq", "operator.ne",
-                     "operator.contains", "operator.countOf", "operator.indexOf", "statistics.mean",
-                     "statistics.median", "statistics.fmean", "heapq.nlargest", "heapq.nsmallest",
-                     "bisect.bisect", "bisect.bisect_left", "bisect.bisect_right", "csv.writer.writerow",
-                     "dataclasses.asdict", "dataclasses.astuple", "dataclasses.replace"), READS),
-    **dict.fromkeys(("random.shuffle", "random.Random.shuffle", "heapq.heappush", "heapq.heappop",
-                     "heapq.heapify", "heapq.heapreplace", "heapq.heappushpop", "bisect.insort", "bisect.insort_left",
-                     "bisect.insort_right"), MUTATES),
-    **dict.fromkeys(("threading.Thread", "threading.Timer", "functools.partial", "weakref.ref", "weakref.proxy",
-                     "weakref.finalize", "id", "type", "isinstance", "issubclass", "callable", "builtins.id",
-                     "builtins.type", "builtins.isinstance", "builtins.issubclass", "builtins.callable",
-                     "operator.is_", "operator.is_not", "object", "super", "object.__init__", "object.__new__",
-                     "object.__init_subclass__", "dataclasses.is_dataclass", "dataclasses.fields",
-                     "contextvars.ContextVar.get", "contextvars.ContextVar.set"), None),
-}
-# Modules whose every function and method only looks at what it is handed: readers.
-_READER_MODULES = frozenset({"json", "pickle", "copy", "pprint", "reprlib", "urllib.parse", "logging", "textwrap",
-                             "string", "itertools", "statistics", "base64", "html", "shlex", "fnmatch", "difflib",
-                             "struct", "zlib", "hashlib", "binascii", "csv", "decimal", "fractions", "math", "cmath",
-                             "collections", "enum", "dataclasses", "re", "os.path", "posixpath", "ntpath",
-                             "genericpath", "urllib.request", "datetime", "uuid", "ipaddress"})
-_CONTAINER_READS = frozenset({"get", "__getitem__", "__contains__", "keys", "values", "items", "copy", "count",
-                              "index", "__len__", "__iter__", "__reversed__", "issubset", "issuperset", "isdisjoint",
-                              "union", "intersection", "difference", "symmetric_difference", "__eq__", "__ne__",
-                              "__repr__", "__str__", "__format__", "__reduce_ex__", "__reduce__", "__getstate__",
-                              "__sizeof__", "__hash__", "__or__", "__and__", "__sub__", "__xor__", "__add__",
-                              "__mul__", "__lt__", "__le__", "__gt__", "__ge__", "__copy__", "__deepcopy__",
-                              "fromkeys"})
 
 planted_off = [False]  # a test's planted bug: hand-offs record nothing (``tests/search/test_handoff_soundness.py``)
 
@@ -194,14 +156,14 @@ def _named_effect(fn: Any) -> str | None:
     """The effect of an unwatched callee, by its name: the tables, a container's method, a reader module, or
     unknown."""
     label = label_of(fn)
-    if label in _BY_NAME:
-        return _BY_NAME[label]
+    if label in BY_NAME:
+        return BY_NAME[label]
     owner = getattr(fn, "__self__", None)
     if isinstance(owner, _CONTAINERS) or getattr(fn, "__objclass__", None) in _CONTAINERS:
-        return READS if getattr(fn, "__name__", "") in _CONTAINER_READS else MUTATES
+        return READS if getattr(fn, "__name__", "") in CONTAINER_READS else MUTATES
     module = label.rpartition(".")[0]
     while module:
-        if module in _READER_MODULES:
+        if module in READER_MODULES:
             return READS
         module = module.rpartition(".")[0]
     return UNKNOWN
@@ -386,6 +348,9 @@ def _walk(watch: Any, effect: str, label: str, todo: list, first: Any, out: list
             walk = _walk_of(kind)
         if walk == _SKIP:
             continue
+        if walk == _STREAM:
+            out.extend(handoff_streams.touched(watch, value, Kind.HANDOFF if effect == UNKNOWN else READ, label))
+            continue
         if walk == _HOLDER:
             todo.extend((inner, inside) for inner in reversed(value))
             continue
@@ -415,16 +380,17 @@ def _walk(watch: Any, effect: str, label: str, todo: list, first: Any, out: list
     return tuple(a._replace(via=label) for a in dict.fromkeys(out)), before
 
 
-_SKIP, _HOLDER, _CONTAINER, _PROGRAM, _FOREIGN = range(5)
+_SKIP, _HOLDER, _CONTAINER, _PROGRAM, _FOREIGN, _STREAM = range(6)
 _WALKS: dict[type, int] = {}  # type -> how a hand-off's walk treats its objects
 
 
 def _walk_of(kind: type) -> int:
     """How a walk treats objects of ``kind``: nothing in them (plain values, racecheck's own objects), only what
     they hold (tuple, frozenset), a container, an object of the program, or of the standard library or C."""
-    if (kind in _LEAVES or kind in PLAIN and not issubclass(kind, _CONTAINERS) or _own(getattr(kind, "__module__", ""))
-            or issubclass(kind, io.IOBase)):
-        walk = _SKIP  # a file object's state is C state (position, buffer); its `mode` and `name` are open()'s
+    if kind in _LEAVES or kind in PLAIN and not issubclass(kind, _CONTAINERS) or _own(getattr(kind, "__module__", "")):
+        walk = _SKIP
+    elif issubclass(kind, io.IOBase):
+        walk = _STREAM  # its state is C state (position, buffer): one piece of memory (handoff_streams)
     elif issubclass(kind, (tuple, frozenset)):
         walk = _HOLDER
     elif issubclass(kind, _CONTAINERS):
