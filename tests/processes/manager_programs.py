@@ -80,3 +80,19 @@ def direct_sync_manager():
 
 def manager_array():
     multiprocessing.Manager().Array("i", [0, 0])
+
+
+def _bump_attribute(namespace):
+    namespace.x += 1
+
+
+def namespace_fork():
+    """Two processes doing ``ns.x += 1`` on a manager's Namespace: a lost update on its attribute."""
+    ctx = multiprocessing.get_context("fork")
+    namespace = ctx.Manager().Namespace(x=0)
+    workers = [ctx.Process(target=_bump_attribute, args=(namespace,)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert namespace.x == 2, f"lost update: namespace.x == {namespace.x}"

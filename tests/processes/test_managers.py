@@ -88,3 +88,13 @@ def test_what_a_served_manager_does_not_serve_is_a_clear_error():
     assert not result.ok
     assert "NotImplementedError: racecheck: Manager().Array() is not served" in result.failure.message, \
         result.failure.message
+
+
+def test_a_lost_update_on_a_managers_namespace_is_found_once_per_access():
+    """Each attribute access is one point on ``mgr.Namespace#1.x``; the memory hooks add none of their own."""
+    result = racecheck.explore(manager_programs.namespace_fork, strategy="dpor", schedules=30, seed=1)
+    failure = result.failure
+    assert failure is not None and "lost update: namespace.x == 1" in failure.message, failure
+    assert "read mgr.Namespace#1.x  @manager_programs.py" in failure.trace, failure.trace
+    assert "ManagedNamespace" not in failure.trace, failure.trace
+    assert {r.obj for r in result.data_races} == {"mgr.Namespace#1.x"}, result.data_races

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from racecheck.control.memory_discovery import PLAIN
 from racecheck.control.memory_hooks import no_items
 from racecheck.control.processes.link import routed
 from racecheck.control.processes.models import Served, calling_process, dumps, loads
@@ -423,5 +424,8 @@ class ManagedNamespace(Served, Primitive):
         return f"<racecheck {self.__dict__.get('_name') or self.__dict__.get('mid')}>"
 
 
+# What the memory hooks would record beside the points above, under the stand-in's own name: their items, and a
+# namespace's attributes (its own points); the others' attributes are methods and properties.
 for _served in (ManagedDict, ManagedList):
     no_items(_served)
+PLAIN.add(ManagedNamespace)
