@@ -96,3 +96,19 @@ def namespace_fork():
     for worker in workers:
         worker.join()
     assert namespace.x == 2, f"lost update: namespace.x == {namespace.x}"
+
+
+def _bump_item(array):
+    array[0] += 1
+
+
+def array_fork():
+    """Not a manager's: a served ``multiprocessing.Array``, whose items are its own points too."""
+    ctx = multiprocessing.get_context("fork")
+    array = ctx.Array("i", [0, 0])
+    workers = [ctx.Process(target=_bump_item, args=(array,)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert array[0] == 2, f"lost update: array[0] == {array[0]}"

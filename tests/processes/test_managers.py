@@ -98,3 +98,11 @@ def test_a_lost_update_on_a_managers_namespace_is_found_once_per_access():
     assert "read mgr.Namespace#1.x  @manager_programs.py" in failure.trace, failure.trace
     assert "ManagedNamespace" not in failure.trace, failure.trace
     assert {r.obj for r in result.data_races} == {"mgr.Namespace#1.x"}, result.data_races
+
+
+def test_a_served_arrays_items_are_points_once():
+    """The memory hooks leave a served object's items to it (``memory_hooks.no_items``): no ``ProcessArray#1[0]``."""
+    result = racecheck.explore(manager_programs.array_fork, strategy="dpor", schedules=30, seed=1)
+    failure = result.failure
+    assert failure is not None and "lost update: array[0] == 1" in failure.message, failure
+    assert "read mp.Array#1[0]" in failure.trace and "ProcessArray" not in failure.trace, failure.trace
