@@ -60,3 +60,18 @@ def parents_lock_shown():
     """``parents_lock``, failing at its end on purpose: its trace shows the lock operations of both processes."""
     parents_lock()
     raise AssertionError("shown")
+
+
+def _two_threads_module_lock(reports):
+    _two_threads(reports, _MADE_BEFORE)
+
+
+def real_lock_spawn():
+    """A spawned child's threads count under a lock its module made at import, before the child's run: real."""
+    ctx = multiprocessing.get_context("spawn")
+    reports = ctx.Queue()
+    child = ctx.Process(target=_two_threads_module_lock, args=(reports,))
+    child.start()
+    count = reports.get()
+    child.join()
+    assert count == 2, f"lost update in the child: {count}"

@@ -9,7 +9,7 @@ import pytest
 import racecheck
 
 
-@pytest.mark.parametrize("name", ["parents_lock", "parents_rlock", "real_lock"])
+@pytest.mark.parametrize("name", ["parents_lock", "parents_rlock", "real_lock", "real_lock_spawn"])
 def test_a_counter_under_a_lock_the_child_did_not_make_is_proved_clean(name):
     result = racecheck.explore(getattr(child_lock_programs, name), strategy="dpor", schedules=200, seed=1)
     assert result.ok, result.failure and result.failure.trace
