@@ -169,7 +169,8 @@ class ManagedDict(_Container):
     def __iter__(self) -> Any:
         if calling_process(self._run) != "P0":
             # CPython's DictProxy answers iteration with a new proxy, which a process without the manager object
-            # (every child) cannot make: the real one fails so in a child, and so does this one
+            # (every child) cannot make (python/cpython#99595, open for 3.11-3.13): the real one fails so in a child,
+            # and so does this one
             raise AttributeError("'NoneType' object has no attribute '_registry' (a manager dict iterated in a "
                                  "child process: use list(d.keys()))")
         return iter(self.keys.__wrapped__(self))
