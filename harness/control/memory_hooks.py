@@ -47,7 +47,9 @@ _state = runtime.thread_state
 _FunctionType, _MethodType, _BuiltinType = types.FunctionType, types.MethodType, types.BuiltinFunctionType
 _real_getattr, _real_setattr, _real_delattr = getattr, setattr, delattr
 
-_NO_ITEMS = frozenset({str, bytes, tuple, frozenset, range, types.MappingProxyType, memoryview, type(None)})
+# Types whose items are no plain memory: immutable ones, and stand-ins whose item operations are points of their own
+# (``no_items``: a served manager's dict), which would otherwise be recorded twice, once under the stand-in's name.
+_NO_ITEMS = {str, bytes, tuple, frozenset, range, types.MappingProxyType, memoryview, type(None)}
 _CONTAINERS = (dict, list, set, deque, bytearray)
 _STDLIB = frozenset(sys.stdlib_module_names)
 
@@ -181,6 +183,11 @@ def delete_attribute(obj: Any, name: str) -> None:
 
 
 # ----- items --------------------------------------------------------------------------------------------------------
+
+
+def no_items(kind: type) -> None:
+    """``kind``'s items are not watched: its own ``__getitem__``/``__setitem__`` make their points."""
+    _NO_ITEMS.add(kind)
 
 
 def get_item(obj: Any, key: Any) -> Any:

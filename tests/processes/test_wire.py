@@ -6,7 +6,7 @@ objects with multiprocessing's registered reducers (torch's tensors') travel as 
 import multiprocessing
 from multiprocessing.reduction import ForkingPickler
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from racecheck.control.processes.wire import PLAIN, Wire
 
@@ -23,7 +23,8 @@ def _plain(message):
     return type(message) in PLAIN
 
 
-@settings(max_examples=30, deadline=None)
+# large messages are the point (70 kB binaries cross reads): hypothesis's data_too_large check failed it 1 run in 2
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.data_too_large, HealthCheck.too_slow])
 @given(st.lists(messages, min_size=1, max_size=5), st.booleans())
 def test_the_wire_and_a_connection_read_each_others_messages(batch, wire_sends):
     a, b = multiprocessing.Pipe()

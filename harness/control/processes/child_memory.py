@@ -14,7 +14,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control.memory_names import Watch
-from racecheck.control.processes import link
+from racecheck.control.processes import inherited, link
 from racecheck.control.processes.link import registry_of
 from racecheck.runtime.steps import Access, Obj
 
@@ -38,6 +38,8 @@ def serve(run: Any, message: tuple, at_line: Any) -> Any:
             serve(run, merged, at_line)
         return None
     label = registry_of(run).process_of[runtime.current_thread_record().tid]
+    if kind == "real_lock":  # a real lock taken or given, in order with the accesses merged around it
+        return inherited.serve_real_lock(run, label, message)
     if kind == "atomic":
         return run.memory_steps.atomic_addition()
     if kind == "replace_memory":

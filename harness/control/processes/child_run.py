@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control.processes import child_memory, child_threads, shares, spawned
+from racecheck.control.processes import child_memory, child_threads, inherited, shares, spawned
 from racecheck.control.processes.link import caller_line, portable, registry_of
 from racecheck.runtime.access import JOIN, on_thread
 
@@ -207,7 +207,9 @@ class ChildRun:
 
     def real_lock(self, me: Any, change: int, lock: Any) -> None:
         """Real locks in a child: no memory point inside their critical sections (``real_held``, as in the
-        parent), but the sections are not ordered across the child's threads for the data-race report."""
+        parent); each take and give goes to the parent in order with the merged accesses (``inherited``)."""
+        if self.mine():
+            self.link.merge(inherited.real_lock_message(change, lock))
 
 
 def join(link: Any, setting: dict[str, Any]) -> None:
@@ -217,6 +219,7 @@ def join(link: Any, setting: dict[str, Any]) -> None:
         spawned.install(setting.get("home"), setting["install"])
     run = ChildRun(link, setting["label"], setting)
     runtime.bind(run, run.record)
+    inherited.adopt(run)  # a forked child's copies of the parent's stand-ins are its own
 
 
 def serve_message(run: Any, message: tuple, at_line: Any) -> tuple | None:

@@ -42,6 +42,7 @@ def start_in_child(run: Any, thread: Any, real_start: Any, record: Any) -> None:
     run.threads.append((thread, rec))
     body = thread.run
     boxes = run.link.boxes
+    boxes.add_reader()
 
     def controlled() -> None:
         runtime.bind(None, None)

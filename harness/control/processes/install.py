@@ -17,6 +17,7 @@ import functools
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.context
+import multiprocessing.managers
 import multiprocessing.process
 import multiprocessing.shared_memory
 from collections.abc import Callable, Iterator
@@ -25,7 +26,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control import instrument
-from racecheck.control.processes import children, pools, segments, spawned, warm
+from racecheck.control.processes import children, managers, pools, segments, spawned, warm
 from racecheck.control.processes.models import FACTORIES
 from racecheck.control.ranks import prepare as _ranks_prepared  # noqa: F401 - children of a run may be ranks
 
@@ -45,7 +46,7 @@ def _controlled(depth: int) -> Any:
 
 
 # What a controlled caller gets for each factory of ``multiprocessing`` (and of every context).
-SERVED: dict[str, Callable[..., Any]] = {**FACTORIES, "Pool": pools.Pool}
+SERVED: dict[str, Callable[..., Any]] = {**FACTORIES, "Pool": pools.Pool, "Manager": managers.manager}
 
 
 def _factory_method(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
@@ -167,6 +168,7 @@ PATCHES: list[tuple[Any, str, Callable[[Any], Any]]] = [
     (_Base, "kill", _stopper("kill")),
     (_Base, "exitcode", _exitcode),
     (multiprocessing.connection, "wait", _wait),
+    (multiprocessing.managers.BaseManager, "start", managers.started_for_real),
     *[(_Context, name, functools.partial(_factory_method, name)) for name in SERVED],
 ]
 

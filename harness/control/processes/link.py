@@ -145,12 +145,23 @@ class Mailboxes:
         self.boxes: dict[int, deque] = {}
         self.reading = False
         self.sending = _real_lock()
+        # Whether the child has threads of the run besides its first (``add_reader``): until then the first is the
+        # only reader and every message is its own, so it reads without the boxes' condition (a quarter of the
+        # child's side of a point went into taking it twice and notifying nobody).
+        self.shared = False
+
+    def add_reader(self) -> None:
+        """A thread of the run besides the first is about to start: from now on, readers take turns. Called by the
+        thread that starts it, the one thread of the run then running, which is not reading."""
+        self.shared = True
 
     def send(self, message: Any, plain: bool = False) -> None:
         with self.sending:
             self.wire.send(message, plain)
 
     def receive(self, tid: int) -> Any:
+        if not self.shared:
+            return self.wire.recv()  # untagged: the first thread's, the only one
         cond = self.cond
         with cond:
             while True:

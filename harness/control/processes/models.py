@@ -15,6 +15,7 @@ from multiprocessing.sharedctypes import typecode_to_type
 from typing import Any
 
 from racecheck import runtime
+from racecheck.control.memory_hooks import no_items
 from racecheck.control.processes.link import rebuild, registry_of, routed, uncontrolled
 from racecheck.runtime.access import GET, PUT, READ, WRITE, on
 from racecheck.runtime.steps import ObjKind
@@ -445,3 +446,4 @@ FACTORIES: dict[str, Any] = {
     "Event": ProcessEvent, "Semaphore": ProcessSemaphore, "BoundedSemaphore": ProcessBoundedSemaphore,
     "Condition": ProcessCondition, "Barrier": ProcessBarrier,
 }
+no_items(ProcessArray)  # its items are its own points: the memory hooks would record each again as ProcessArray#1[0]

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from racecheck import runtime
+from racecheck.control.memory_hooks import no_items
 from racecheck.control.processes import link
 from racecheck.control.processes.link import registry_of, routed
 from racecheck.control.processes.models import Served
@@ -92,6 +93,9 @@ class Buffer:
 
     def release(self) -> None:
         """Nothing to release: the view holds no export."""
+
+
+no_items(Buffer)  # its items are the segment's points: the memory hooks would record each again as Buffer#1[0]
 
 
 class SharedMemory:

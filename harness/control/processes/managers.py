@@ -1,0 +1,262 @@
+"""``multiprocessing.Manager()`` made by a controlled thread: a manager the run serves, with no server process.
+
+The real manager starts a server process and hands out proxies whose every call is a round trip to it; that
+process would run beside the run, in no schedule. Here ``Manager()`` (of any context) gives a ``ServedManager``
+whose proxies are models the parent serves like the other ``multiprocessing`` objects (``models``): a child holds
+their id and each call is a request its proxy performs here, a scheduling point with its accesses. So
+``d["n"] += 1`` from two children is a lost update pct and dpor find, and the manager's locks and events are the
+controlled sync stand-ins, ordering what they guard for the data-race report.
+
+What is served: ``dict``, ``list``, ``Value``, ``Namespace`` (``manager_data``), ``Queue``, ``JoinableQueue``,
+``Lock``, ``RLock``, ``Semaphore``, ``BoundedSemaphore``, ``Condition``, ``Event``, ``Barrier``. What is not
+(``Array``, ``Pool``, ``register``ed types, a ``BaseManager``/``SyncManager`` built directly) says so: the first
+two raise at the call, and a real manager's server started by a controlled thread is listed among the escapes
+(``started_for_real``), never run silently.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from racecheck import runtime
+from racecheck.control import processes_escape
+from racecheck.control.processes.link import routed
+from racecheck.control.processes.manager_data import ManagedDict, ManagedList, ManagedNamespace, ManagedValue
+from racecheck.control.processes.models import ProcessBarrier, ProcessEvent, Served, dumps, loads
+from racecheck.sync.conditions import ControlledCondition
+from racecheck.sync.events import ControlledBoundedSemaphore, ControlledSemaphore
+from racecheck.sync.locks import ControlledLock, ControlledRLock
+from racecheck.sync.queues import ControlledQueue
+
+__racecheck_engine__ = True
+
+
+class ManagedLock(Served, ControlledLock):
+    """A manager's ``Lock()``: a ``threading.Lock`` in the server; ``acquire(blocking, timeout)`` as its proxy
+    passes them, a release of an unlocked one a RuntimeError."""
+
+    _kind = "mgr.Lock"
+
+    def __init__(self, run: Any) -> None:
+        ControlledLock.__init__(self, run)
+        self.enrol(run, self._name)
+
+    @routed
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        if timeout is None:
+            return ControlledLock.acquire(self, blocking)
+        return ControlledLock.acquire(self, blocking, timeout)
+
+    release = routed(ControlledLock.release)
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+class ManagedRLock(Served, ControlledRLock):
+    """A manager's ``RLock()``: owned by the thread (of whichever process) that took it, as the server's thread per
+    connection owns it."""
+
+    _kind = "mgr.RLock"
+
+    def __init__(self, run: Any) -> None:
+        ControlledRLock.__init__(self, run)
+        self.enrol(run, self._name)
+
+    @routed
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        if timeout is None:
+            return ControlledRLock.acquire(self, blocking)
+        return ControlledRLock.acquire(self, blocking, timeout)
+
+    release = routed(ControlledRLock.release)
+    __enter__ = ManagedLock.__enter__
+    __exit__ = ManagedLock.__exit__
+
+
+class ManagedSemaphore(Served, ControlledSemaphore):
+    _kind = "mgr.Semaphore"
+
+    def __init__(self, run: Any, value: int = 1) -> None:
+        ControlledSemaphore.__init__(self, run, value)
+        self.enrol(run, self._name)
+
+    acquire = routed(ControlledSemaphore.acquire)
+    release = routed(ControlledSemaphore.release)
+    __enter__ = ManagedLock.__enter__
+    __exit__ = ManagedLock.__exit__
+
+
+class ManagedBoundedSemaphore(Served, ControlledBoundedSemaphore):
+    _kind = "mgr.BoundedSemaphore"
+
+    def __init__(self, run: Any, value: int = 1) -> None:
+        ControlledBoundedSemaphore.__init__(self, run, value)
+        self.enrol(run, self._name)
+
+    acquire = routed(ControlledBoundedSemaphore.acquire)
+    release = routed(ControlledBoundedSemaphore.release)
+    __enter__ = ManagedLock.__enter__
+    __exit__ = ManagedLock.__exit__
+
+
+class ManagedCondition(Served, ControlledCondition):
+    """A manager's ``Condition(lock)``: its lock a served one (an RLock by default), every call routed."""
+
+    _kind = "mgr.Condition"
+
+    def __init__(self, run: Any, lock: Any = None) -> None:
+        ControlledCondition.__init__(self, run, lock if lock is not None else ManagedRLock(run))
+        self.enrol(run, self._name)
+
+    @routed
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        return self._lock.acquire(blocking, timeout)
+
+    @routed
+    def release(self) -> None:
+        self._lock.release()
+
+    wait = routed(ControlledCondition.wait)
+    wait_for = routed(ControlledCondition.wait_for)
+    notify = routed(ControlledCondition.notify)
+    notify_all = routed(ControlledCondition.notify_all)
+    __enter__ = ManagedLock.__enter__
+    __exit__ = ManagedLock.__exit__
+
+
+class ManagedEvent(ProcessEvent):
+    _kind = "mgr.Event"
+
+
+class ManagedBarrier(ProcessBarrier):
+    _kind = "mgr.Barrier"
+
+
+class ManagedQueue(Served, ControlledQueue):
+    """A manager's ``Queue()``: a ``queue.Queue`` in the server (``queue.Empty``/``Full``, a negative timeout a
+    ValueError), its items pickles."""
+
+    _kind = "mgr.Queue"
+
+    def __init__(self, run: Any, maxsize: int = 0) -> None:
+        ControlledQueue.__init__(self, run, maxsize)
+        self.enrol(run, self._name)
+
+    @routed
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        ControlledQueue.put(self, dumps(self._run, item), block, timeout)
+
+    @routed
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        return loads(self._run, ControlledQueue.get(self, block, timeout))
+
+    def put_nowait(self, item: Any) -> None:
+        self.put(item, False)
+
+    def get_nowait(self) -> Any:
+        return self.get(False)
+
+    qsize = routed(ControlledQueue.qsize)
+    empty = routed(ControlledQueue.empty)
+    full = routed(ControlledQueue.full)
+    task_done = routed(ControlledQueue.task_done)
+    join = routed(ControlledQueue.join)
+
+
+class ManagedJoinableQueue(ManagedQueue):
+    _kind = "mgr.JoinableQueue"
+
+
+def _not_served(what: str) -> Callable[..., Any]:
+    def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"racecheck: Manager().{what}() is not served by racecheck (a real one would run "
+                                  f"in the manager's server process, outside the run); dict, list, Value, Namespace, "
+                                  f"Queue, Lock, RLock, Semaphore, Condition, Event and Barrier are")
+
+    refuse.__name__ = what
+    return refuse
+
+
+def _making(model: Callable[..., Any]) -> Callable[..., Any]:
+    """A manager's factory method: a new served object, made in the parent (a child's call is routed here)."""
+
+    @functools.wraps(model)
+    def make(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return model(self._run, *args, **kwargs)
+
+    make.__name__ = getattr(model, "_kind", model.__name__).split(".")[-1]
+    return routed(make)
+
+
+class ServedManager(Served):
+    """What ``Manager()`` gives a controlled thread: started already, with no server process; ``start``,
+    ``connect``, ``join`` and ``shutdown`` have nothing to do. Its proxies stay usable after ``shutdown`` (the
+    real ones fail then: a program that uses one after shutdown is not caught here)."""
+
+    def __init__(self, run: Any) -> None:
+        self._run = run
+        self.enrol(run, run.new_object_id("mgr.Manager"))
+
+    address = "racecheck-served-manager"
+
+    def start(self, initializer: Any = None, initargs: tuple = ()) -> None:
+        """Served managers are started when made."""
+
+    def connect(self) -> None:
+        """Nothing to connect to."""
+
+    def join(self, timeout: float | None = None) -> None:
+        """No server process to wait for."""
+
+    def shutdown(self) -> None:
+        """No server process to stop."""
+
+    def __enter__(self) -> ServedManager:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+
+    def __repr__(self) -> str:
+        return f"<racecheck {self.mid}>"
+
+    dict = _making(ManagedDict)
+    list = _making(ManagedList)
+    Value = _making(ManagedValue)
+    Namespace = _making(ManagedNamespace)
+    Queue = _making(ManagedQueue)
+    JoinableQueue = _making(ManagedJoinableQueue)
+    Lock = _making(ManagedLock)
+    RLock = _making(ManagedRLock)
+    Semaphore = _making(ManagedSemaphore)
+    BoundedSemaphore = _making(ManagedBoundedSemaphore)
+    Condition = _making(ManagedCondition)
+    Event = _making(ManagedEvent)
+    Barrier = _making(ManagedBarrier)
+    Array = _not_served("Array")
+    Pool = _not_served("Pool")
+
+
+def manager(run: Any) -> ServedManager:
+    """``multiprocessing.Manager()`` / ``ctx.Manager()`` for a controlled thread."""
+    return ServedManager(run)
+
+
+def started_for_real(real: Callable[..., Any]) -> Callable[..., Any]:
+    """``BaseManager.start``: a manager racecheck does not serve (a ``SyncManager`` or subclass built directly),
+    started by a controlled thread, runs its real server process: named among the escapes, then started."""
+
+    @functools.wraps(real)
+    def start(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if runtime.current_run() is not None and runtime.current_thread_record() is not None:
+            processes_escape.record(f"a manager's server process ({type(self).__name__})")
+        return real(self, *args, **kwargs)
+
+    start._racecheck_real = real  # type: ignore[attr-defined]
+    return start
