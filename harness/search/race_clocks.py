@@ -22,12 +22,13 @@ from typing import Any
 
 from racecheck.runtime.access import BEGIN, thread_obj
 from racecheck.runtime.relation import Role, active
-from racecheck.runtime.steps import Obj
+from racecheck.runtime.steps import Obj, ObjKind
 
 __racecheck_engine__ = True
 
 _REAL = object()  # marks a real lock's take or give among a step's operations
 _INF = float("inf")
+DATA, SYNC = Role.DATA, Role.SYNC
 
 # One race as found in one run: (object, (thread, kind, location, event index, point) for each side).
 # (thread, kind, location, event index, point, the callee it was handed to or "") for each side
@@ -50,8 +51,8 @@ class RaceClocks:
         self.found: list[tuple[Obj, tuple, tuple]] = []  # sides with ``where`` in place of the line
         self.pairs: set[tuple] = set()
         self.relation = active()
-        # object -> (its role, its kind's conflict table): looked up once per object and run
-        self.categories: dict[Any, tuple[Role, dict]] = {}
+        # object kind -> (its role, its conflict table): built once per relation, not per object and run
+        self.categories = _categories(self.relation)
         self.cursor = 0  # the trace's events read so far
         self.slice: list[tuple] = []  # the operations of the slice being read, played when the next one begins
         self.mixed = False  # it holds operations made at points of their own (merged accesses, real locks)
@@ -187,24 +188,20 @@ class RaceClocks:
                 self._real(op)
                 continue
             obj = one.obj
-            found = categories.get(obj)
-            if found is None:
-                found = categories[obj] = (self.relation.role(obj), self.relation.conflict_rows[obj.kind])
-            category, conflict = found
-            if category == Role.DATA:  # inline: the most frequent case by far
+            category, conflict = categories[obj.kind]
+            if category == DATA:  # inline: the most frequent case by far
                 kind, tid = one.kind, op[7]
                 clock = clocks[tid]
-                entry = (clock[tid], op[5], op[6], op[4], one.via)
                 last = shadow.get(obj)
                 if last is None:
-                    shadow[obj] = {(tid, kind): entry}
+                    shadow[obj] = {(tid, kind): (clock[tid], op)}
                     continue
-                for (other, other_kind), (epoch, index, point, where, via) in last.items():
+                for (other, other_kind), (epoch, earlier) in last.items():
                     if other != tid and epoch > clock[other] and conflict[(other_kind, kind)]:
-                        self._found(obj, (other, other_kind, where, index, point, via),
+                        self._found(obj, (other, other_kind, earlier[4], earlier[5], earlier[6], earlier[3].via),
                                     (tid, kind, op[4], op[5], op[6], one.via))
-                last[(tid, kind)] = entry
-            elif category == Role.SYNC:  # inline too: a run of executors and futures is mostly these
+                last[(tid, kind)] = (clock[tid], op)
+            elif category == SYNC:  # inline too: a run of executors and futures is mostly these
                 kind, tid = one.kind, op[7]
                 active.add(tid)
                 clock = clocks[tid]
@@ -238,6 +235,16 @@ class RaceClocks:
         if change < 0:
             self.sync[lock] = clock.copy()
             clock[tid] += 1
+
+
+_CATEGORIES: list[tuple[Any, dict[ObjKind, tuple[Role, dict]]]] = []
+
+
+def _categories(relation: Any) -> dict[ObjKind, tuple[Role, dict]]:
+    """``relation``'s role and conflict table of every object kind (a role is its object kind's: ``Relation.role``)."""
+    if not _CATEGORIES or _CATEGORIES[0][0] is not relation:
+        _CATEGORIES[:] = [(relation, {kind: (relation.roles[kind], relation.conflict_rows[kind]) for kind in ObjKind})]
+    return _CATEGORIES[0][1]
 
 
 def _side(side: tuple, trace: Sequence[Any], where: dict[tuple[int, int], str]) -> Side:
