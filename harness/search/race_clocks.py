@@ -66,11 +66,15 @@ class RaceClocks:
 
     def feed(self, trace: Sequence[Any]) -> None:
         """Every event of ``trace`` is final: read those not read yet (per decision of every run: the slice's state
-        is kept in locals while it goes)."""
+        is kept in locals while it goes). Each slice that ends here is put in its order where it lies in ``ops``
+        (its thread's real-lock operations added, sorted when mixed), and all of them are played in one pass: a
+        call per slice, as it was, cost as much as a slice's own play on the micro workload."""
         start, stop = self.cursor, len(trace)
         if start >= stop:
             return
+        real = self._real_now()  # no real lock is taken or given while the events are read: the same all through
         n, ops, running, stepping, mixed = self.n, self.slice, self.running, self.stepping, self.mixed
+        begun = 0  # where the slice being read begins in ``ops``
         for index in range(start, stop):
             event = trace[index]
             tid = event.tid
@@ -78,9 +82,11 @@ class RaceClocks:
                 self._grow(tid)
                 n = self.n
             if event.switch != "info":
-                if ops or stepping >= 0:
-                    self._play(ops, mixed, running, stepping, trace)
-                    ops = []
+                if stepping >= 0 and real and self._real_ops(ops, running, stepping, trace):
+                    mixed = True
+                if mixed:
+                    ops[begun:] = sorted(ops[begun:], key=_order)
+                begun = len(ops)
                 running, stepping = tid, index
                 access, marks, at = event.access, event.marks, event.at
                 if marks:
@@ -100,14 +106,20 @@ class RaceClocks:
                 access = event.access
                 if access:
                     if tid != running:
-                        if ops or stepping >= 0:
-                            self._play(ops, mixed, running, stepping, trace)
-                            ops = []
+                        if stepping >= 0 and real and self._real_ops(ops, running, stepping, trace):
+                            mixed = True
+                        if mixed:
+                            ops[begun:] = sorted(ops[begun:], key=_order)
+                        begun = len(ops)
                         running, stepping, mixed = tid, -1, False
                     at = event.at
                     for position, one in enumerate(access):
                         ops.append((at, 2, index * 64 + position, one, None, index, at, tid))
-        self.cursor, self.slice, self.running, self.stepping, self.mixed = stop, ops, running, stepping, mixed
+        pending = ops[begun:]
+        if begun:
+            del ops[begun:]
+            self._play(ops)
+        self.cursor, self.slice, self.running, self.stepping, self.mixed = stop, pending, running, stepping, mixed
 
     def close(self, run_end: Any) -> list[Found]:
         """The run has ended (a ``RunEnd``): its last events are read and played, and its races are named, each
@@ -116,7 +128,12 @@ class RaceClocks:
         memory = run_end.memory_steps
         self.real_source = memory.real_sync or ()
         self.feed(trace)
-        self._play(self.slice, self.mixed, self.running, self.stepping, trace)
+        ops, mixed, stepping = self.slice, self.mixed, self.stepping
+        if stepping >= 0 and self._real_now() and self._real_ops(ops, self.running, stepping, trace):
+            mixed = True
+        if mixed:
+            ops.sort(key=_order)
+        self._play(ops)
         self.slice = []
         atomic: set[tuple[int, int]] = set() if self.atomic else memory.atomic
         where = memory.where or {}
@@ -167,19 +184,15 @@ class RaceClocks:
         self.taken[tid] = k
         return k > start
 
-    def _play(self, ops: list[tuple], mixed: bool, running: int, stepping: int, trace: Sequence[Any]) -> None:
-        """One slice's operations (``stepping``: the index of the step event that began it, -1 for notes alone), in
-        the order its thread made them: a step's own accesses, then notes, merged accesses and real-lock operations
-        by the point they were made at (only those need sorting)."""
-        if stepping >= 0:
-            if not self.real_source and self.view is not None:
-                self.real_source = self.view.real_sync or ()
-            if self.real_source and self._real_ops(ops, running, stepping, trace):
-                mixed = True
-        if not ops:
-            return
-        if mixed:
-            ops.sort(key=_order)
+    def _real_now(self) -> Sequence[tuple[int, int, int, int]]:
+        """The run's real-lock operations so far (read from its view until there are some)."""
+        if not self.real_source and self.view is not None:
+            self.real_source = self.view.real_sync or ()
+        return self.real_source
+
+    def _play(self, ops: list[tuple]) -> None:
+        """Operations in the order their threads made them, slice after slice (``feed``): each slice a step's own
+        accesses, then notes, merged accesses and real-lock operations by the point they were made at."""
         categories, clocks, shadow, sync, active = self.categories, self.clocks, self.shadow, self.sync, self.active
         take_only = self.relation.take_only  # what only takes a synchronising object's clock (``publishes``)
         for op in ops:
