@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
@@ -94,10 +95,9 @@ def _digest(shape: tuple, expanded: bool = False) -> str:
             order.append(who)
             if not access:
                 continue
-        own = len(access) - len(marks)  # the accesses after these joined the step at points of their own
-        for position, one in enumerate(access):
-            if position >= own:
-                who = (tid, marks[position - own])
+        # the accesses after the step's own joined it at points of their own: each is named by its own point
+        whos = (who,) * (len(access) - len(marks)) + tuple((tid, mark) for mark in marks) if marks else repeat(who)
+        for one, who in zip(access, whos):
             obj = one.obj
             if obj is FAIRNESS_OBJ:
                 yielded.add(who)
