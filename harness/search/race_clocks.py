@@ -57,7 +57,8 @@ Found = tuple[Obj, Side, Side]
 class RaceClocks:
     """One run's vector clocks and shadow memory, fed the run's trace as it becomes final (``feed``), closed at the
     run's end (``close``). An operation is (point, class, position, access, where, index, point, thread), ``where``
-    None for a line read from the trace event at ``index``, else the (thread, point) of a joined access's line."""
+    None for a line read from the trace event at ``index``, else the (thread, point) of a joined access's line (the
+    position 0 for a step's own accesses: only sorting read it, and the order they are put in is theirs)."""
 
     def __init__(self, atomic: bool = False) -> None:
         self.atomic = atomic  # a pair of atomic additions is a race too (``Config.atomic_races``)
@@ -118,8 +119,8 @@ class RaceClocks:
                             ops.append((mark, 1, position, one, (tid, mark), index, mark, tid))
                 else:
                     mixed = False
-                    for position, one in enumerate(access):
-                        ops.append((at, 0, position, one, None, index, at, tid))
+                    for one in access:  # in order: no position
+                        ops.append((at, 0, 0, one, None, index, at, tid))
             else:
                 access = event.access
                 if access:
@@ -285,7 +286,9 @@ def _side(side: tuple, trace: Sequence[Any], where: dict[tuple[int, int], str]) 
     return (tid, kind, trace[index].loc if at is None else where.get(at, ""), index, point, via)
 
 
-_order = itemgetter(0, 1, 2)  # an operation's place in its slice: (point, class, position)
+# An operation's place in its slice: its point and class; within one of those, the order it was put in (a stable
+# sort), which is its position (a slice has one step's own accesses, and notes and real-lock operations in order).
+_order = itemgetter(0, 1)
 
 
 def _join(into: list[int], other: list[int]) -> None:
