@@ -97,7 +97,7 @@ def _digest(shape: tuple, expanded: bool = False) -> str:
                 continue
         # the accesses after the step's own joined it at points of their own: each is named by its own point
         whos = (who,) * (len(access) - len(marks)) + tuple((tid, mark) for mark in marks) if marks else repeat(who)
-        for one, who in zip(access, whos):
+        for one, who in zip(access, whos, strict=False):  # ``repeat`` has no end
             obj = one.obj
             if obj is FAIRNESS_OBJ:
                 yielded.add(who)
