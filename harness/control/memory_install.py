@@ -26,6 +26,7 @@ import types
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import is_
 from typing import Any
 
 from racecheck import runtime
@@ -250,8 +251,9 @@ def _unchanged(memo: tuple[Any, ...], namespace: dict[str, Any]) -> bool:
     if len(now_values) != len(then_values) or any(
             len(a) != len(b) for a, b in zip(now_classes, then_classes, strict=True)):
         return False
-    return all(a is b for a, b in zip(now_values, then_values, strict=True)) and all(
-        a is b for now, then in zip(now_classes, then_classes, strict=True) for a, b in zip(now, then, strict=True))
+    # map(is_, ...) walks both in C (the lengths are equal): this runs a few times per schedule on big namespaces
+    return all(map(is_, now_values, then_values)) and all(
+        all(map(is_, now, then)) for now, then in zip(now_classes, then_classes, strict=True))
 
 
 def _functions_of(

@@ -36,6 +36,9 @@ _CODE_DESCRIPTORS = (
 )
 # (type, attribute) -> where it lives: _INSTANCE, _SKIP, or the class that holds it as data
 _WHERE: dict[tuple[type, str], Any] = {}
+# attribute -> the types _WHERE holds it for: a class attribute's write forgets those without a scan of all of
+# _WHERE (thousands of entries once a library is loaded; a write of a class attribute is made every few schedules)
+_WHERE_TYPES: dict[str, list[type]] = {}
 
 
 def where_attribute(cls: type, name: str) -> Any:
@@ -49,6 +52,7 @@ def where_attribute(cls: type, name: str) -> Any:
         found = _where(cls, name)
         if "<locals>" not in getattr(cls, "__qualname__", "<locals>"):
             _WHERE[key] = found
+            _WHERE_TYPES.setdefault(name, []).append(cls)
         else:
             _LOCAL_WHERE[key] = found  # until the run ends (``forget_local_classes``)
     return found
@@ -79,8 +83,8 @@ def _where(cls: type, name: str) -> Any:
 
 def forget_class_attribute(name: str) -> None:
     """A class gained or changed ``name``: what ``where_attribute`` cached about it no longer holds."""
-    for key in [k for k in _WHERE if k[1] == name]:
-        del _WHERE[key]
+    for cls in _WHERE_TYPES.pop(name, ()):
+        _WHERE.pop((cls, name), None)
 
 
 _MISSING = object()

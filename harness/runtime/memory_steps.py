@@ -95,7 +95,9 @@ class MemorySteps:
             if self.cold_codes is not None and accessing_code() in self.cold_codes:
                 self.cold_point = me.tid
             try:
-                run.schedule(f"{op} {declared[0].obj if shown is None else shown}", access=declared, skip=skip + 1)
+                # the object's text, not its __str__ (the same string): a Python call less per memory point
+                text = declared[0].obj.text if shown is None else shown
+                run.schedule(f"{op} {text}", access=declared, skip=skip + 1)
             finally:
                 self.cold_point = -1
             return True

@@ -40,6 +40,7 @@ from typing import Any
 from racecheck.control.processes.link import thread_labels
 from racecheck.runtime.relation import Relation
 from racecheck.runtime.steps import Obj
+from racecheck.search.post_budget import FACTOR, FLOOR
 from racecheck.search.race_clocks import Found
 
 __racecheck_engine__ = True
@@ -205,6 +206,13 @@ class RaceLog:
         self.pairs: set[tuple] = set()
         self.reruns = 0
         self.runs = 0  # runs whose races were taken (``add``)
+        # The reruns' steps, within ``FACTOR`` times the steps the exploration ran otherwise (``FLOOR`` at least),
+        # as the pair's and shrinking's reruns: a run of 10^5 steps costs its rerun as much again, and a sampled
+        # run's rerun watches everything (10x the steps of the micro workload's). ``explored``: every run's steps
+        # so far (``Session.steps_run``, set by the schedule loop); ``unlocated``: the runs refused for it.
+        self.rerun_steps = 0
+        self.explored: Callable[[], int] = lambda: 0
+        self.unlocated = 0
         self.real_locks = False  # a real lock made before the run was taken in some schedule
 
     def wants_locations(self, run: Any, races: list[Found]) -> bool:
@@ -214,12 +222,29 @@ class RaceLog:
         fresh_pair = False
         for found in races:
             if _coarse(found) not in self.kinds:
-                return True
+                return self._steps_left()
             fresh_pair = fresh_pair or _fine(found) not in self.pairs
         # a sampled run's rerun watches every access (``racecheck.search.widening``), a learning run's cost: only for
         # a kind of race not seen before
         budget = min(RERUNS, 1 + self.runs // RERUN_EVERY)
-        return fresh_pair and self.reruns < budget and not run.memory_steps.sampled
+        return fresh_pair and self.reruns < budget and not run.memory_steps.sampled and self._steps_left()
+
+    def _steps_left(self) -> bool:
+        """Whether the reruns' step budget has room for one more; counts the run refused when not (once: a run
+        refused in ``Schedules.after`` is accounted for there, and one granted is asked again in ``_settle`` with
+        nothing run in between)."""
+        if self.rerun_steps < max(FLOOR, FACTOR * (self.explored() - self.rerun_steps)):
+            return True
+        self.unlocated += 1
+        return False
+
+    def note(self) -> str:
+        """What the report says when runs went without their rerun ("" when none did)."""
+        if not self.unlocated:
+            return ""
+        return (f"data races: {self.unlocated} runs that showed new ones were not run again with source lines (their "
+                f"reruns' budget of {FACTOR}x the exploration's steps, {FLOOR} at least, was spent: "
+                f"{self.rerun_steps} steps); races only they showed are not listed")
 
     def add(self, run: Any, races: list[Found], schedule: int, token: Callable[[], str],
             located: bool | None = None) -> None:

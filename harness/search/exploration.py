@@ -79,6 +79,7 @@ def run_exploration(fn: Callable[[], Any], cfg: Config) -> Result:
             result.exhausted, result.no_proof = False, unseen
         coverage.settle(result)
     result.data_races = races.listed()
+    result.races_note = races.note()
     result.coverage = scope_of(parts, result, races.real_locks, session.unwatched(),
                                handed=handed_over() if parts.control.memory else ())
     for failure in result.failures:  # a schedule explored after the check ran, that did not fail this way

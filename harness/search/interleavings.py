@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
@@ -69,13 +70,13 @@ def interleaving_key(events: Sequence[TraceEvent]) -> str:
     return key
 
 
-def _digest(shape: tuple) -> str:
+def _digest(shape: tuple, expanded: bool = False) -> str:
     """``interleaving_key`` of a trace's shape: its structure (per object, its groups of steps) is built in one
-    pass, and only a structure not met before is turned into text and hashed."""
+    pass, and only a structure not met before is turned into text and hashed. A wildcard met on the way (a kind
+    ``_plain_runs`` has no runs for) starts it again on the shape written out (``_expanded``): the pass that looked
+    for one first cost as much as a third of this one, for the few traces that have one."""
     relation = _RELATION[0]
-    if _has_wildcard(shape, relation):
-        shape = _expanded(shape, relation)
-    runs = relation.runs
+    runs = relation.runs if expanded else _plain_runs(relation)
     counts: dict[int, int] = {}
     running: dict[int, tuple[int, int]] = {}  # thread -> its running step
     history: dict[Any, list] = {}
@@ -94,16 +95,18 @@ def _digest(shape: tuple) -> str:
             order.append(who)
             if not access:
                 continue
-        own = len(access) - len(marks)  # the accesses after these joined the step at points of their own
-        for position, one in enumerate(access):
-            if position >= own:
-                who = (tid, marks[position - own])
+        # the accesses after the step's own joined it at points of their own: each is named by its own point
+        whos = (who,) * (len(access) - len(marks)) + tuple((tid, mark) for mark in marks) if marks else repeat(who)
+        for one, who in zip(access, whos, strict=False):  # ``repeat`` has no end
             obj = one.obj
             if obj is FAIRNESS_OBJ:
                 yielded.add(who)
                 continue
             line = history.get(obj)
-            together = runs[obj.kind].get(one.kind)
+            kinds = runs[obj.kind]
+            if kinds is None:
+                return _digest(_expanded(shape, relation), True)
+            together = kinds.get(one.kind)
             if line is None:
                 history[obj] = [together, {who} if together is not None else who]
             elif together is not None and line[-2] is together:
@@ -132,13 +135,15 @@ def _digest(shape: tuple) -> str:
     return key
 
 
-def _has_wildcard(shape: tuple, relation: Relation) -> bool:
-    wildcards = relation.wildcards
-    for _tid, _switch, access, _at, _marks in shape:
-        for one in access:
-            if one.obj.kind in wildcards:
-                return True
-    return False
+_PLAIN_RUNS: list[tuple[Relation, dict]] = []
+
+
+def _plain_runs(relation: Relation) -> dict:
+    """``relation.runs`` with None for the wildcards' kinds: what ``_digest`` reads before a shape is expanded."""
+    if not _PLAIN_RUNS or _PLAIN_RUNS[0][0] is not relation:
+        runs = {kind: None if kind in relation.wildcards else row for kind, row in relation.runs.items()}
+        _PLAIN_RUNS[:] = [(relation, runs)]
+    return _PLAIN_RUNS[0][1]
 
 
 def _expanded(shape: tuple, relation: Relation) -> tuple:

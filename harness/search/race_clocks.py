@@ -18,16 +18,35 @@ by reference and read from the ``RunEnd``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 from racecheck.runtime.access import BEGIN, thread_obj
 from racecheck.runtime.relation import Role, active
-from racecheck.runtime.steps import Obj
+from racecheck.runtime.steps import Obj, ObjKind
 
 __racecheck_engine__ = True
 
-_REAL = object()  # marks a real lock's take or give among a step's operations
+_REAL = object()  # the object kind of a real lock's take or give among a step's operations
+_REAL_ROLE = -1  # its category: neither data nor synchronisation the relation knows of (``_real``)
+
+
+class _RealObj:
+    kind = _REAL
+
+
+class _RealLock(NamedTuple):
+    """A real lock's take (+1) or give (-1), put among a step's accesses in their shape: its object's kind says what
+    it is where the finder looks an access's role up anyway (a test of every operation for it cost ~4% of it)."""
+
+    obj: Any
+    change: int
+    lock: int
+
+
+_REAL_OBJ = _RealObj()
 _INF = float("inf")
+DATA, SYNC = Role.DATA, Role.SYNC
 
 # One race as found in one run: (object, (thread, kind, location, event index, point) for each side).
 # (thread, kind, location, event index, point, the callee it was handed to or "") for each side
@@ -38,7 +57,8 @@ Found = tuple[Obj, Side, Side]
 class RaceClocks:
     """One run's vector clocks and shadow memory, fed the run's trace as it becomes final (``feed``), closed at the
     run's end (``close``). An operation is (point, class, position, access, where, index, point, thread), ``where``
-    None for a line read from the trace event at ``index``, else the (thread, point) of a joined access's line."""
+    None for a line read from the trace event at ``index``, else the (thread, point) of a joined access's line (the
+    position 0 for a step's own accesses: only sorting read it, and the order they are put in is theirs)."""
 
     def __init__(self, atomic: bool = False) -> None:
         self.atomic = atomic  # a pair of atomic additions is a race too (``Config.atomic_races``)
@@ -50,8 +70,8 @@ class RaceClocks:
         self.found: list[tuple[Obj, tuple, tuple]] = []  # sides with ``where`` in place of the line
         self.pairs: set[tuple] = set()
         self.relation = active()
-        # object -> (its role, its kind's conflict table): looked up once per object and run
-        self.categories: dict[Any, tuple[Role, dict]] = {}
+        # object kind -> (its role, its conflict table): built once per relation, not per object and run
+        self.categories = _categories(self.relation)
         self.cursor = 0  # the trace's events read so far
         self.slice: list[tuple] = []  # the operations of the slice being read, played when the next one begins
         self.mixed = False  # it holds operations made at points of their own (merged accesses, real locks)
@@ -65,11 +85,15 @@ class RaceClocks:
 
     def feed(self, trace: Sequence[Any]) -> None:
         """Every event of ``trace`` is final: read those not read yet (per decision of every run: the slice's state
-        is kept in locals while it goes)."""
+        is kept in locals while it goes). Each slice that ends here is put in its order where it lies in ``ops``
+        (its thread's real-lock operations added, sorted when mixed), and all of them are played in one pass: a
+        call per slice, as it was, cost as much as a slice's own play on the micro workload."""
         start, stop = self.cursor, len(trace)
         if start >= stop:
             return
+        real = self._real_now()  # no real lock is taken or given while the events are read: the same all through
         n, ops, running, stepping, mixed = self.n, self.slice, self.running, self.stepping, self.mixed
+        begun = 0  # where the slice being read begins in ``ops``
         for index in range(start, stop):
             event = trace[index]
             tid = event.tid
@@ -77,9 +101,11 @@ class RaceClocks:
                 self._grow(tid)
                 n = self.n
             if event.switch != "info":
-                if ops or stepping >= 0:
-                    self._play(ops, mixed, running, stepping, trace)
-                    ops = []
+                if stepping >= 0 and real and self._real_ops(ops, running, stepping, trace):
+                    mixed = True
+                if mixed:
+                    ops[begun:] = sorted(ops[begun:], key=_order)
+                begun = len(ops)
                 running, stepping = tid, index
                 access, marks, at = event.access, event.marks, event.at
                 if marks:
@@ -93,20 +119,26 @@ class RaceClocks:
                             ops.append((mark, 1, position, one, (tid, mark), index, mark, tid))
                 else:
                     mixed = False
-                    for position, one in enumerate(access):
-                        ops.append((at, 0, position, one, None, index, at, tid))
+                    for one in access:  # in order: no position
+                        ops.append((at, 0, 0, one, None, index, at, tid))
             else:
                 access = event.access
                 if access:
                     if tid != running:
-                        if ops or stepping >= 0:
-                            self._play(ops, mixed, running, stepping, trace)
-                            ops = []
+                        if stepping >= 0 and real and self._real_ops(ops, running, stepping, trace):
+                            mixed = True
+                        if mixed:
+                            ops[begun:] = sorted(ops[begun:], key=_order)
+                        begun = len(ops)
                         running, stepping, mixed = tid, -1, False
                     at = event.at
                     for position, one in enumerate(access):
                         ops.append((at, 2, index * 64 + position, one, None, index, at, tid))
-        self.cursor, self.slice, self.running, self.stepping, self.mixed = stop, ops, running, stepping, mixed
+        pending = ops[begun:]
+        if begun:
+            del ops[begun:]
+            self._play(ops)
+        self.cursor, self.slice, self.running, self.stepping, self.mixed = stop, pending, running, stepping, mixed
 
     def close(self, run_end: Any) -> list[Found]:
         """The run has ended (a ``RunEnd``): its last events are read and played, and its races are named, each
@@ -115,7 +147,12 @@ class RaceClocks:
         memory = run_end.memory_steps
         self.real_source = memory.real_sync or ()
         self.feed(trace)
-        self._play(self.slice, self.mixed, self.running, self.stepping, trace)
+        ops, mixed, stepping = self.slice, self.mixed, self.stepping
+        if stepping >= 0 and self._real_now() and self._real_ops(ops, self.running, stepping, trace):
+            mixed = True
+        if mixed:
+            ops.sort(key=_order)
+        self._play(ops)
         self.slice = []
         atomic: set[tuple[int, int]] = set() if self.atomic else memory.atomic
         where = memory.where or {}
@@ -161,50 +198,39 @@ class RaceClocks:
         start = k
         while k < len(mine) and mine[k][0] < limit:
             point, change, lock = mine[k]
-            ops.append((point, 3, k, (_REAL, change, lock), None, stepping, point, tid))
+            ops.append((point, 3, k, _RealLock(_REAL_OBJ, change, lock), None, stepping, point, tid))
             k += 1
         self.taken[tid] = k
         return k > start
 
-    def _play(self, ops: list[tuple], mixed: bool, running: int, stepping: int, trace: Sequence[Any]) -> None:
-        """One slice's operations (``stepping``: the index of the step event that began it, -1 for notes alone), in
-        the order its thread made them: a step's own accesses, then notes, merged accesses and real-lock operations
-        by the point they were made at (only those need sorting)."""
-        if stepping >= 0:
-            if not self.real_source and self.view is not None:
-                self.real_source = self.view.real_sync or ()
-            if self.real_source and self._real_ops(ops, running, stepping, trace):
-                mixed = True
-        if not ops:
-            return
-        if mixed:
-            ops.sort(key=_order)
+    def _real_now(self) -> Sequence[tuple[int, int, int, int]]:
+        """The run's real-lock operations so far (read from its view until there are some)."""
+        if not self.real_source and self.view is not None:
+            self.real_source = self.view.real_sync or ()
+        return self.real_source
+
+    def _play(self, ops: list[tuple]) -> None:
+        """Operations in the order their threads made them, slice after slice (``feed``): each slice a step's own
+        accesses, then notes, merged accesses and real-lock operations by the point they were made at."""
         categories, clocks, shadow, sync, active = self.categories, self.clocks, self.shadow, self.sync, self.active
         take_only = self.relation.take_only  # what only takes a synchronising object's clock (``publishes``)
         for op in ops:
             one = op[3]
-            if one[0] is _REAL:
-                self._real(op)
-                continue
             obj = one.obj
-            found = categories.get(obj)
-            if found is None:
-                found = categories[obj] = (self.relation.role(obj), self.relation.conflict_rows[obj.kind])
-            category, conflict = found
-            if category == Role.DATA:  # inline: the most frequent case by far
+            category, conflict = categories[obj.kind]
+            if category == DATA:  # inline: the most frequent case by far
                 kind, tid = one.kind, op[7]
                 clock = clocks[tid]
-                entry = (clock[tid], op[5], op[6], op[4], one.via)
                 last = shadow.get(obj)
                 if last is None:
-                    shadow[obj] = {(tid, kind): entry}
+                    shadow[obj] = {(tid, kind): (clock[tid], op)}
                     continue
-                for (other, other_kind), (epoch, index, point, where, via) in last.items():
+                for (other, other_kind), (epoch, earlier) in last.items():
                     if other != tid and epoch > clock[other] and conflict[(other_kind, kind)]:
-                        self._found(obj, (other, other_kind, where, index, point, via),
+                        self._found(obj, (other, other_kind, earlier[4], earlier[5], earlier[6], earlier[3].via),
                                     (tid, kind, op[4], op[5], op[6], one.via))
-                last[(tid, kind)] = entry
-            elif category == Role.SYNC:  # inline too: a run of executors and futures is mostly these
+                last[(tid, kind)] = (clock[tid], op)
+            elif category == SYNC:  # inline too: a run of executors and futures is mostly these
                 kind, tid = one.kind, op[7]
                 active.add(tid)
                 clock = clocks[tid]
@@ -221,6 +247,8 @@ class RaceClocks:
                 if kind not in take_only:
                     sync[obj] = clock.copy()
                     clock[tid] += 1
+            elif category == _REAL_ROLE:
+                self._real(op)
 
     def _found(self, obj: Obj, first: tuple, second: tuple) -> None:
         pair = (obj, first[0], first[1], first[4], second[0], second[1], second[4])
@@ -240,13 +268,27 @@ class RaceClocks:
             clock[tid] += 1
 
 
+_CATEGORIES: list[tuple[Any, dict[Any, tuple[Any, Any]]]] = []
+
+
+def _categories(relation: Any) -> dict[Any, tuple[Any, Any]]:
+    """``relation``'s role and conflict table of every object kind (a role is its object kind's: ``Relation.role``)."""
+    if not _CATEGORIES or _CATEGORIES[0][0] is not relation:
+        found: dict[Any, tuple[Any, Any]] = {
+            kind: (relation.roles[kind], relation.conflict_rows[kind]) for kind in ObjKind}
+        found[_REAL] = (_REAL_ROLE, None)
+        _CATEGORIES[:] = [(relation, found)]
+    return _CATEGORIES[0][1]
+
+
 def _side(side: tuple, trace: Sequence[Any], where: dict[tuple[int, int], str]) -> Side:
     tid, kind, at, index, point, via = side
     return (tid, kind, trace[index].loc if at is None else where.get(at, ""), index, point, via)
 
 
-def _order(op: tuple) -> tuple:
-    return (op[0], op[1], op[2])
+# An operation's place in its slice: its point and class; within one of those, the order it was put in (a stable
+# sort), which is its position (a slice has one step's own accesses, and notes and real-lock operations in order).
+_order = itemgetter(0, 1)
 
 
 def _join(into: list[int], other: list[int]) -> None:

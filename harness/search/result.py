@@ -124,6 +124,7 @@ class Result:
     passed: int = 0  # explored schedules that passed (a failure they did not have depends on the schedule)
     # conflicting accesses no synchronisation ordered, in any schedule explored (``search.data_races``), each once
     data_races: list[DataRace] = field(default_factory=list)
+    races_note: str = ""  # why races some runs showed may be missing from ``data_races`` (``RaceLog.note``)
     coverage: Scope | None = None  # what the verdict covered: the schedule space, what was watched, what escaped
     no_proof: str = ""  # why a search that ran to its end proves nothing (a bounded dpor's), for the verdict
 
@@ -175,6 +176,8 @@ class Result:
         races = self.races_text()
         if races:
             lines.append(races)
+        if self.races_note:
+            lines.append(self.races_note)
         return "\n".join(lines)
 
 

@@ -42,6 +42,7 @@ class Schedules:
         self.counted: Run | None = None  # the last run ``after`` accounted for
         self.stale = 0  # runs of the current schedule that were thrown away (``Run.stale``)
         self.races = races if races is not None else RaceLog(self.config)  # every schedule's data races
+        self.races.explored = lambda: session.steps_run
 
     def run(self, locate: bool) -> None:
         """Explore until the budget, the space or a stop: batches on the carrier, and here each run that ended one
@@ -147,7 +148,9 @@ class Schedules:
             result.passed += 1
             if self.races.wants_locations(run, found_races(run)):
                 self.races.reruns += 1
+                before = session.steps_run
                 again = session.with_locations(run, result)
+                self.races.rerun_steps += session.steps_run - before
                 self._races(run if again is None else again, index, located=True)
             else:
                 self._races(run, index)
