@@ -51,8 +51,8 @@ def _start(self: Any) -> None:
         # nothing by itself: two such threads would commute and dpor prove their race absent. Run through the
         # hand-off's stand-in, its call hands its arguments and bound object over, as watched code calling it does.
         # Swapped after the start (its first step cannot run before this thread's next point), so the thread's
-        # location stays the target's own.
-        self._target = handoff.stand_in(target, getattr(target, "__self__", None))
+        # location stays the target's own. (``_target`` is threading's attribute, set by name as it is read above.)
+        setattr(self, "_target", handoff.stand_in(target, getattr(target, "__self__", None)))  # noqa: B010
 
 
 def _record_in_current_run(thread: Any) -> Any:
