@@ -20,6 +20,7 @@ standard library or C code calls, of a module nothing else touched) runs unwatch
 from __future__ import annotations
 
 import functools
+import hashlib
 import linecache
 import sys
 import types
@@ -58,7 +59,11 @@ class Compiled:
     rewritten: set[types.CodeType] = field(default_factory=set)
 
 
-_compiled: dict[str, Compiled | None] = {}  # file name -> its module's rewritten code (None: cannot be rewritten)
+# (file name, module name, source digest, pytest-prepared) -> the module's rewritten code (None: cannot be
+# rewritten): what makes the compiled code differ. Keyed by file name alone, two modules loaded from one file shared
+# one entry (the second's functions named the first's globals: a data race between two objects), and a file edited
+# and reloaded got its old rewritten code back, matched to the new functions by name and line.
+_compiled: dict[tuple[str, str, bytes, bool], Compiled | None] = {}
 
 
 def _nested(code: types.CodeType) -> Iterator[types.CodeType]:
@@ -69,35 +74,40 @@ def _nested(code: types.CodeType) -> Iterator[types.CodeType]:
 
 
 def compiled_module(filename: str, name: str, namespace: dict[str, Any]) -> Compiled | None:
-    """The rewritten code of the module in ``filename`` (memoised per process); None when it has no source or
-    its source does not compile (then it runs unwatched)."""
-    if filename in _compiled:
-        return _compiled[filename]
-    found: Compiled | None = None
+    """The rewritten code of the module ``name`` in ``filename`` (memoised per process by what makes it differ:
+    ``_compiled``); None when it has no source or its source does not compile (then it runs unwatched)."""
+    linecache.checkcache(filename)  # an edited file's lines, not those read before the edit
     try:
         source = "".join(linecache.getlines(filename, namespace))
+    except (SyntaxError, ValueError, UnicodeDecodeError):
+        source = ""
+    prepare = _imported_as(namespace, source, filename) if source else None
+    key = (filename, name, hashlib.sha256(source.encode("utf-8", "surrogatepass")).digest(), prepare is not None)
+    if key in _compiled:
+        return _compiled[key]
+    found: Compiled | None = None
+    try:
         if source:
-            module_code, rebound = _rewritten(source, filename, name, namespace)
+            module_code, rebound = _rewritten(source, filename, name, prepare)
             codes: dict[tuple[Any, ...], types.CodeType | None] = {}
             every: set[types.CodeType] = set()
             for code in _nested(module_code):
-                key = code_key(code)
-                codes[key] = None if key in codes else code
+                code_id = code_key(code)
+                codes[code_id] = None if code_id in codes else code
                 every.add(code)
                 every.update(c for c in code.co_consts if isinstance(c, types.CodeType))
             found = Compiled(codes, rebound, every)
             watched_code.add(every)
     except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError):
         found = None
-    _compiled[filename] = found
+    _compiled[key] = found
     return found
 
 
-def _rewritten(source: str, filename: str, name: str,
-               namespace: dict[str, Any]) -> tuple[types.CodeType, frozenset[str]]:
+def _rewritten(source: str, filename: str, name: str, prepare: Any) -> tuple[types.CodeType, frozenset[str]]:
     """The module's rewritten code, compiled, and the globals its functions rebind: from the disk cache
-    (``rewrite_cache``) when a process before this one made it, else made here (and kept there)."""
-    prepare = _imported_as(namespace, source, filename)
+    (``rewrite_cache``) when a process before this one made it, else made here (and kept there); ``prepare``: what
+    its import did to its tree first (``_imported_as``)."""
     if prepare is None:
         kept = rewrite_cache.load(source, filename, name)
         if kept is not None:

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from racecheck import runtime
+from racecheck.control import handoff
 from racecheck.control.external import is_plumbing
 from racecheck.runtime.access import JOIN, on_thread
 
@@ -45,6 +46,13 @@ def _start(self: Any) -> None:
     handed = (*getattr(self, "_args", ()), *getattr(self, "_kwargs", {}).values())
     runtime.reach(target if target is not None else self, handed)  # its code, watched from its first step
     run.start_thread(self, _orig_start)
+    if target is not None and run.watch is not None:
+        # A target racecheck does not watch (a builtin such as ``out.append``, the standard library's code) records
+        # nothing by itself: two such threads would commute and dpor prove their race absent. Run through the
+        # hand-off's stand-in, its call hands its arguments and bound object over, as watched code calling it does.
+        # Swapped after the start (its first step cannot run before this thread's next point), so the thread's
+        # location stays the target's own. (``_target`` is threading's attribute, set by name as it is read above.)
+        setattr(self, "_target", handoff.stand_in(target, getattr(target, "__self__", None)))  # noqa: B010
 
 
 def _record_in_current_run(thread: Any) -> Any:

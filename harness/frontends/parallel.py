@@ -127,6 +127,7 @@ def _record(failure: Any, base: int) -> FailureRecord:
         incomplete=str(getattr(failure, "incomplete", "")),
         undecided=str(getattr(failure, "undecided", "")),
         notes=[str(note) for note in getattr(failure, "notes", ())],
+        lanes={f"T{int(tid)}": str(label) for tid, label in sorted(getattr(failure, "lanes", {}).items())},
     )
 
 

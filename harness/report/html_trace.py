@@ -12,7 +12,6 @@ Data races arrive as ``results.json`` writes them (``{"obj", "first": {"thread",
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from html import escape
 from typing import Any
@@ -116,17 +115,14 @@ def describe(race: Any) -> str:
     return f"data race on {field(race, 'obj', '?')}: {access('first')} and {access('second')}{benign}"
 
 
-_PROCESS_THREAD = re.compile(r"(P\d+\.T\d+) is T(\d+)")  # the note a child's thread joins the run with
-
-
-def lane_names(events: Sequence[Any]) -> dict[int, str]:
+def lane_names(failure: FailureRecord) -> dict[int, str]:
     """Each lane's heading: ``T2`` for a thread of the test's process, ``T2 (P1.T0)`` for a thread of a child
-    process, named by the note its proxy made when the thread joined the run (``control.processes``)."""
+    process, as the failure's ``lanes`` name them (the run's registry of processes: never read from the trace's
+    words, which the program's own operations and thread names could imitate)."""
     names: dict[int, str] = {}
-    for event in events:
-        found = _PROCESS_THREAD.fullmatch(str(event[2]))
-        if found is not None:
-            names[int(found.group(2))] = f"T{found.group(2)} ({found.group(1)})"
+    for thread, label in failure.lanes.items():
+        if thread[:1] == "T" and thread[1:].isdigit():
+            names[int(thread[1:])] = f"{thread} ({label})"
     return names
 
 
@@ -139,7 +135,7 @@ def trace_table(index: int, failure: FailureRecord, data_races: Sequence[Any] = 
     for number, race in enumerate(data_races, 1):
         for position in shown_in(failure, race):
             marked.setdefault(position, []).append(number)
-    names = lane_names(events)
+    names = lane_names(failure)
     head = "".join(
         f'<th class="thread" data-thread="T{tid}" style="--lane:{lane_colour(tid)}">'
         f'{escape(names.get(tid, f"T{tid}"))}</th>'

@@ -40,6 +40,7 @@ class FailureRecord:
     incomplete: str = ""  # racecheck's own machinery failed after finding it: which step stopped, and why
     undecided: str = ""  # why the not-a-race check could not decide (an uncontrolled process ran beside it)
     notes: list[str] = field(default_factory=list)  # what the report left undone and why (shrink cut short, no pair)
+    lanes: dict[str, str] = field(default_factory=dict)  # a child process's threads: {"T2": "P1.T0"} (none: {})
 
     @property
     def not_a_race(self) -> bool:

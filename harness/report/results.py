@@ -55,6 +55,7 @@ def failure_dict(f: FailureRecord) -> dict:
         "race": f.race,
         "race_text": f.race_text,
         "notes": list(f.notes),
+        "lanes": dict(f.lanes),
         "cleanup": f.cleanup,
         "depends_on_schedule": f.depends_on_schedule,
         "occurrences": f.occurrences,

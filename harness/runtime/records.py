@@ -11,6 +11,7 @@ from racecheck import runtime
 from racecheck.errors import Abort
 from racecheck.runtime.access import BEGIN, Access, on_thread
 from racecheck.runtime.latch import Latch
+from racecheck.runtime.relayed import relayed_where
 from racecheck.runtime.trace import frame_path
 
 if TYPE_CHECKING:
@@ -83,13 +84,16 @@ class FailureInfo:
     tid: int | None
 
     def signature(self) -> tuple:
-        """What "fails the same way" means for shrinking: kind, exception type and where it was raised."""
+        """What "fails the same way" means for shrinking: kind, exception type and where it was raised (and, for a
+        child process's failure relayed by its parent, where the child raised it: ``runtime.relayed``)."""
+        if self.kind != "exception":
+            return (self.kind, type(self.exception).__name__, "")
         where = ""
         tb = self.exception.__traceback__
         while tb is not None:
             where = f"{frame_path(tb.tb_frame)}:{tb.tb_lineno}"
             tb = tb.tb_next
-        return (self.kind, type(self.exception).__name__, where if self.kind == "exception" else "")
+        return (self.kind, type(self.exception).__name__, relayed_where(self.exception, where))
 
 
 @dataclass

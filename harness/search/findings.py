@@ -102,8 +102,11 @@ def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, i
 
     limit = session.run_config.max_steps
 
-    def fails_same(other: Run) -> bool:  # a swap cut at the budget's cap proves nothing: as if it still failed
-        return other.failure is not None and other.failure.signature() == signature or cut_by(other, limit)
+    def fails_same(other: Run) -> bool:
+        return other.failure is not None and other.failure.signature() == signature
+
+    def cut(other: Run) -> bool:  # a swap cut at its cap proves nothing either way: undecided, never evidence
+        return cut_by(other, limit)
 
     def describe(other: Run) -> str:
         return "passes" if other.failure is None else outcome_line(other)[3:]
@@ -114,7 +117,8 @@ def racing_pair(session: Session, run: Run, result: Result, origin: tuple[str, i
         events += [TraceEvent(run_end.steps + 1, waiting.tid, waiting.op, waiting.loc, WAITING, waiting.access,
                               waiting.points) for waiting in run_end.waiting]
     checked = checked_objects(steps(run_end.trace), run.failure.tid)
-    found = search_pair(events, values, execute, fails_same, describe, budget, token_of, checked, work.more)
+    found = search_pair(events, values, execute, fails_same, describe, budget, token_of, checked, work.more,
+                        cut)
     if found.note and notes is not None:
         notes.append(f"{found.note} ({work.words()})" if work.cut else found.note)
     return named_threads(found.race, thread_labels(run)) if found.race is not None else None

@@ -73,8 +73,9 @@ def capped(session: Any, work: WorkBudget, original: Any) -> Iterator[int]:
     """One run of ``session`` stopped at ``PROBE_FACTOR`` times the steps of the failing run ``original`` (at least
     ``PROBE_FLOOR``), and at what is left of ``work``, never above its own ``max_steps``: a shrink probe or a swap
     that spins (a busy-wait loop the change let run on) would otherwise spend the whole step limit in one run, 10x a
-    small budget. Such a run ends as a step-limit failure, which the caller takes for "not the same failure"
-    (``cut_by``); a failure that is itself a step-limit (a livelock) keeps the full limit, or a cut run would look
+    small budget. Such a run ends as a step-limit failure (``cut_by``), which decides nothing: the shrinker keeps the
+    schedule it had, the pair search counts the swap as undecided (never as "still fails", nor as "passes") and says
+    so in its note; a failure that is itself a step-limit (a livelock) keeps the full limit, or a cut run would look
     the same as it. Yields the cap."""
     saved, read = session.run_config, session.races_read
     cap = saved.max_steps

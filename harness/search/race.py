@@ -190,8 +190,9 @@ class SwapChooser(Chooser):
 
 @dataclass
 class PairSearch:
-    """What naming the racing pair came to: the race, or why none was named (``note``: the budget ran out, or no
-    single swap decides the failure, with the pairs tried), and the swaps run."""
+    """What naming the racing pair came to: the race, or why none was named (``note``: the budget ran out, swaps
+    were cut short at their step cap, or no single swap decides the failure, with the pairs tried), and the swaps
+    run."""
 
     race: Race | None
     spent: int
@@ -199,7 +200,15 @@ class PairSearch:
 
 
 NO_SINGLE_PAIR = "no single racing pair decides this failure"
+LEFT_UNNAMED = "racing pair left unnamed"
 PAIRS_SHOWN = 3  # pairs a "no single pair" note names
+
+
+def cut_words(cut_short: Sequence[str], count: int) -> str:
+    """How a note says that ``count`` swaps (the pairs ``cut_short`` among them) ended at their step cap: such a
+    swap neither failed nor passed, so it decides nothing either way."""
+    pairs = f" ({'; '.join(cut_short[:PAIRS_SHOWN])})" if cut_short else ""
+    return f"{count} swap{'s' if count != 1 else ''} cut short at the step cap decided nothing{pairs}"
 
 
 def side(step: Any, obj: Obj | None, kinds: Sequence[str]) -> tuple[str, str]:
@@ -249,6 +258,7 @@ def search_pair(
     token_of: Callable[[Any], str] | None = None,
     checked: frozenset[Obj] = frozenset(),
     more: Callable[[], bool] | None = None,
+    cut: Callable[[Any], bool] | None = None,
 ) -> PairSearch:
     """The racing pair of the failing schedule whose trace is ``events`` (``values``: its drawn values in order).
     A deadlocked run's trace may end with pseudo-events marked ``WAITING``: the operations its threads were blocked
@@ -257,7 +267,9 @@ def search_pair(
     ``execute(chooser)`` runs one schedule and returns the run (its ``.trace``); ``fails_same(run)`` says whether
     it still fails the same way; ``describe(run)`` says what it did instead; ``token_of(run)`` the swapped run's
     token; ``checked``: the objects the failing check read (tried first); ``more()``: whether the work budget
-    allows another swap (``budget`` counts swaps)."""
+    allows another swap (``budget`` counts swaps); ``cut(run)``: whether a swap ended at a step cap the search set
+    (``post_budget.capped``), which makes it undecided: neither evidence that the pair decides nor that it does not.
+    No note claims that no single pair decides while a swap was cut short."""
     found = steps(events)
     names = identities(found)
     counts = queue_counts(found)
@@ -265,7 +277,18 @@ def search_pair(
     spent = 0
     tried: list[str] = []
     tied: list[tuple[int, int, str]] = []  # candidates no swap reverses alone, for the joint swaps
-    out_of_budget = "racing pair left unnamed: the budget ran out after {} swaps"
+    cut_short: list[str] = []  # the pairs whose swap ended at its step cap, as a note names them
+    cuts = 0
+
+    def was_cut(run: Any) -> bool:
+        nonlocal cuts
+        if cut is None or not cut(run):
+            return False
+        cuts += 1
+        return True
+
+    def unnamed(why: str) -> str:
+        return f"{LEFT_UNNAMED}: {why}" + (f"; {cut_words(cut_short, cuts)}" if cuts else "")
 
     def swap(order: list[int]) -> Any:
         return execute(SwapChooser([(names[k], found[k].event.op) for k in order], values, by_place))
@@ -279,13 +302,18 @@ def search_pair(
 
     for i, j, resource in candidates(events, checked):
         if spent >= budget or more is not None and not more():
-            return PairSearch(None, spent, out_of_budget.format(spent))
+            return PairSearch(None, spent, unnamed(f"the budget ran out after {spent} swaps"))
         order = isolating_order(found, i, j, counts)
         if order is None:
             tied.append((i, j, resource))
             continue  # every order that reverses this pair reverses another: its swap would isolate nothing
         spent += 1
         run = swap(order)
+        if was_cut(run):
+            text = pair_text(i, j, resource)[2]
+            if text:
+                cut_short.append(text)
+            continue
         swapped = steps(run.trace)
         if not _reversed(found, swapped, i, j) or other_reversed(found, swapped, i, j) is not None:
             continue
@@ -303,16 +331,21 @@ def search_pair(
             continue
         spent += 1
         run = swap(order)
-        if not _reversed(found, steps(run.trace), i, j) or fails_same(run):
+        if was_cut(run) or not _reversed(found, steps(run.trace), i, j) or fails_same(run):
             continue
         pairs = [pair_text(x, y, shown(named(found[x].accesses, found[y].accesses)[1]))[2]
                  for x, y in reversed_pairs(found, steps(run.trace), PAIRS_SHOWN)]
         together = "; ".join(text for text in pairs if text)
+        if cuts:
+            return PairSearch(None, spent, unnamed(f"these pairs swapped together make it pass ({together})"))
         return PairSearch(None, spent, f"{NO_SINGLE_PAIR}: no single swap makes it pass; these pairs swapped "
                                        f"together do ({together})")
+    still = f"swapped alone, {'the others' if cuts else 'each'} still fail{'' if cuts else 's'} ({'; '.join(tried)})"
+    if cuts:
+        return PairSearch(None, spent, unnamed(still) if tried else f"{LEFT_UNNAMED}: {cut_words(cut_short, cuts)}")
     if not tried:
         return PairSearch(None, spent)
-    return PairSearch(None, spent, f"{NO_SINGLE_PAIR}: swapped alone, each still fails ({'; '.join(tried)})")
+    return PairSearch(None, spent, f"{NO_SINGLE_PAIR}: {still}")
 
 
 def _reversed(original: Sequence[tuple[TraceEvent, int, Any]], swapped: Sequence[tuple[TraceEvent, int, Any]],

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from racecheck.control.processes.link import thread_labels
 from racecheck.runtime.exception_text import exception_text
 from racecheck.runtime.records import FailureInfo
 from racecheck.runtime.scheduler import Run
@@ -64,6 +65,9 @@ class Failure:
     # what the report left undone and why: shrinking cut short, the racing pair left unnamed or decided by no single
     # pair (``search.post_budget``, ``search.race``), one line each
     notes: list[str] = field(default_factory=list)
+    # the threads of child processes by thread id: {2: "P1.T0"} (empty without children): what a report names each
+    # lane, from the run's registry rather than from the trace's words
+    lanes: dict[int, str] = field(default_factory=dict)
 
     @property
     def message(self) -> str:
@@ -224,4 +228,5 @@ def failure_of(
         original_steps=original.steps,
         shrink_probes=probes,
         cleanup=[item.to_dict() for item in run.cleaned],
+        lanes=thread_labels(run),
     )

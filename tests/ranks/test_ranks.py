@@ -37,6 +37,18 @@ def test_the_retention_race_across_ranks_is_found(found, strategy):
     assert "enter barrier #1 on WORLD (rank 0)" in failure.trace
 
 
+@pytest.mark.parametrize("strategy", ["pct", "dpor"])
+def test_the_retention_race_names_its_racing_pair(found, strategy):
+    """Swapped, rank 0's assertion fails instead of rank 1's: both reach the test as torch's ProcessRaisedException
+    at one line of spawn.py, told apart by where the child raised it (``runtime.relayed``)."""
+    failure = found[strategy].failure
+    race = failure.race
+    assert race is not None, failure.notes
+    assert (race.first.op, race.second.op) == ("fs.rmtree $TMP1/step1", "fs.write $TMP1/step1/rank1.pt"), race
+    assert (race.first.name, race.second.name) == ("P1.T0", "P2.T0") and race.resource == "$TMP1/step1", race
+    assert "rank 0: step1 is incomplete after the barrier" in race.swapped_outcome, race.swapped_outcome
+
+
 def test_the_tokens_replay_in_a_fresh_process(found, tmp_path):
     tokens = {strategy: result.failure.token for strategy, result in found.items()}
     traces = {strategy: result.failure.trace for strategy, result in found.items()}
