@@ -11,10 +11,10 @@ import threading
 
 import pytest
 import racecheck
+from decision_recorders import FinishedRecorder
 from racecheck import runtime
 from racecheck.config import resolve
 from racecheck.search.session import Session
-from decision_recorders import FinishedRecorder
 
 
 def notes_values_and_memory():
