@@ -340,7 +340,7 @@ class DPOR(Strategy):
         return (f"not exhausted: the preemption bound left {self.cut} reversal{'s' if self.cut != 1 else ''} "
                 "untried, and partial-order reduction does not compose with a bound (dfs proves a bound)")
 
-    def new_execution(self, index: int) -> Chooser | None:
+    def new_execution(self, index: int, sampled: bool = False) -> Chooser | None:
         if self.next_prefix is None:
             return None
         return DPORChooser(self.next_prefix)
