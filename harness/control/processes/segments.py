@@ -19,6 +19,7 @@ from racecheck import runtime
 from racecheck.control.processes import link
 from racecheck.control.processes.link import registry_of, routed
 from racecheck.control.processes.models import Served
+from racecheck.runtime import RunContract
 from racecheck.runtime.access import READ, WRITE, on
 from racecheck.runtime.steps import Obj, ObjKind
 from racecheck.sync.primitive import Primitive
@@ -35,7 +36,7 @@ class Segment(Served, Primitive):
     _kind = "shm"
     _obj_kind = ObjKind.MEMORY
 
-    def __init__(self, run: Any, name: str, size: int) -> None:
+    def __init__(self, run: RunContract, name: str, size: int) -> None:
         Primitive.__init__(self, run, f"shm {name}")
         self.data = bytearray(size)
         self.shm_name = name
@@ -119,7 +120,7 @@ class SharedMemory:
 class Directory(Served):
     """The run's segments by name: create, attach, unlink (a point on the directory, as a file's name is)."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunContract) -> None:
         self.run = run
         self.segments: dict[str, Segment] = {}
         self.made = 0
@@ -152,7 +153,7 @@ class Directory(Served):
             raise FileNotFoundError(2, "No such file or directory", name)
 
 
-def directory_of(run: Any) -> Directory:
+def directory_of(run: RunContract) -> Directory:
     registry = registry_of(run)
     found = registry.models.get(DIRECTORY)
     return found if found is not None else Directory(run)
