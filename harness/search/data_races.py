@@ -39,6 +39,7 @@ from typing import Any
 
 from racecheck.control.processes.link import thread_labels
 from racecheck.runtime.relation import Relation
+from racecheck.runtime.scheduler import Run
 from racecheck.runtime.steps import Obj
 from racecheck.search.race_clocks import Found
 
@@ -207,7 +208,7 @@ class RaceLog:
         self.runs = 0  # runs whose races were taken (``add``)
         self.real_locks = False  # a real lock made before the run was taken in some schedule
 
-    def wants_locations(self, run: Any, races: list[Found]) -> bool:
+    def wants_locations(self, run: Run, races: list[Found]) -> bool:
         """Whether ``run``, whose data races are ``races``, is worth running again with source lines."""
         if run.locate or not races:
             return False
@@ -221,7 +222,7 @@ class RaceLog:
         budget = min(RERUNS, 1 + self.runs // RERUN_EVERY)
         return fresh_pair and self.reruns < budget and not run.memory_steps.sampled
 
-    def add(self, run: Any, races: list[Found], schedule: int, token: Callable[[], str],
+    def add(self, run: Run, races: list[Found], schedule: int, token: Callable[[], str],
             located: bool | None = None) -> None:
         """Take the ``races`` of ``run`` (schedule index ``schedule``; ``token()`` replays it). A run without source
         lines only marks its races as seen, unless ``located`` says no run with them can be had."""
