@@ -37,6 +37,7 @@ from typing import Any
 from racecheck import runtime
 from racecheck.control import dataclass_factories, instrument
 from racecheck.control.scan import SCAN
+from racecheck.runtime import RunContract
 
 __racecheck_engine__ = True
 
@@ -196,7 +197,7 @@ def install(groups: Iterable[str] = (), exclude: Iterable[Any] = ()) -> Installa
 # ----- the import hooks ----------------------------------------------------------------------------------------------
 
 
-def _unbound(run: Any, call: Any, *args: Any) -> Any:
+def _unbound(run: RunContract, call: Any, *args: Any) -> Any:
     """``call(*args)`` with the calling controlled thread unbound from ``run`` (see the module docstring). An import
     makes no scheduling point however long it takes (torch's takes seconds, some of them in one C call): the run
     counts it as a thread busy outside, as a wait on another process is, so the watchdog takes it for progress."""

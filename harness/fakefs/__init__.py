@@ -28,6 +28,7 @@ from racecheck.fakefs.semantics import WinPermissionError
 from racecheck.fakefs.shutil_calls import shutil_facade, tempfile_facade
 from racecheck.fakefs.spec import FakeFS, as_spec
 from racecheck.fakefs.store import Store
+from racecheck.runtime import RunContract
 
 __all__ = ["FakeFS", "Store", "root", "current_store", "default_store", "reset_default_store",
            "stdlib_modules", "begin_run", "end_run", "prepare", "WinPermissionError",
@@ -59,7 +60,7 @@ def root() -> str:
     return store.root if store is not None else default_store().root
 
 
-def begin_run(run: Any, fs: Any) -> Store:
+def begin_run(run: RunContract, fs: Any) -> Store:
     """Engine hook: a fresh store for this schedule, from ``fs`` ("posix", "windows" or a FakeFS)."""
     prepare()
     store = Store(as_spec(fs))
@@ -67,7 +68,7 @@ def begin_run(run: Any, fs: Any) -> Store:
     return store
 
 
-def end_run(run: Any, crashed: bool) -> None:
+def end_run(run: RunContract, crashed: bool) -> None:
     """Engine hook, after all threads of the run are gone: on a crash, keep only what a power loss keeps."""
     store = run.resources.get("fakefs")
     if store is not None and crashed:
@@ -88,10 +89,10 @@ class _Extension:
     def config_key(self, config: Any) -> str:
         return config.fs if isinstance(config.fs, str) else as_spec(config.fs).config_key()
 
-    def begin_run(self, run: Any, config: Any) -> None:
+    def begin_run(self, run: RunContract, config: Any) -> None:
         begin_run(run, config.fs)
 
-    def end_run(self, run: Any, crashed: bool) -> None:
+    def end_run(self, run: RunContract, crashed: bool) -> None:
         end_run(run, crashed)
 
 

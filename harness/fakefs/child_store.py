@@ -24,6 +24,7 @@ from racecheck.control.processes import shares
 from racecheck.fakefs.semantics import semantics_for
 from racecheck.fakefs.spec import FakeFS
 from racecheck.fakefs.store import Handle, Inode
+from racecheck.runtime import RunContract
 
 __racecheck_engine__ = True  # the fake is part of the engine: never instrumented itself
 
@@ -126,7 +127,7 @@ class StoreShare:
     def for_child(self, store: Any, label: str) -> RemoteStore:
         return RemoteStore(store.spec)
 
-    def serve(self, run: Any, store: Any, label: str, method: str, args: tuple, kwargs: dict) -> Any:
+    def serve(self, run: RunContract, store: Any, label: str, method: str, args: tuple, kwargs: dict) -> Any:
         held = run.resources.setdefault(HELD, {}).setdefault(label, {})
         if method == "open":
             handle = store.open(*args, **kwargs)
@@ -146,7 +147,7 @@ class StoreShare:
             raise ValueError(f"racecheck: a child asked the fake filesystem for {method!r}")
         return getattr(store, method)(*args, **kwargs)
 
-    def release(self, run: Any, store: Any, label: str) -> None:
+    def release(self, run: RunContract, store: Any, label: str) -> None:
         """The child is gone: the OS closes its descriptors (nothing of what its buffers held is written)."""
         held = run.resources.get(HELD, {}).pop(label, {})
         for fd in sorted(held):

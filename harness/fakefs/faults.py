@@ -8,10 +8,10 @@ run that never touches the filesystem records no fault choices at all.
 from __future__ import annotations
 
 import errno
-from typing import Any
 
 from racecheck.fakefs.semantics import posix_error
 from racecheck.fakefs.spec import FakeFS
+from racecheck.runtime import RunContract
 
 
 class FaultPlan:
@@ -35,7 +35,7 @@ class FaultPlan:
         s = self.spec
         return bool(self.crash_kinds or self.eio_kinds or s.enospc or s.latency)
 
-    def before(self, run: Any, kind: str, text: str, used_bytes: int) -> None:
+    def before(self, run: RunContract, kind: str, text: str, used_bytes: int) -> None:
         """After the operation's scheduling point, before its effect: latency, EIO, drawn disk-full."""
         s = self.spec
         if s.latency:

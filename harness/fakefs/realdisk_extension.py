@@ -10,6 +10,7 @@ from typing import Any
 
 from racecheck.fakefs import activation, pycompat
 from racecheck.fakefs.realdisk import RESOURCE, DiskRun, stale_files
+from racecheck.runtime import RunContract
 
 __racecheck_engine__ = True
 
@@ -29,10 +30,10 @@ class _Extension:
     def config_key(self, config: Any) -> str:
         return "files"
 
-    def begin_run(self, run: Any, config: Any) -> None:
+    def begin_run(self, run: RunContract, config: Any) -> None:
         run.resources[RESOURCE] = DiskRun(bool(config.check_determinism))
 
-    def end_run(self, run: Any, crashed: bool) -> None:
+    def end_run(self, run: RunContract, crashed: bool) -> None:
         pass
 
     def compare_runs(self, first: Any, second: Any) -> str | None:

@@ -40,41 +40,65 @@ _DEVICES = frozenset({"CON", "PRN", "AUX", "NUL"} | {f"{p}{n}" for p in ("COM", 
                                                      for n in "123456789\u00b9\u00b2\u00b3"})
 
 
-class _WinErrorMixin:
-    """Adds ``winerror`` and the Windows rendering; the base class still carries the (mapped) errno."""
-
-    winerror: int
-
-    def __str__(self) -> str:
-        text = f"[WinError {self.winerror}] {self.strerror}"
-        if self.filename is not None:
-            text += f": {self.filename!r}"
-            if self.filename2 is not None:
-                text += f" -> {self.filename2!r}"
-        return text
-
-    def __reduce__(self):  # rebuild through win_error: the class masquerades under a builtin name
-        return (win_error, (self.winerror, self.filename, self.filename2))
+def windows_text(exc: OSError) -> str:
+    """``str()`` of an error as CPython on Windows prints it: ``[WinError n] <Windows text>: 'path'`` (the error
+    itself still carries the mapped errno). Every Windows error class below prints through it."""
+    text = f"[WinError {exc.winerror}] {exc.strerror}"  # type: ignore[attr-defined]
+    if exc.filename is not None:
+        text += f": {exc.filename!r}"
+        if exc.filename2 is not None:
+            text += f" -> {exc.filename2!r}"
+    return text
 
 
-class WinPermissionError(_WinErrorMixin, PermissionError):
+def windows_rebuilt(exc: OSError) -> tuple:
+    """How a Windows error pickles: rebuilt through ``win_error``, since its class masquerades under a builtin name
+    that would unpickle as the builtin."""
+    return (win_error, (exc.winerror, exc.filename, exc.filename2))  # type: ignore[attr-defined]
+
+
+# The Windows errors: the usual classes (``except PermissionError`` catches them), each with ``winerror`` (set by
+# ``win_error``) and the two functions above for printing and pickling; no shared base beyond the builtin one.
+
+
+class WinPermissionError(PermissionError):
     """PermissionError as Windows raises it (sharing violation 32, access denied 5)."""
 
+    winerror: int
+    __str__ = windows_text
+    __reduce__ = windows_rebuilt
 
-class WinFileNotFoundError(_WinErrorMixin, FileNotFoundError):
+
+class WinFileNotFoundError(FileNotFoundError):
     """FileNotFoundError with a Windows error code (2 or 3)."""
 
+    winerror: int
+    __str__ = windows_text
+    __reduce__ = windows_rebuilt
 
-class WinFileExistsError(_WinErrorMixin, FileExistsError):
+
+class WinFileExistsError(FileExistsError):
     """FileExistsError with a Windows error code (183)."""
 
+    winerror: int
+    __str__ = windows_text
+    __reduce__ = windows_rebuilt
 
-class WinNotADirectoryError(_WinErrorMixin, NotADirectoryError):
+
+class WinNotADirectoryError(NotADirectoryError):
     """NotADirectoryError with a Windows error code (267)."""
 
+    winerror: int
+    __str__ = windows_text
+    __reduce__ = windows_rebuilt
 
-class WinOSError(_WinErrorMixin, OSError):
+
+class WinOSError(OSError):
     """Any other OSError with a Windows error code (e.g. 145, directory not empty)."""
+
+    winerror: int
+    __str__ = windows_text
+    __reduce__ = windows_rebuilt
 
 
 _WIN_CLASS = {
@@ -87,7 +111,7 @@ _WIN_CLASS = {
 
 for _cls in (WinPermissionError, WinFileNotFoundError, WinFileExistsError, WinNotADirectoryError, WinOSError):
     # Tracebacks then read "PermissionError: [WinError 32] ..." exactly as in a Windows CI log.
-    _cls.__name__ = _cls.__qualname__ = _cls.__mro__[2].__name__
+    _cls.__name__ = _cls.__qualname__ = _cls.__mro__[1].__name__
     _cls.__module__ = "builtins"
 
 

@@ -141,7 +141,7 @@ def point(name: str, on: Any = None) -> None:
         run.schedule(f"point {name}", access=access, skip=1)
 
 
-def _point_object(run: Any, on: Any) -> Obj:
+def _point_object(run: RunContract, on: Any) -> Obj:
     """The logical identity of ``racecheck.point(..., on=obj)``'s object within ``run``."""
     if isinstance(on, str):
         return Obj(ObjKind.POINT, on)

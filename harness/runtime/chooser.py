@@ -6,8 +6,10 @@ A chooser sees only what it is handed (as Shuttle's ``Scheduler::next_task(runna
 * ``begin(view)`` once, before the run's first decision: a ``RunView``, the run's state as a chooser may read it
   (its trace so far, its step count, the threads' pending operations, the decisions taken so far);
 * ``pick_thread(decision)`` at every decision between threads (``Decision``: who can run, the current thread,
-  whether it yields, the step; ``enabled[0]`` is the current thread when it can run, so 0 is never a preemption);
-* ``pick_value(n, label)`` at every value decision (a fault, a crash point, a drawn datum);
+  whether it yields, the step, the steps finished since the last decision; ``enabled[0]`` is the current thread
+  when it can run, so 0 is never a preemption);
+* ``pick_value(n, label)`` at every value decision (a fault, a crash point, a drawn datum; the steps finished since
+  the last decision are ``view.finished``: the running step made this one, so it is not among them);
 * ``end(run_end)`` once the run has ended (``RunEnd``: outcome, steps, picks, trace, what waiting threads were
   about to do);
 * ``fresh()``: a chooser in the state this one began in, for a run that must be run again (code came under memory
@@ -22,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from racecheck.runtime.steps import Pending, RunEnd
+from racecheck.runtime.sinks import StepReader
+from racecheck.runtime.steps import Pending, RunEnd, Step
 
 __racecheck_engine__ = True
 
@@ -30,10 +33,11 @@ __racecheck_engine__ = True
 class RunView:
     """A run's state as choosers read it, read-only, as it is at the moment of reading: one per run."""
 
-    __slots__ = ("_run",)
+    __slots__ = ("_run", "_reader")
 
     def __init__(self, run: Any) -> None:
         self._run = run
+        self._reader: StepReader | None = None  # made on the first read of the steps a decision hands
 
     @property
     def trace(self) -> Sequence[Any]:
@@ -49,6 +53,26 @@ class RunView:
     def picked(self) -> Sequence[int]:
         """The decisions so far: the thread picked at each (thread id + 1), or 0 for a value."""
         return self._run.picked
+
+    @property
+    def finished(self) -> range:
+        """The trace indices of the events of the steps finished between the run's previous decision and its
+        latest (the one being made, during ``pick_thread`` or ``pick_value``): ``Decision.finished`` for a thread
+        decision; at a value decision the step that makes it is still running, so it is left for the next one."""
+        return self._run.finished
+
+    def steps_finished(self) -> list[Step]:
+        """The steps of ``finished`` (built on this call)."""
+        return self.steps_in(self._run.finished)
+
+    def steps_in(self, finished: range) -> list[Step]:
+        """The steps of a range of the trace a decision handed (``Decision.finished``), numbered as the run's,
+        built on this call by the runtime's one assembly (``racecheck.runtime.sinks``): a range always starts at a
+        step's event and ends where a step has finished, so every step is whole."""
+        reader = self._reader
+        if reader is None or reader.trace is not self._run.trace:
+            reader = self._reader = StepReader(self._run.trace)
+        return reader.steps(finished.start, finished.stop)
 
     @property
     def watched(self) -> bool:
@@ -86,6 +110,16 @@ class RunView:
         return None if rec is None else _pending(rec, False)
 
 
+def value_finished(trace: Sequence[Any], start: int) -> range:
+    """At a value decision: the events from ``start`` (where the last decision's finished steps ended) up to the
+    event of the running step, which made the decision and so has not finished (its notes, ``info`` events, come
+    after its event)."""
+    end = len(trace) - 1
+    while end > start and trace[end].switch == "info":
+        end -= 1
+    return range(start, max(end, start))
+
+
 def _pending(rec: Any, ask: bool) -> Pending:
     state = "finished" if rec.finished else "running" if rec.launched else "not started"
     runnable = (state == "running" and rec.can_run()) if ask else None
@@ -96,9 +130,11 @@ class Decision(NamedTuple):
     """A decision between threads: ``enabled`` (logical thread ids; ``enabled[0]`` is the current thread when it can
     run), ``current_enabled``, ``yielding`` (the current thread just yielded: ``sleep``, a polling retry; the scheduler
     has already left it out of ``enabled`` while anyone else can run, so leaving it is never a preemption),
-    ``current`` (the thread at the point, None when it is exiting), ``step`` (the run's step), and ``view`` (the
-    run, as ``begin`` handed it: the steps finished since the last decision are the trace events after those the
-    chooser has read; ``view.pending()`` says what each live thread is about to do)."""
+    ``current`` (the thread at the point, None when it is exiting), ``step`` (the run's step), ``view`` (the run,
+    as ``begin`` handed it; ``view.pending()`` says what each live thread is about to do), and ``finished``: the
+    steps finished since the run's last decision (a thread's or a value's), as the range of trace indices of their
+    events, so that a chooser that does not read them costs the run one ``range`` per decision; ``steps_finished()``
+    builds them (the runtime's one assembly, ``racecheck.runtime.sinks.build``)."""
 
     enabled: list[int]
     current_enabled: bool
@@ -106,6 +142,11 @@ class Decision(NamedTuple):
     current: int | None
     step: int
     view: RunView
+    finished: range = range(0)
+
+    def steps_finished(self) -> list[Step]:
+        """The steps of ``finished``, in the order they ran (built on this call: ``RunView.steps_in``)."""
+        return self.view.steps_in(self.finished)
 
 
 class Chooser:

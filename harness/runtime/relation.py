@@ -10,6 +10,11 @@ finder. What it owns:
   them). A total table over Kind x Kind x ObjKind, built from ``ROWS``: each row a reason a person can read
   (docs/dependency.md's table is these rows), the first row that covers a combination deciding it; a relation
   whose rows leave a combination out cannot be built.
+* **Refinements** (``Relation.looks_below``, ``Relation.fifo_commutes``): the two rules the table cannot express,
+  since they read more than two kinds and an object's kind (paths, the queue's order), each a typed row
+  (``Refinement``, ``REFINEMENTS``): a name made or removed and a lookup below it; a put and a get of a first-in
+  first-out queue where the get took an item queued before that put. They tell the racing pair's isolation check
+  which conflicting steps a swap did not really reorder (``racecheck.search.race_order``).
 * **Wildcards** (``Relation.covers``): a bare ``racecheck.point()`` conflicts with every object, memory the engine
   could not name with every piece of memory, whatever the kinds.
 * **Synchronisation for data races** (``Relation.role``, ``Relation.publishes``): which objects order the accesses
@@ -104,6 +109,33 @@ ROWS: tuple[Row, ...] = (
         "decides what a read sees and which write wins; a name change changes a listing"),
 )
 
+
+
+class Refinement(NamedTuple):
+    """A rule the table over (Kind, Kind, ObjKind) cannot express: two steps that the table says conflict on an
+    object of a kind in ``objects`` commute all the same where every access of one to the object is of a kind in
+    ``first``, every access of the other of a kind in ``second``, and what the rule reads beyond the kinds holds
+    (``name`` says which: ``"below"``, paths; ``"fifo"``, the queue's order)."""
+
+    name: str
+    objects: frozenset[ObjKind]
+    first: frozenset[Kind]
+    second: frozenset[Kind]
+    pair: str
+    reason: str
+
+
+BELOW = Refinement("below", frozenset({ObjKind.FILE}), frozenset({Kind.CREATE, Kind.REMOVE}), LOOKS,
+                   "a name made or removed (`mkdir d`, `rmdir d`, a file created or deleted), and a step that only "
+                   "looks below it (`stat d/a`)",
+                   "a new directory is empty and `rmdir` only removes an empty one: the lookup finds nothing below "
+                   "it in either order")
+FIFO = Refinement("fifo", frozenset({ObjKind.FIFO_QUEUE}), frozenset({Kind.PUT}), frozenset({Kind.GET}),
+                  "a put on a first-in first-out queue, and a get that takes an item queued before that put",
+                  "the get takes the same item and the queue ends the same in either order (an executor's sentinel "
+                  "put by `shutdown` and its worker's get of an earlier work item)")
+REFINEMENTS: tuple[Refinement, ...] = (BELOW, FIFO)
+
 # What each wildcard kind of object conflicts with, whatever the kinds: every object, or every piece of memory.
 WILDCARDS: dict[ObjKind, frozenset[ObjKind]] = {
     ObjKind.ANYTHING: ALL_OBJECTS,
@@ -135,8 +167,14 @@ class Relation:
     ``ROLES``. Lookups are dicts built once: the search's inner loops read ``order_rows``/``conflict_rows``."""
 
     def __init__(self, rows: Iterable[Row] = ROWS, wildcards: dict[ObjKind, frozenset[ObjKind]] | None = None,
-                 roles: dict[ObjKind, Role] | None = None, take_only: frozenset[Kind] = TAKE_ONLY) -> None:
+                 roles: dict[ObjKind, Role] | None = None, take_only: frozenset[Kind] = TAKE_ONLY,
+                 refinements: Iterable[Refinement] = REFINEMENTS) -> None:
         self.rows = tuple(rows)
+        self.refinements = tuple(refinements)
+        self.refined: dict[str, Refinement] = {rule.name: rule for rule in self.refinements}
+        fifo = self.refined.get("fifo")
+        # the kinds of object whose puts and gets ``fifo_commutes`` reads in order (none: the rule is not in force)
+        self.fifo_objects: frozenset[ObjKind] = fifo.objects if fifo is not None else frozenset()
         self.wildcards = dict(WILDCARDS if wildcards is None else wildcards)
         self.roles = dict(ROLES if roles is None else roles)
         self.take_only = take_only
@@ -173,7 +211,11 @@ class Relation:
 
     def with_rows(self, *rows: Row) -> Relation:
         """This relation with ``rows`` put first (they decide what they cover): how a test plants a bug."""
-        return Relation((*rows, *self.rows), self.wildcards, self.roles, self.take_only)
+        return Relation((*rows, *self.rows), self.wildcards, self.roles, self.take_only, self.refinements)
+
+    def without_refinements(self) -> Relation:
+        """This relation with no refinement in force: how a test plants a bug in them."""
+        return Relation(self.rows, self.wildcards, self.roles, self.take_only, ())
 
     # ----- conflicts --------------------------------------------------------------------------------------------
 
@@ -213,6 +255,36 @@ class Relation:
             if kind in group and all(self.table[(a, b, on)] == Order.COMMUTE for a in group for b in group):
                 out[kind] = self._groups.setdefault(group, group)
         return out
+
+    # ----- refinements -------------------------------------------------------------------------------------------
+
+    def looks_below(self, made: tuple[Access, ...], looker: tuple[Access, ...], obj: Obj) -> bool:
+        """Whether step ``made`` only makes or removes the name ``obj`` and step ``looker`` only reads ``obj`` on the
+        way to a path below it, finding nothing there in either order (``BELOW``)."""
+        rule = self.refined.get("below")
+        if rule is None or obj.kind not in rule.objects:
+            return False
+        mine = [a for a in made if a.obj is obj]
+        if not mine or any(a.kind not in rule.first for a in mine):
+            return False
+        top = mine[0].path
+        if not top:
+            return False
+        below = [a for a in looker if a.path.startswith(top.rstrip("/") + "/")]
+        at = [a for a in looker if a.path == top]
+        return bool(below) and all(a.kind == Kind.READ for a in at) and all(a.kind in rule.second for a in below)
+
+    def fifo_commutes(self, obj: Obj, put: tuple[Access, ...], get: tuple[Access, ...], item: int, puts: int) -> bool:
+        """Whether step ``put`` (only puts on ``obj``) and step ``get`` (only gets from it) commute on FIFO queue
+        ``obj``: the get took item number ``item`` (the gets before it), and ``puts`` items were put before the put
+        (or before the get, where the get ran first), so the item came from an earlier put (``FIFO``)."""
+        rule = self.refined.get("fifo")
+        if rule is None or obj.kind not in rule.objects:
+            return False
+        if any(a.kind not in rule.first for a in put if a.obj is obj) or any(
+                a.kind not in rule.second for a in get if a.obj is obj):
+            return False
+        return item < puts
 
     # ----- data races -------------------------------------------------------------------------------------------
 

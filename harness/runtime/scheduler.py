@@ -23,7 +23,7 @@ from racecheck import runtime
 from racecheck.errors import Abort, Crashed, Deadlock, InternalError, StepLimitExceeded, UncontrolledBlocking
 from racecheck.runtime import teardown as run_end
 from racecheck.runtime.access import END, NOTHING, ON_CLOCK, START, YIELDED, Access, on_thread
-from racecheck.runtime.chooser import Chooser, Decision, RunView
+from racecheck.runtime.chooser import Chooser, Decision, RunView, value_finished
 from racecheck.runtime.cleanup import Cleaned
 from racecheck.runtime.fairness import after_pick, fair_candidates, note_yield
 from racecheck.runtime.latch import Latch
@@ -91,6 +91,7 @@ class Run:
         (self.memory, self.memory_point, self.replace_memory, self.merge_memory, self.real_lock, self.flush_memory,
          self.touch_running) = self.memory_steps.entry_points()
         self.view: RunView | None = RunView(self)  # what the chooser may read: handed now and at every decision
+        self.finished = range(0)  # the events of the steps finished between the last two decisions: Decision.finished
         self.chooser.begin(self.view)
         # The run's steps, built once: as it goes while a sink takes them, else when first read; the sinks begin
         self.taken = StepLog.begin(self.trace, self.sinks, self.view)
@@ -179,6 +180,7 @@ class Run:
         self.caller_record()
         if n <= 1:
             return 0
+        self.finished = value_finished(self.trace, self.finished.stop)  # the running step has not finished
         try:
             value = self.chooser.pick_value(n, label)
         except Exception as exc:  # noqa: BLE001 - a strategy's bug is racecheck's own failure
@@ -388,10 +390,11 @@ class Run:
         chosen = candidates[0]
         current_enabled = alive and chosen is me
         if len(candidates) > 1:
+            self.finished = finished = range(self.finished.stop, len(self.trace))  # every event so far is final
             try:
                 index = self.chooser.pick_thread(_new(Decision, (
                     [*map(_tid_of, candidates)], current_enabled, yielding, me.tid if alive else None, steps,
-                    self.view)))
+                    self.view, finished)))
             except Exception as exc:  # noqa: BLE001 - a strategy's bug is racecheck's own failure
                 return self._internal(exc, me, alive)
             self.arities.append(len(candidates))
@@ -485,11 +488,8 @@ class Run:
 
     # ----- the end of the run (``racecheck.runtime.teardown``) ------------------------------------------------------
 
-    teardown = run_end.teardown
-    drop_locations = run_end.drop_locations
-    detach = run_end.detach
-    ending = run_end.ending
-    close_sinks = run_end.close_sinks
+    teardown, drop_locations, detach, ending, close_sinks = (
+        run_end.teardown, run_end.drop_locations, run_end.detach, run_end.ending, run_end.close_sinks)
 
     def reset_for_phase(self) -> None:
         """Prepare a second phase (recovery after a crash) on the same run: same choice stream and clock."""

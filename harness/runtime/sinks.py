@@ -109,6 +109,39 @@ def build(events: Sequence[Any], strays: bool = False) -> list[Step]:
     return made
 
 
+def count_steps(counts: dict[int, int], events: Sequence[Any], start: int, stop: int) -> None:
+    """Add to ``counts`` each thread's steps among ``events[start:stop]``, at C level (a reader that builds the
+    steps after them numbers them as the run does without building these)."""
+    for (tid, switch), n in Counter(map(_TID_SWITCH, islice(events, start, stop))).items():
+        if switch != "info":
+            counts[tid] = counts.get(tid, 0) + n
+
+
+class StepReader:
+    """The steps of ranges of a run's trace as the run goes, numbered as the run's (``Step.nth``), for a chooser
+    that reads the steps finished since each decision (``racecheck.runtime.chooser.Decision.steps_finished``).
+    Ranges read in order cost each event once: the steps of a range are built, the events before it that no read
+    covered only counted. Made on a chooser's first read, so a run whose chooser reads none pays nothing."""
+
+    __slots__ = ("trace", "counts", "cursor")
+
+    def __init__(self, trace: Sequence[Any]) -> None:
+        self.trace = trace
+        self.counts: dict[int, int] = {}  # each thread's steps before ``cursor``
+        self.cursor = 0
+
+    def steps(self, start: int, stop: int) -> list[Step]:
+        """The steps of ``trace[start:stop]`` (``start``: a step's event; ``stop``: where a step has finished)."""
+        if start != self.cursor:
+            if start < self.cursor:  # read out of order: number again from the start
+                self.counts, self.cursor = {}, 0
+            count_steps(self.counts, self.trace, self.cursor, start)
+        out: list[Step] = []
+        _extend(out, self.counts, None, self.trace, start, stop)
+        self.cursor = stop
+        return out
+
+
 class StepLog(Sequence[Step]):
     """A run's steps, built once from its trace: step by step while sinks take them (``advance``, at each new step
     of the run, when every event before it is final), else all at once on the first read after the run has ended
@@ -183,9 +216,7 @@ class StepLog(Sequence[Step]):
                 return []
             return made[bisect_left(made, trace[start].step, key=_NUMBER):]
         counts: dict[int, int] = {}
-        for (tid, switch), n in Counter(map(_TID_SWITCH, islice(trace, start))).items():
-            if switch != "info":
-                counts[tid] = counts.get(tid, 0) + n
+        count_steps(counts, trace, 0, start)
         out: list[Step] = []
         _extend(out, counts, None, trace, start, len(trace))
         return out

@@ -22,7 +22,6 @@ from typing import Any
 
 from racecheck.runtime.access import ACQUIRE, FAIRNESS_OBJ, FAIRNESS_READ, READ, RELEASE, WRITE
 from racecheck.runtime.relation import ALL_OBJECTS, Order, Relation, active
-from racecheck.runtime.sinks import build
 from racecheck.runtime.steps import Access, Obj, ObjKind, Step
 from racecheck.search.lock_aware import LockAware
 
@@ -61,18 +60,6 @@ def _wild_bits(relation: Relation) -> dict[ObjKind, int]:
             bits |= _UNRESOLVED_BIT
         out[kind] = bits
     return out
-
-
-def steps_of(trace: Sequence[Any], complete: bool = True) -> list[StepRow]:
-    """The steps of a trace (or of a part of one that starts at a step) as rows, built by the runtime's one assembly
-    (``racecheck.runtime.sinks.build``: each step with its own accesses and those of the notes its thread made
-    before its next one). The read of the scheduler's fairness that every step makes is left implicit
-    (``Analysis`` adds it; a step that ends in a yield writes the fairness). ``complete=False`` leaves out the last
-    step: its thread is still running it."""
-    rows = rows_of(build(trace))
-    if not complete and rows:
-        rows.pop()
-    return rows
 
 
 def row_of(step: Step) -> StepRow:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from racecheck.runtime.scheduler import Run
 from racecheck.runtime.sinks import Sink
 from racecheck.runtime.steps import RunEnd
 from racecheck.search.race_clocks import Found, RaceClocks
@@ -52,7 +53,7 @@ class DataRaceSink(Sink):
         self.clocks.view = None
 
 
-def found_races(run: Any) -> list[Found]:
+def found_races(run: Run) -> list[Found]:
     """The data races the run's ``DataRaceSink`` found (none when it had no such sink: data races ignored)."""
     for sink in run.sinks:
         if type(sink) is DataRaceSink:

@@ -39,6 +39,7 @@ from typing import Any
 
 from racecheck.control.processes.link import thread_labels
 from racecheck.runtime.relation import Relation
+from racecheck.runtime.scheduler import Run
 from racecheck.runtime.steps import Obj
 from racecheck.search.post_budget import FACTOR, FLOOR
 from racecheck.search.race_clocks import Found
@@ -215,7 +216,7 @@ class RaceLog:
         self.unlocated = 0
         self.real_locks = False  # a real lock made before the run was taken in some schedule
 
-    def wants_locations(self, run: Any, races: list[Found]) -> bool:
+    def wants_locations(self, run: Run, races: list[Found]) -> bool:
         """Whether ``run``, whose data races are ``races``, is worth running again with source lines."""
         if run.locate or not races:
             return False
@@ -246,7 +247,7 @@ class RaceLog:
                 f"reruns' budget of {FACTOR}x the exploration's steps, {FLOOR} at least, was spent: "
                 f"{self.rerun_steps} steps); races only they showed are not listed")
 
-    def add(self, run: Any, races: list[Found], schedule: int, token: Callable[[], str],
+    def add(self, run: Run, races: list[Found], schedule: int, token: Callable[[], str],
             located: bool | None = None) -> None:
         """Take the ``races`` of ``run`` (schedule index ``schedule``; ``token()`` replays it). A run without source
         lines only marks its races as seen, unless ``located`` says no run with them can be had."""

@@ -71,7 +71,7 @@ class BoundedDFS(Strategy):
         self.bound = preemption_bound
         self.next_prefix: list[_Frame] | None = []
 
-    def new_execution(self, index):
+    def new_execution(self, index, sampled=False):
         if self.next_prefix is None:
             self.exhausted = True
             return None

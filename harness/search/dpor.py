@@ -60,8 +60,8 @@ from typing import Any
 from racecheck.errors import ReplayDivergence
 from racecheck.runtime.access import ACQUIRE, FAIRNESS_READ, Access
 from racecheck.runtime.chooser import Chooser, Decision, RunView
-from racecheck.runtime.steps import Outcome, RunEnd
-from racecheck.search.analysis import REST, Analysis, StepRow, at_the_block, bits_of, row_of, rows_of, steps_of
+from racecheck.runtime.steps import Outcome, RunEnd, Step
+from racecheck.search.analysis import REST, Analysis, StepRow, at_the_block, bits_of, row_of, rows_of
 from racecheck.search.dependency import dependent
 from racecheck.search.lock_aware import LockAware, held_on_the_way
 from racecheck.search.strategy import Strategy
@@ -136,7 +136,6 @@ class DPORChooser(Chooser):
         self.view: RunView | None = None  # the run, as ``begin`` hands it
         self.run_end: RunEnd | None = None  # how it ended, as ``end`` tells it
         self.sleep: dict[int, Accesses] = {}
-        self.seen = 0  # trace events already taken into account (every one of them part of a finished step)
         # The step at which the run ran into a sleeping thread (it ran alone, or every candidate was asleep): from
         # there on it repeats a class an earlier sibling covered, so it is not analysed past that step.
         self.blocked: int | None = None
@@ -159,26 +158,13 @@ class DPORChooser(Chooser):
         return self.prefix + self.nodes
 
     # -- what the run did since the last decision ----------------------------------------------------------------
-    def _finished(self, complete: bool) -> int:
-        """How many trace events belong to finished steps: at a thread decision every one (the current thread is at
-        its next point); at a value decision the running step has not finished (its notes are still to come)."""
-        trace = self.view.trace
-        end = len(trace)
-        if not complete:
-            end -= 1
-            while end > self.seen and trace[end].switch == "info":
-                end -= 1
-        return end
-
-    def _absorb(self, complete: bool) -> None:
+    def _absorb(self, finished: list[Step]) -> None:
         """Wake the threads that the steps finished since the last decision conflict with (and those that ran).
 
-        Incremental: only the trace events after ``seen`` are read. Nobody sleeps before the branch, and who
-        sleeps then is only ever woken, so this runs only while someone sleeps."""
-        end = self._finished(complete)
-        if end <= self.seen:
-            return
-        for tid, number, accesses in steps_of(self.view.trace[self.seen:end]):
+        The run hands those steps at each decision (``Decision.steps_finished``, ``RunView.steps_finished`` at a
+        value decision), so every step is read once. Nobody sleeps before the branch, and who sleeps then is only
+        ever woken, so they are read only while someone sleeps."""
+        for tid, number, accesses in rows_of(finished):
             if tid in self.sleep and self.blocked is None:
                 self.blocked = number
             accesses = (*accesses, FAIRNESS_READ)
@@ -186,7 +172,6 @@ class DPORChooser(Chooser):
                           if asleep != tid and not dependent(acc, accesses)}
             if not self.sleep:
                 break
-        self.seen = end
 
     @staticmethod
     def _diverged() -> None:
@@ -201,7 +186,7 @@ class DPORChooser(Chooser):
         self.position += 1
         return node
 
-    def _turn(self, node: Node, complete: bool) -> int:
+    def _turn(self, node: Node) -> int:
         """The branch: asleep are those asleep on arrival, plus the siblings explored before this option."""
         view = self.view
         self.preemptions = node.used + (1 if node.costly and node.chosen else 0)
@@ -213,7 +198,6 @@ class DPORChooser(Chooser):
                     tid = node.options[index]
                     if tid in node.explored:
                         self.sleep[tid] = node.explored[tid]
-            self.seen = self._finished(complete)
         return node.chosen
 
     def _new(self, kind: str, options: Any, costly: bool) -> int:
@@ -260,18 +244,18 @@ class DPORChooser(Chooser):
             self.position = position + 1
             return node.chosen
         if position == self.branch:
-            return self._turn(self._replayed(THREAD, enabled), True)
-        if self.sleep and self.view is not None:
-            self._absorb(True)
+            return self._turn(self._replayed(THREAD, enabled))
+        if self.sleep:
+            self._absorb(decision.steps_finished())
         return self._new(THREAD, enabled, decision.current_enabled and not decision.yielding)
 
     def pick_value(self, n, label):
         if self.position < self.branch:
             return self._replayed(VALUE, range(n)).chosen
         if self.position == self.branch:
-            return self._turn(self._replayed(VALUE, range(n)), False)
+            return self._turn(self._replayed(VALUE, range(n)))
         if self.sleep and self.view is not None:
-            self._absorb(False)
+            self._absorb(self.view.steps_finished())
         return self._new(VALUE, range(n), False)
 
     def finish(self, analysis: Analysis) -> tuple[int, list[StepRow]]:
@@ -356,7 +340,7 @@ class DPOR(Strategy):
         return (f"not exhausted: the preemption bound left {self.cut} reversal{'s' if self.cut != 1 else ''} "
                 "untried, and partial-order reduction does not compose with a bound (dfs proves a bound)")
 
-    def new_execution(self, index: int) -> Chooser | None:
+    def new_execution(self, index: int, sampled: bool = False) -> Chooser | None:
         if self.next_prefix is None:
             return None
         return DPORChooser(self.next_prefix)

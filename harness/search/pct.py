@@ -20,7 +20,8 @@ class PCTChooser(Chooser):
     every ``high`` thread: the paper's priorities d-1 > ... > 1 below the initial ones >= d.
     """
 
-    def __init__(self, rng: random.Random, change_points: frozenset[int], memory: SharedMemory | None = None) -> None:
+    def __init__(self, rng: random.Random, change_points: frozenset[int], memory: SharedMemory | None = None,
+                 sampled: bool = False) -> None:
         self.rng = rng
         self.change_points = change_points
         # what earlier runs showed of memory (None: count every decision); this run's trace is added at its end
@@ -31,7 +32,7 @@ class PCTChooser(Chooser):
         self.known: set[int] = set()  # every tid in high or low: one C-level check per decision for new threads
         self.decisions = 0  # decisions with a running thread: the k of the bound, and what change points count
         self.fired = 0
-        self.sampled = False  # made for a sampled execution (``Strategy.sampled``)
+        self.sampled = sampled  # made for a sampled execution (``Strategy.new_execution``)
 
     def _know(self, tid: int) -> None:
         if tid not in self.known:
@@ -119,18 +120,16 @@ class PCT(Strategy):
         self.depth = depth
         self.memory = SharedMemory()  # which memory steps can conflict, learned from every run
         self.max_decisions = 0
-        self.max_sampled_decisions = 0  # the same, of the sampled executions (``Strategy.sampled``)
+        self.max_sampled_decisions = 0  # the same, of the sampled executions (``new_execution``'s ``sampled``)
         self.points_drawn = 0
         self.points_fired = 0
 
-    def new_execution(self, index):
+    def new_execution(self, index, sampled=False):
         rng = self.stream(f"pct:{self.seed}:{index}:{self.depth}")
-        decisions = self.max_sampled_decisions if self.sampled else self.max_decisions
+        decisions = self.max_sampled_decisions if sampled else self.max_decisions
         count = min(self.depth - 1, decisions)
         points = change_points(rng, decisions, count) if count else frozenset()
-        chooser = PCTChooser(rng, points, self.memory)
-        chooser.sampled = self.sampled
-        return chooser
+        return PCTChooser(rng, points, self.memory, sampled)
 
     def end_execution(self, chooser, steps):
         if isinstance(chooser, PCTChooser):

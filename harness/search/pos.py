@@ -106,5 +106,5 @@ class POS(Strategy):
         super().__init__(seed)
         self.memory = SharedMemory()  # which memory steps can conflict, learned from every run
 
-    def new_execution(self, index):
+    def new_execution(self, index, sampled=False):
         return POSChooser(self.stream(f"pos:{self.seed}:{index}"), self.memory)

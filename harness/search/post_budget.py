@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from racecheck.runtime.scheduler import Run
+
 __racecheck_engine__ = True
 
 FACTOR = 2  # the post-failure phases together may run this many times the steps it took to find the failure
@@ -89,7 +91,7 @@ def capped(session: Any, work: WorkBudget, original: Any) -> Iterator[int]:
         session.run_config, session.races_read = saved, read
 
 
-def cut_by(run: Any, limit: int) -> bool:
+def cut_by(run: Run, limit: int) -> bool:
     """Whether ``run`` ended at a cap ``capped`` set, below the exploration's own step limit ``limit``."""
     failure = run.failure
     return failure is not None and failure.kind == "step-limit" and run.steps <= limit

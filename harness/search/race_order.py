@@ -17,14 +17,11 @@ pair:
 Conflicts are those of the dependency relation (``racecheck.search.dependency``) on objects both steps name. Left
 out: the scheduler's fairness (an order of scheduling, no object of the program) and the wildcards (a bare
 ``racecheck.point()``, a line point, memory the engine could not name), which conflict with everything so that the
-search misses nothing, but say nothing of which pair a swap reordered. Two refinements the accesses allow:
-
-* a put and a get of a first-in first-out queue (``ObjKind.FIFO_QUEUE``) where the get takes an item queued before that
-  put commute: the get takes the same item and the queue ends the same in either order (an executor's sentinel put
-  by ``shutdown`` and its worker's get of an earlier work item);
-* a name made or removed (``mkdir``, ``rmdir``, a file created or deleted) commutes with a step that only looks
-  below it (``mkdir d`` and ``stat d/a``): a new directory is empty and ``rmdir`` only removes an empty one, so the
-  lookup finds nothing below it in either order.
+search misses nothing, but say nothing of which pair a swap reordered. Two refinements the accesses allow are the
+relation's (``racecheck.runtime.relation.REFINEMENTS``: ``Relation.fifo_commutes``, ``Relation.looks_below``): a put
+and a get of a first-in first-out queue where the get takes an item queued before that put, and a name made or
+removed and a step that only looks below it. This module only counts each queue's puts and gets along a trace
+(``queue_counts``), what the FIFO rule reads.
 
 Steps are named across runs by their place (``identities``): the thread, its operations of stand-ins so far, and
 memory points since the last of those.
@@ -40,16 +37,16 @@ import re
 from bisect import insort
 from collections.abc import Sequence
 
-from racecheck.runtime.access import CREATE, FAIRNESS_OBJ, GET, LIST, PUT, READ, REMOVE
+from racecheck.runtime.access import FAIRNESS_OBJ, GET, PUT
 from racecheck.runtime.relation import ENGINE, PROGRAM, UNNAMED, Order, Relation, active, most_specific
 from racecheck.runtime.relation import report_rank as rank
-from racecheck.runtime.steps import Access, Obj, ObjKind, Step
+from racecheck.runtime.steps import Access, Obj, Step
 from racecheck.search.dependency import conflicts
 
 __racecheck_engine__ = True
 
 __all__ = ["ENGINE", "PROGRAM", "UNNAMED", "conflict_objects", "fifo_free", "identities", "isolating_order",
-           "joint_order", "looks_below", "matched", "memory_step", "named", "one_way", "op_shape", "ordering",
+           "joint_order", "matched", "memory_step", "named", "one_way", "op_shape", "ordering",
            "other_reversed", "queue_counts", "rank", "reorders", "reversed_pairs"]
 
 _MET_FIRST = re.compile(r"@T\d+#\d+")
@@ -111,30 +108,17 @@ def conflict_objects(left: tuple[Access, ...], right: tuple[Access, ...],
     return found
 
 
-def looks_below(made: tuple[Access, ...], looker: tuple[Access, ...], obj: Obj) -> bool:
-    """Whether ``made`` only makes or removes the name ``obj`` (a file object) and ``looker`` only reads ``obj`` on the
-    way to a path below it: then neither order changes what either finds (see the module docstring)."""
-    mine = [a for a in made if a.obj is obj]
-    if not mine or obj.kind is not ObjKind.FILE or any(a.kind not in (CREATE, REMOVE) for a in mine):
-        return False
-    top = mine[0].path
-    if not top:
-        return False
-    below = [a for a in looker if a.path.startswith(top.rstrip("/") + "/")]
-    at = [a for a in looker if a.path == top]
-    return bool(below) and all(a.kind == READ for a in at) and all(a.kind in (READ, LIST) for a in below)
-
-
 def queue_counts(found: Sequence[Step]) -> list[dict[Obj, tuple[int, int]]]:
     """For each step, for each FIFO queue it touches: how many steps put on it and got from it before this one."""
     puts: dict[Obj, int] = {}
     gets: dict[Obj, int] = {}
     out: list[dict[Obj, tuple[int, int]]] = []
+    fifo = active().fifo_objects  # the kinds of queue the relation's FIFO rule reads (``Relation.fifo_commutes``)
     for step in found:
         touched = step.accesses
         here: dict[Obj, tuple[int, int]] = {}
         for a in touched:
-            if a.obj.kind is ObjKind.FIFO_QUEUE and a.obj not in here:
+            if a.obj.kind in fifo and a.obj not in here:
                 here[a.obj] = (puts.get(a.obj, 0), gets.get(a.obj, 0))
         for obj in here:
             kinds = {a.kind for a in touched if a.obj is obj}
@@ -146,18 +130,12 @@ def queue_counts(found: Sequence[Step]) -> list[dict[Obj, tuple[int, int]]]:
     return out
 
 
-def _only(touched: tuple[Access, ...], obj: Obj, kind: str) -> bool:
-    return all(a.kind == kind for a in touched if a.obj is obj)
-
-
 def fifo_free(obj: Obj, put: tuple[Access, ...], get: tuple[Access, ...], get_counts: tuple[int, int]) -> bool:
-    """Whether a put and a get of FIFO queue ``obj`` commute where they met: the step ``get`` only gets from it,
-    ``put`` only puts on it, and when the get ran more items had been put than got (``get_counts``: puts and gets
-    before it, in a trace where the get came before that put), so it took an item queued earlier."""
-    if obj.kind is not ObjKind.FIFO_QUEUE or not _only(put, obj, PUT) or not _only(get, obj, GET):
-        return False
+    """Whether a put and a get of FIFO queue ``obj`` commute where they met, in a trace where the get came before
+    that put (``get_counts``: the puts and gets before it): it took an item queued earlier
+    (``Relation.fifo_commutes``)."""
     puts_before, gets_before = get_counts
-    return puts_before > gets_before
+    return active().fifo_commutes(obj, put, get, gets_before, puts_before)
 
 
 def ordering(found: Sequence[Step], counts: list[dict[Obj, tuple[int, int]]], x: int, y: int) -> bool:
@@ -165,14 +143,13 @@ def ordering(found: Sequence[Step], counts: list[dict[Obj, tuple[int, int]]], x:
     edge): a put of a FIFO queue and a later get that took an item put before it do not."""
     put, get = found[x].accesses, found[y].accesses
     objs = conflict_objects(put, get, wildcards=False)
+    relation = active()
     for obj in list(objs):
-        if looks_below(put, get, obj) or looks_below(get, put, obj):
+        if relation.looks_below(put, get, obj) or relation.looks_below(get, put, obj):
             del objs[obj]
-        elif obj.kind is ObjKind.FIFO_QUEUE and _only(put, obj, PUT) and _only(get, obj, GET):
-            get_index = counts[y].get(obj, (0, 0))[1]  # gets of the queue before this one
-            put_index = counts[x].get(obj, (0, 0))[0]  # puts before this one
-            if get_index < put_index:  # FIFO: the get took the item of an earlier put
-                del objs[obj]
+        # FIFO: the get (its index: the gets of the queue before it) took the item of a put before this one
+        elif relation.fifo_commutes(obj, put, get, counts[y].get(obj, (0, 0))[1], counts[x].get(obj, (0, 0))[0]):
+            del objs[obj]
     return bool(objs)
 
 
@@ -404,8 +381,9 @@ def reorders(left: tuple[Access, ...], right: tuple[Access, ...], get_counts: di
     """Whether steps ``left`` (earlier in the original) and ``right`` conflict on an object both name, where the
     swapped run ran ``right`` first (``get_counts``: its queue counts there)."""
     objs = conflict_objects(left, right, wildcards=False)
+    relation = active()
     for obj in list(objs):
-        if (looks_below(left, right, obj) or looks_below(right, left, obj)
+        if (relation.looks_below(left, right, obj) or relation.looks_below(right, left, obj)
                 or fifo_free(obj, left, right, get_counts.get(obj, (0, 0)))):
             del objs[obj]
     return bool(objs)

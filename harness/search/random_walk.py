@@ -44,5 +44,5 @@ class RandomWalk(Strategy):
         super().__init__(seed)
         self.memory = SharedMemory()  # which memory steps can conflict, learned from every run
 
-    def new_execution(self, index):
+    def new_execution(self, index, sampled=False):
         return RandomChooser(self.stream(f"random:{self.seed}:{index}"), self.memory)

@@ -65,8 +65,7 @@ class Schedules:
         if self._finished():
             return None
         sampled = self.session.plan(self.index) == "sampled"
-        self.strat.sampled = sampled
-        chooser = self.strat.new_execution(self.index)
+        chooser = self.strat.new_execution(self.index, sampled)
         if chooser is None:
             return None
         self.chooser = chooser

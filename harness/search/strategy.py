@@ -33,10 +33,6 @@ class Strategy:
         self.seed = seed
         self.exhausted = False
         self._rng = random.Random()
-        # The next execution leaves code that showed no shared memory unwatched (``racecheck.control.
-        # memory_sampling``): far fewer decisions than one watched whole, which a strategy measuring its executions
-        # keeps apart. Set by the exploration before ``new_execution``.
-        self.sampled = False
 
     def stream(self, text: str) -> random.Random:
         """The random stream of one execution, seeded by ``text`` (the same stream as ``random.Random(text)``).
@@ -64,8 +60,11 @@ class Strategy:
         finished without having exhausted anything (``racecheck.search.dpor``)."""
         return self.exhausted
 
-    def new_execution(self, index: int) -> Chooser | None:
-        """A chooser for schedule ``index``, or None when the strategy has nothing left to try."""
+    def new_execution(self, index: int, sampled: bool = False) -> Chooser | None:
+        """A chooser for schedule ``index``, or None when the strategy has nothing left to try. ``sampled``: the
+        execution leaves code that showed no shared memory unwatched (``racecheck.control.memory_sampling``; only
+        for a strategy whose registry entry ``samples_memory``): far fewer decisions than one watched whole, which a
+        strategy measuring its executions keeps apart."""
         raise NotImplementedError
 
     def end_execution(self, chooser: Chooser, steps: int) -> None:

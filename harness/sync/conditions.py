@@ -9,6 +9,7 @@ from collections import deque
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime import RunContract
 from racecheck.runtime.access import NOTIFY, WAIT, on
 from racecheck.runtime.steps import ObjKind
 from racecheck.sync.locks import ControlledRLock
@@ -30,7 +31,7 @@ class ControlledCondition(Primitive):
     _kind = "Condition"
     _obj_kind = ObjKind.CONDITION
 
-    def __init__(self, run: Any, lock: Any = None, name: str | None = None) -> None:
+    def __init__(self, run: RunContract, lock: Any = None, name: str | None = None) -> None:
         super().__init__(run, name)
         self._lock = lock if lock is not None else ControlledRLock(run, name=self._obj)
         self._waiters: deque[_Waiter] = deque()

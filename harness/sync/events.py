@@ -15,6 +15,7 @@ import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime import RunContract
 from racecheck.runtime.access import ACQUIRE, READ, RELEASE, WAIT, WRITE, on
 from racecheck.runtime.steps import ObjKind
 from racecheck.sync.primitive import Primitive, attempt, wait_timeout
@@ -32,7 +33,7 @@ class ControlledEvent(Primitive):
     _kind = "Event"
     _obj_kind = ObjKind.EVENT
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunContract) -> None:
         super().__init__(run)
         self._flag = False
         self._sets = 0  # how many times set() woke waiters: a waiter woken by a set returns True
@@ -69,7 +70,7 @@ class ControlledSemaphore(Primitive):
     _kind = "Semaphore"
     _obj_kind = ObjKind.SEMAPHORE
 
-    def __init__(self, run: Any, value: int = 1, bound: int | None = None) -> None:
+    def __init__(self, run: RunContract, value: int = 1, bound: int | None = None) -> None:
         if value < 0:
             raise ValueError("semaphore initial value must be >= 0")
         super().__init__(run)
@@ -106,7 +107,7 @@ class ControlledSemaphore(Primitive):
 class ControlledBoundedSemaphore(ControlledSemaphore):
     _kind = "BoundedSemaphore"
 
-    def __init__(self, run: Any, value: int = 1) -> None:
+    def __init__(self, run: RunContract, value: int = 1) -> None:
         super().__init__(run, value, bound=value)
 
 
@@ -117,7 +118,7 @@ class ControlledBarrier(Primitive):
     _kind = "Barrier"
     _obj_kind = ObjKind.BARRIER
 
-    def __init__(self, run: Any, parties: int, action: Any = None, timeout: float | None = None) -> None:
+    def __init__(self, run: RunContract, parties: int, action: Any = None, timeout: float | None = None) -> None:
         super().__init__(run)
         self._parties = parties
         self._action = action

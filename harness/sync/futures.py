@@ -13,6 +13,7 @@ import concurrent.futures._base as _futures_base
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime import RunContract
 from racecheck.runtime.access import WAIT, Access
 from racecheck.runtime.steps import Obj, ObjKind
 from racecheck.sync.conditions import ControlledCondition
@@ -63,7 +64,7 @@ class Future(_RealFuture):
         self._waiters: list[Any] = []
         self._done_callbacks: list[Any] = []
 
-    def __racecheck_obj__(self, run: Any) -> Obj | None:
+    def __racecheck_obj__(self, run: RunContract) -> Obj | None:
         """A future's operations touch its controlled condition (``Primitive.__racecheck_obj__``): None for one
         made outside a run, whose condition is real."""
         touched = getattr(self._condition, "__racecheck_obj__", None)
@@ -80,12 +81,12 @@ def callbacks_of(future: Any) -> list[Any]:
     return list(future._done_callbacks)
 
 
-def _condition_obj(run: Any) -> Obj:
+def _condition_obj(run: RunContract) -> Obj:
     """A future's condition: the stand-in's own (the program never names it), which its waits and state touch."""
     return Obj(ObjKind.CONDITION, run.new_object_id("Future"), engine=True)
 
 
-def _waits_on(futures: list[Any], run: Any) -> tuple[Access, ...]:
+def _waits_on(futures: list[Any], run: RunContract) -> tuple[Access, ...]:
     """A wait on ``futures``: it touches each one's condition, which every change of a future's state goes through
     (a future made outside the run has no controlled condition and names nothing), as the future says
     (``Future.__racecheck_obj__``)."""

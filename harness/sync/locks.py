@@ -9,6 +9,7 @@ import threading as _real_threading
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime import RunContract
 from racecheck.runtime.access import ACQUIRE, READ, RELEASE, exclusive_acquire, on, watched_acquire
 from racecheck.runtime.watched_code import CODES as _WATCHED
 from racecheck.sync.primitive import Primitive, attempt
@@ -49,7 +50,7 @@ class _LockAccesses(Primitive):
 class ControlledLock(_LockAccesses):
     _kind = "Lock"
 
-    def __init__(self, run: Any, name: str | None = None) -> None:
+    def __init__(self, run: RunContract, name: str | None = None) -> None:
         super().__init__(run, name)
         self._owner: Any = None
         self._held = False
@@ -100,7 +101,7 @@ class ControlledLock(_LockAccesses):
 class ControlledRLock(_LockAccesses):
     _kind = "RLock"
 
-    def __init__(self, run: Any, name: str | None = None) -> None:
+    def __init__(self, run: RunContract, name: str | None = None) -> None:
         super().__init__(run, name)
         self._owner: Any = None
         self._count = 0

@@ -10,8 +10,8 @@ around it stay fair.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from racecheck.runtime import RunContract
 from racecheck.runtime.access import READ, on
 from racecheck.runtime.steps import Obj, ObjKind
 
@@ -25,7 +25,7 @@ def wait_timeout(timeout: float | None) -> float | None:
     return max(float(timeout), 0.0)
 
 
-def attempt(run: Any, op: str, enabled: Callable[[], bool], timeout: float | None, access: tuple = ()) -> bool:
+def attempt(run: RunContract, op: str, enabled: Callable[[], bool], timeout: float | None, access: tuple = ()) -> bool:
     """A possibly blocking attempt; ``timeout`` 0 polls, and a poll that will fail is a yielding point.
 
     Only ever called from a primitive's method, so this frame and that one are the engine's (``skip=2``). Whether a
@@ -45,7 +45,7 @@ class Primitive:
     _kind = "Object"  # the trace's name for it, numbered per run ("Lock#2")
     _obj_kind = ObjKind.LOCK  # what its operations touch, to the dependency relation
 
-    def __init__(self, run: Any, name: str | Obj | None = None) -> None:
+    def __init__(self, run: RunContract, name: str | Obj | None = None) -> None:
         """``name``: a name of the caller's choosing, or the object itself when another primitive shares it (a
         condition and its own lock are one object)."""
         self._run = run
@@ -56,7 +56,7 @@ class Primitive:
     def _accesses(self) -> None:
         """Build the access tuples of the operations from ``_obj``."""
 
-    def __racecheck_obj__(self, run: Any) -> Obj | None:
+    def __racecheck_obj__(self, run: RunContract) -> Obj | None:
         """What this primitive's operations touch, if it belongs to ``run`` (else None): the object
         ``racecheck.point(name, on=self)`` names, read through this contract rather than its private fields."""
         return self._obj if self._run is run else None

@@ -10,6 +10,7 @@ from collections import deque
 from typing import Any
 
 from racecheck import runtime
+from racecheck.runtime import RunContract
 from racecheck.runtime.access import GET, NOTIFY, PUT, READ, WAIT, on
 from racecheck.runtime.steps import ObjKind
 from racecheck.sync.primitive import Primitive, attempt
@@ -23,7 +24,7 @@ class _QueueCore(Primitive):
     _kind = "SimpleQueue"
     _obj_kind = ObjKind.FIFO_QUEUE  # a get takes the oldest item: the racing pair reads it (``race_order``)
 
-    def __init__(self, run: Any, name: str | None = None) -> None:
+    def __init__(self, run: RunContract, name: str | None = None) -> None:
         super().__init__(run, name)
         self._items: Any = self._new_container()
 
@@ -83,7 +84,7 @@ class ControlledQueue(_QueueCore):
 
     _kind = "Queue"
 
-    def __init__(self, run: Any, maxsize: int = 0) -> None:
+    def __init__(self, run: RunContract, maxsize: int = 0) -> None:
         super().__init__(run)
         self.maxsize = maxsize
         self.unfinished_tasks = 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 import queue as _real_queue
 from typing import Any
 
+from racecheck.runtime import RunContract
 from racecheck.runtime.access import GET, PUT, READ, Access
 from racecheck.runtime.steps import Obj, ObjKind
 from racecheck.sync.primitive import attempt
@@ -32,7 +33,7 @@ __racecheck_engine__ = True
 class WorkQueue(ControlledSimpleQueue):
     """An executor's work queue (``racecheck.sync.executor``); see the module docstring."""
 
-    def __init__(self, run: Any, name: Obj) -> None:
+    def __init__(self, run: RunContract, name: Obj) -> None:
         super().__init__(run, name)
         self._puts = 0  # items ever put: the next put fills slot ``_puts``
         self._gets = 0  # items ever taken: the next get empties slot ``_gets``

@@ -648,7 +648,7 @@ def test_a_failed_non_blocking_attempt_is_a_yielding_point(monkeypatch):
     log = []
 
     class Spy(Strategy):
-        def new_execution(self, index):
+        def new_execution(self, index, sampled=False):
             return _SpyChooser(log)
 
     monkeypatch.setattr(importlib.import_module("racecheck.search.exploration"), "make_strategy", lambda *args: Spy())

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import errno
 import os
+import pickle
 
 import pytest
 import racecheck.fakefs as fakefs
+from racecheck.fakefs.semantics import win_error
 
 fos = fakefs.os_facade
 fopen = fakefs.fake_open
@@ -282,3 +284,18 @@ def test_trailing_separator_after_a_file_name_is_an_invalid_name(windows_run):
     with pytest.raises(OSError) as info:
         fopen(f"{R}/a/", "rb")
     assert info.value.errno == errno.EINVAL and not hasattr(info.value, "winerror")
+
+
+@pytest.mark.parametrize("winerror", [2, 32, 183, 267, 145])
+def test_windows_errors_are_their_builtin_class_with_winerror_and_pickle_as_themselves(winerror):
+    """Each Windows error is a direct subclass of the builtin it is named as (no shared base class between them
+    and the builtin: printing and pickling are functions each class takes, ``semantics.windows_text`` and
+    ``windows_rebuilt``), and survives pickling (a child process's error crosses to the parent) with its class,
+    winerror and text."""
+    exc = win_error(winerror, f"{R}/a", f"{R}/b")
+    builtin = type(exc).__mro__[1]
+    assert type(exc).__name__ == builtin.__name__ and builtin.__module__ == "builtins"
+    assert builtin in (PermissionError, FileNotFoundError, FileExistsError, NotADirectoryError, OSError)
+    assert str(exc).startswith(f"[WinError {winerror}] ") and str(exc).endswith(f": '{R}/a' -> '{R}/b'")
+    again = pickle.loads(pickle.dumps(exc))
+    assert type(again) is type(exc) and again.winerror == winerror and str(again) == str(exc)

@@ -4,8 +4,9 @@ decides.
     python tests/house/relation_doc.py            # print what differs
     python tests/house/relation_doc.py --write    # rewrite the three tables in place from the relation
 
-Three tables, each under a header line this module knows: the rows of the relation (``ROWS``, first match wins),
-what each wildcard covers (``WILDCARDS``), and each kind of object's role for the data-race finder (``ROLES``).
+Four tables, each under a header line this module knows: the rows of the relation (``ROWS``, first match wins),
+what each wildcard covers (``WILDCARDS``), each kind of object's role for the data-race finder (``ROLES``), and the
+refinements the table cannot express (``REFINEMENTS``).
 ``tests/house/test_relation_doc.py`` fails while the doc and the code differ. Exit status: 0 when they matched,
 1 when they did not.
 """
@@ -22,6 +23,7 @@ DOC = ROOT / "docs" / "dependency.md"
 ROWS_HEADER = "| earlier | later | on | order | pair | reason |"
 WILDCARDS_HEADER = "| wildcard | conflicts with, whatever the kinds |"
 ROLES_HEADER = "| role for data races | kinds of object |"
+REFINEMENTS_HEADER = "| refinement | on | one step only | the other only | pair | reason |"
 
 
 def _kinds(kinds: frozenset, everything: frozenset) -> str:
@@ -44,7 +46,11 @@ def tables(relation: Relation = RELATION) -> dict[str, list[str]]:
     for role in sorted(set(relation.roles.values())):
         members = frozenset(k for k, r in relation.roles.items() if r == role)
         roles.append(f"| {role.name.lower()} | {_kinds(members, ALL_OBJECTS)} |")
-    return {ROWS_HEADER: rows, WILDCARDS_HEADER: wild, ROLES_HEADER: roles}
+    refined = [REFINEMENTS_HEADER, "| --- | --- | --- | --- | --- | --- |"]
+    for rule in relation.refinements:
+        refined.append(f"| `{rule.name}` | {_kinds(rule.objects, ALL_OBJECTS)} | {_kinds(rule.first, ALL_KINDS)} | "
+                       f"{_kinds(rule.second, ALL_KINDS)} | {rule.pair} | {rule.reason} |")
+    return {ROWS_HEADER: rows, WILDCARDS_HEADER: wild, ROLES_HEADER: roles, REFINEMENTS_HEADER: refined}
 
 
 def span(lines: list[str], header: str) -> tuple[int, int]:

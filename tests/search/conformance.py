@@ -105,8 +105,8 @@ def observe(entry: StrategyEntry, program: Program, schedules: int, **options: A
         strategy = real_build(name, seed, **given)
         hand_out = strategy.new_execution
 
-        def new_execution(index: int) -> Any:
-            chooser = hand_out(index)
+        def new_execution(index: int, sampled: bool = False) -> Any:
+            chooser = hand_out(index, sampled)
             if chooser is not None:
                 handed[id(chooser)] = (index, chooser)  # kept alive with it: the id names no other chooser
             return chooser

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from racecheck.runtime import relation
 from racecheck.runtime.access import ENTRY, LIST, READ, WRITE, Access, file_obj, memory
 from racecheck.runtime.chooser import Decision
-from racecheck.runtime.sinks import StepLog
+from racecheck.runtime.sinks import StepLog, StepReader
 from racecheck.runtime.steps import Outcome, RunEnd
 from racecheck.search import dpor
 
@@ -29,6 +29,11 @@ class ModelRun:
         self.trace: list = []
         self.steps = 0
         self.threads: list = []
+        self.reader = StepReader(self.trace)
+
+    def steps_in(self, finished: range) -> list:
+        """The steps a decision hands (``RunView.steps_in``), by the runtime's reader."""
+        return self.reader.steps(finished.start, finished.stop)
 
 
 class Event(NamedTuple):
@@ -53,15 +58,17 @@ def execute(program: Sequence[Sequence[tuple[Access, ...]]], chooser) -> list[tu
     chooser.begin(run)  # the view a chooser reads: the trace so far and the step count
     left = [list(thread) for thread in program]
     done = [0] * len(program)
-    current = 0
+    current = decided = 0
     order = []
     while any(left):
         candidates = ([current] if left[current] else []) + [t for t in range(len(program))
                                                                if t != current and left[t]]
         run.steps += 1
         index = 0
-        if len(candidates) > 1:
-            index = chooser.pick_thread(Decision(candidates, bool(left[current]), False, current, run.steps, run))
+        if len(candidates) > 1:  # the events since the last decision, as the runtime hands them
+            finished, decided = range(decided, len(run.trace)), len(run.trace)
+            index = chooser.pick_thread(Decision(candidates, bool(left[current]), False, current, run.steps, run,
+                                                 finished))
         chosen = candidates[index]
         switch = "" if chosen == current else ("preempt" if left[current] else "switch")
         run.trace.append(event(run.steps, chosen, left[chosen].pop(0), switch))

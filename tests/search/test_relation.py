@@ -18,7 +18,7 @@ from racecheck.runtime.relation import (
     commute,
 )
 from racecheck.runtime.steps import Access, Kind, Obj, ObjKind
-from racecheck.search import dependency
+from racecheck.search import dependency, race_order
 
 
 def test_every_combination_of_kinds_and_object_kinds_has_a_row():
@@ -93,3 +93,42 @@ def test_a_planted_relation_reaches_the_consumers():
         assert not dependency.dependent((write,), (read,))
         assert dependency.conflicts((write,), (read,)) == frozenset()
     assert relation.active() is RELATION
+
+
+def test_refinements_apply_exactly_where_their_rows_say_for_every_combination():
+    # the two rules the table cannot express (paths, a queue's order) are rows of the relation too: walked over
+    # Kind x Kind x ObjKind, each holds only on its kinds of object, for its kinds of access
+    below, fifo = RELATION.refined["below"], RELATION.refined["fifo"]
+    for obj_kind in ObjKind:
+        obj = Obj(obj_kind, f"/refined/{obj_kind.value}")
+        for first in Kind:
+            for second in Kind:
+                made = (Access(obj, first, "/d"),)
+                looker = (Access(obj, second, "/d/a"),)
+                expected = obj_kind in below.objects and first in below.first and second in below.second
+                assert RELATION.looks_below(made, looker, obj) == expected, (first, second, obj_kind)
+                put, get = (Access(obj, first),), (Access(obj, second),)
+                expected = obj_kind in fifo.objects and first in fifo.first and second in fifo.second
+                assert RELATION.fifo_commutes(obj, put, get, 0, 1) == expected, (first, second, obj_kind)
+                assert not RELATION.fifo_commutes(obj, put, get, 1, 1)  # the item came from this put or a later one
+
+
+def test_every_refinement_is_a_typed_row_with_its_reason():
+    assert {rule.name for rule in RELATION.refinements} == {"below", "fifo"}
+    for rule in RELATION.refinements:
+        assert rule.objects <= ALL_OBJECTS and rule.first and rule.second and rule.pair and rule.reason
+
+
+def test_a_relation_without_refinements_reaches_the_racing_pair():
+    # the racing pair's isolation check reads the refinements from the relation only
+    queue = Obj(ObjKind.FIFO_QUEUE, "WorkQueue#1")
+    put, get = (Access(queue, Kind.PUT),), (Access(queue, Kind.GET),)
+    directory = file_obj("/d")
+    mkdir = (Access(directory, Kind.CREATE, "/d"),)
+    stat = (Access(directory, Kind.READ, "/d"), Access(file_obj("/d/a"), Kind.READ, "/d/a"))
+    assert not race_order.reorders(put, get, {queue: (1, 0)})  # the get took the item put before
+    assert not race_order.reorders(mkdir, stat, {})
+    with relation.planted(RELATION.without_refinements()):
+        assert race_order.queue_counts([]) == []
+        assert race_order.reorders(put, get, {queue: (1, 0)})
+        assert race_order.reorders(mkdir, stat, {})

@@ -137,7 +137,7 @@ def test_a_space_larger_than_the_budget_is_not_exhausted(entry):
 class Salted(RandomWalk):
     """Planted (property 4): a random walk seeded with ``hash()`` of its text, which differs between processes."""
 
-    def new_execution(self, index):
+    def new_execution(self, index, sampled=False):
         return RandomChooser(random.Random(hash(f"random:{self.seed}:{index}")))
 
 
@@ -176,7 +176,7 @@ class Impatient(RandomWalk):
     """Planted (property 1): a random walk that times every timed wait out at its decisions, to reach timeouts
     sooner. It acts on the run other than through its picks, so a replay of its decisions runs another way."""
 
-    def new_execution(self, index):
+    def new_execution(self, index, sampled=False):
         return ImpatientChooser(self.stream(f"random:{self.seed}:{index}"))
 
 
@@ -191,8 +191,8 @@ def test_planted_a_strategy_acting_outside_its_picks_fails_the_replay_check():
 class Stutter(BoundedDFS):
     """Planted (property 2): dfs that hands its first schedule out again as its second."""
 
-    def new_execution(self, index):
-        return DFSChooser([]) if index == 1 else super().new_execution(index)
+    def new_execution(self, index, sampled=False):
+        return DFSChooser([]) if index == 1 else super().new_execution(index, sampled)
 
 
 @pytest.mark.parametrize("program", ["lost_update_fixed", "late_reach"])

@@ -24,6 +24,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control.processes.link import portable, registry_of, uncontrolled
+from racecheck.runtime import RunContract
 from racecheck.runtime.locations import code_location
 from racecheck.runtime.teardown import RECORD
 
@@ -82,7 +83,7 @@ class ThreadProxy:
     """The proxy of a thread a child started: a controlled thread of the parent's run that serves the thread's
     requests as the child's first proxy does, its answers tagged with the thread's tid."""
 
-    def __init__(self, run: Any, child: Any) -> None:
+    def __init__(self, run: RunContract, child: Any) -> None:
         self.run = run
         self.child = child
         self.tid = -1

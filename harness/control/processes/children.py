@@ -27,6 +27,7 @@ from racecheck.control.processes.child_run import join as join_run
 from racecheck.control.processes.link import ChildEntry, portable, registry_of, uncontrolled
 from racecheck.control.processes.models import ProcessConnection
 from racecheck.control.processes.wire import PLAIN, Wire
+from racecheck.runtime import RunContract
 from racecheck.runtime.access import END, JOIN, on_thread
 from racecheck.runtime.locations import code_location
 from racecheck.runtime.teardown import RECORD
@@ -241,7 +242,7 @@ class LeakedProcess(RuntimeError):
     """A child of the run still running when the test ended: nothing stops it before the interpreter exits."""
 
 
-def leak(run: Any) -> tuple[int, BaseException] | None:
+def leak(run: RunContract) -> tuple[int, BaseException] | None:
     """As the run completes: its first child still running (a daemon: one that is not would keep its proxy, a
     thread that is not a background one, and the run would be a deadlock), as a failure of its proxy thread. A
     daemon outlives the test that started it and is killed only at the interpreter's exit: no process leaks."""
@@ -254,7 +255,7 @@ def leak(run: Any) -> tuple[int, BaseException] | None:
     return None
 
 
-def _reap_all(run: Any) -> None:
+def _reap_all(run: RunContract) -> None:
     for child in registry_of(run).children:
         child.reap()
 
@@ -273,7 +274,7 @@ def method_of(process: Any) -> str:
     return getattr(process, "_start_method", None) or multiprocessing.get_start_method(allow_none=True) or "fork"
 
 
-def _inherit_pipes(run: Any, process: Any, label: str) -> None:
+def _inherit_pipes(run: RunContract, process: Any, label: str) -> None:
     """The Pipe ends the child holds copies of: every end open in the parent for fork, the ones handed to it else."""
     models = registry_of(run).models.values()
     if method_of(process) == "fork":
@@ -331,7 +332,7 @@ def start(process: Any, real_start: Any) -> None:
     setattr(process, CHILD, child)
 
 
-def _end(child: Any, run: Any) -> None:
+def _end(child: Any, run: RunContract) -> None:
     """The child ended in the run: its real process is gone too (a short real wait, as on another process)."""
     for model in registry_of(run).models.values():
         if isinstance(model, ProcessConnection):
@@ -380,12 +381,12 @@ def stop(child: Any, verb: str, real_stop: Any) -> None:
                 model.holders.discard(child.label)
 
 
-def by_sentinel(run: Any) -> dict[int, Child]:
+def by_sentinel(run: RunContract) -> dict[int, Child]:
     """The run's started children by their process's sentinel (what ``connection.wait`` is handed)."""
     return {child.process.sentinel: child for child in registry_of(run).children if child.started}
 
 
-def wait_any(run: Any, kids: list[Child], timeout: float | None) -> None:
+def wait_any(run: RunContract, kids: list[Child], timeout: float | None) -> None:
     """A wait for the first of ``kids`` to end: a point on all of their ends."""
     access = tuple(a for kid in kids for a in on_thread(kid.rec.tid, JOIN))
     names = ", ".join(kid.label for kid in kids)

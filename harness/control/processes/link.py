@@ -26,6 +26,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control.processes.wire import PLAIN, Wire
+from racecheck.runtime import RunContract
 
 __racecheck_engine__ = True
 
@@ -57,7 +58,7 @@ class Registry:
         self.ready: dict[int, bool] = {}  # a proxy thread's id -> whether its thread's wait in the child can end
 
 
-def registry_of(run: Any) -> Registry:
+def registry_of(run: RunContract) -> Registry:
     """The run's registry, made on first use (a run is the unit of isolation: nothing outlives it)."""
     registry = run.resources.get(RESOURCE)
     if registry is None:
@@ -101,7 +102,7 @@ class uncontrolled:  # noqa: N801 - used as a function: ``with uncontrolled(run)
 
     __slots__ = ("run", "bound", "rec", "saved")
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunContract) -> None:
         self.run = run
 
     def __enter__(self) -> None:

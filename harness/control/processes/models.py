@@ -17,6 +17,7 @@ from typing import Any
 from racecheck import runtime
 from racecheck.control.memory_hooks import no_items
 from racecheck.control.processes.link import rebuild, registry_of, routed, uncontrolled
+from racecheck.runtime import RunContract
 from racecheck.runtime.access import GET, PUT, READ, WRITE, on
 from racecheck.runtime.steps import ObjKind
 from racecheck.sync.conditions import ControlledCondition
@@ -28,13 +29,13 @@ from racecheck.sync.queues import ControlledQueue, ControlledSimpleQueue
 __racecheck_engine__ = True
 
 
-def dumps(run: Any, obj: Any) -> bytes:
+def dumps(run: RunContract, obj: Any) -> bytes:
     """What crosses a process boundary: the object pickled as ``multiprocessing`` pickles it (outside the run)."""
     with uncontrolled(run):
         return bytes(ForkingPickler.dumps(obj))
 
 
-def loads(run: Any, data: bytes) -> Any:
+def loads(run: RunContract, data: bytes) -> Any:
     with uncontrolled(run):
         return ForkingPickler.loads(data)
 
@@ -44,7 +45,7 @@ class Served:
 
     mid: str
 
-    def enrol(self, run: Any, mid: str) -> None:
+    def enrol(self, run: RunContract, mid: str) -> None:
         self.mid = mid
         registry_of(run).models[mid] = self
 
@@ -65,7 +66,7 @@ class ProcessQueue(Served, ControlledQueue):
 
     _kind = "mp.Queue"
 
-    def __init__(self, run: Any, maxsize: int = 0) -> None:
+    def __init__(self, run: RunContract, maxsize: int = 0) -> None:
         ControlledQueue.__init__(self, run, maxsize)
         self.enrol(run, self._name)
 
@@ -107,7 +108,7 @@ class ProcessJoinableQueue(ProcessQueue):
 class ProcessSimpleQueue(Served, ControlledSimpleQueue):
     _kind = "mp.SimpleQueue"
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunContract) -> None:
         ControlledSimpleQueue.__init__(self, run)
         self.enrol(run, self._name)
 
@@ -130,7 +131,7 @@ class ProcessLock(Served, ControlledLock):
 
     _kind = "mp.Lock"
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunContract) -> None:
         ControlledLock.__init__(self, run)
         self.enrol(run, self._name)
 
@@ -157,7 +158,7 @@ class ProcessLock(Served, ControlledLock):
 class ProcessRLock(Served, ControlledRLock):
     _kind = "mp.RLock"
 
-    def __init__(self, run: Any, name: Any = None) -> None:
+    def __init__(self, run: RunContract, name: Any = None) -> None:
         ControlledRLock.__init__(self, run, name)
         self.enrol(run, self._name)
 
@@ -185,7 +186,7 @@ class ProcessRLock(Served, ControlledRLock):
 class ProcessEvent(Served, ControlledEvent):
     _kind = "mp.Event"
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunContract) -> None:
         ControlledEvent.__init__(self, run)
         self.enrol(run, self._name)
 
@@ -198,7 +199,7 @@ class ProcessEvent(Served, ControlledEvent):
 class ProcessSemaphore(Served, ControlledSemaphore):
     _kind = "mp.Semaphore"
 
-    def __init__(self, run: Any, value: int = 1) -> None:
+    def __init__(self, run: RunContract, value: int = 1) -> None:
         ControlledSemaphore.__init__(self, run, value)
         self.enrol(run, self._name)
 
@@ -219,7 +220,7 @@ class ProcessSemaphore(Served, ControlledSemaphore):
 class ProcessBoundedSemaphore(Served, ControlledBoundedSemaphore):
     _kind = "mp.BoundedSemaphore"
 
-    def __init__(self, run: Any, value: int = 1) -> None:
+    def __init__(self, run: RunContract, value: int = 1) -> None:
         ControlledBoundedSemaphore.__init__(self, run, value)
         self.enrol(run, self._name)
 
@@ -234,7 +235,7 @@ class ProcessCondition(Served, ControlledCondition):
 
     _kind = "mp.Condition"
 
-    def __init__(self, run: Any, lock: Any = None) -> None:
+    def __init__(self, run: RunContract, lock: Any = None) -> None:
         ControlledCondition.__init__(self, run, lock if lock is not None else ProcessRLock(run))
         self.enrol(run, self._name)
 
@@ -253,7 +254,7 @@ class ProcessCondition(Served, ControlledCondition):
 class ProcessBarrier(Served, ControlledBarrier):
     _kind = "mp.Barrier"
 
-    def __init__(self, run: Any, parties: int, action: Any = None, timeout: float | None = None) -> None:
+    def __init__(self, run: RunContract, parties: int, action: Any = None, timeout: float | None = None) -> None:
         ControlledBarrier.__init__(self, run, parties, action, timeout)
         self.enrol(run, self._name)
 
@@ -270,7 +271,7 @@ class ProcessValue(Served, Primitive):
     _kind = "mp.Value"
     _obj_kind = ObjKind.MEMORY
 
-    def __init__(self, run: Any, typecode_or_type: Any, *args: Any, lock: Any = True) -> None:
+    def __init__(self, run: RunContract, typecode_or_type: Any, *args: Any, lock: Any = True) -> None:
         Primitive.__init__(self, run)
         ctype = typecode_to_type.get(typecode_or_type, typecode_or_type)
         self._c = ctype(*args)
@@ -312,7 +313,7 @@ class ProcessArray(ProcessValue):
 
     _kind = "mp.Array"
 
-    def __init__(self, run: Any, typecode_or_type: Any, size_or_initializer: Any, *, lock: Any = True) -> None:
+    def __init__(self, run: RunContract, typecode_or_type: Any, size_or_initializer: Any, *, lock: Any = True) -> None:
         Primitive.__init__(self, run)
         ctype = typecode_to_type.get(typecode_or_type, typecode_or_type)
         if isinstance(size_or_initializer, int):
@@ -352,7 +353,7 @@ class ProcessConnection(Served, Primitive):
     _kind = "mp.Connection"
     _obj_kind = ObjKind.FIFO_QUEUE
 
-    def __init__(self, run: Any, name: str, readable: bool, writable: bool) -> None:
+    def __init__(self, run: RunContract, name: str, readable: bool, writable: bool) -> None:
         Primitive.__init__(self, run, name)
         self._inbox: deque[bytes] = deque()
         self.peer: ProcessConnection | None = None
@@ -425,13 +426,13 @@ class ProcessConnection(Served, Primitive):
         self.close()
 
 
-def calling_process(run: Any) -> str:
+def calling_process(run: RunContract) -> str:
     """The process of the calling controlled thread: "P0" for the parent's own threads, "P<n>" for a proxy."""
     rec = runtime.current_thread_record()
     return registry_of(run).process_of.get(getattr(rec, "tid", -1), "P0")
 
 
-def pipe(run: Any, duplex: bool = True) -> tuple[ProcessConnection, ProcessConnection]:
+def pipe(run: RunContract, duplex: bool = True) -> tuple[ProcessConnection, ProcessConnection]:
     """``multiprocessing.Pipe(duplex)``: two ends; without duplex, a read-only end and a write-only one."""
     base = run.new_object_id("mp.Pipe")
     a = ProcessConnection(run, f"{base}.0", True, duplex)

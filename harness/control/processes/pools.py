@@ -17,6 +17,7 @@ from typing import Any
 
 from racecheck.control.processes.link import portable, routed
 from racecheck.control.processes.models import ProcessQueue, Served
+from racecheck.runtime import RunContract
 from racecheck.sync.futures import Future
 
 __racecheck_engine__ = True
@@ -25,7 +26,7 @@ __racecheck_engine__ = True
 class Tasks(Served):
     """A pool's futures by task number, settled by the workers (a request their proxies perform here)."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunContract) -> None:
         self.futures: dict[int, Any] = {}
         self.made = 0
         self.enrol(run, run.new_object_id("mp.tasks"))
@@ -63,7 +64,7 @@ def work(tasks: Any, table: Tasks, initializer: Any, initargs: tuple) -> None:
 class WorkerPool:
     """What both pools share: the task queue, the futures, the workers."""
 
-    def __init__(self, run: Any, workers: int | None, context: Any, initializer: Any, initargs: tuple) -> None:
+    def __init__(self, run: RunContract, workers: int | None, context: Any, initializer: Any, initargs: tuple) -> None:
         if workers is not None and workers <= 0:
             raise ValueError("max_workers must be greater than 0")
         self.run = run
@@ -97,8 +98,8 @@ class WorkerPool:
 class ProcessPoolExecutor(WorkerPool):
     """``concurrent.futures.ProcessPoolExecutor`` with workers of the run."""
 
-    def __init__(self, run: Any, max_workers: int | None = None, mp_context: Any = None, initializer: Any = None,
-                 initargs: tuple = (), **_: Any) -> None:
+    def __init__(self, run: RunContract, max_workers: int | None = None, mp_context: Any = None,
+                 initializer: Any = None, initargs: tuple = (), **_: Any) -> None:
         super().__init__(run, max_workers, mp_context, initializer, initargs)
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -163,7 +164,7 @@ class AsyncResult:
 class Pool(WorkerPool):
     """``multiprocessing.Pool`` with workers of the run (``chunksize`` is taken as 1)."""
 
-    def __init__(self, run: Any, processes: int | None = None, initializer: Any = None, initargs: tuple = (),
+    def __init__(self, run: RunContract, processes: int | None = None, initializer: Any = None, initargs: tuple = (),
                  maxtasksperchild: int | None = None, context: Any = None) -> None:
         super().__init__(run, processes, context, initializer, initargs)
 

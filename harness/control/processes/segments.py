@@ -20,6 +20,7 @@ from racecheck.control.memory_hooks import no_items
 from racecheck.control.processes import link
 from racecheck.control.processes.link import registry_of, routed
 from racecheck.control.processes.models import Served
+from racecheck.runtime import RunContract
 from racecheck.runtime.access import READ, WRITE, on
 from racecheck.runtime.steps import Obj, ObjKind
 from racecheck.sync.primitive import Primitive
@@ -36,7 +37,7 @@ class Segment(Served, Primitive):
     _kind = "shm"
     _obj_kind = ObjKind.MEMORY
 
-    def __init__(self, run: Any, name: str, size: int) -> None:
+    def __init__(self, run: RunContract, name: str, size: int) -> None:
         Primitive.__init__(self, run, f"shm {name}")
         self.data = bytearray(size)
         self.shm_name = name
@@ -123,7 +124,7 @@ class SharedMemory:
 class Directory(Served):
     """The run's segments by name: create, attach, unlink (a point on the directory, as a file's name is)."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunContract) -> None:
         self.run = run
         self.segments: dict[str, Segment] = {}
         self.made = 0
@@ -156,7 +157,7 @@ class Directory(Served):
             raise FileNotFoundError(2, "No such file or directory", name)
 
 
-def directory_of(run: Any) -> Directory:
+def directory_of(run: RunContract) -> Directory:
     registry = registry_of(run)
     found = registry.models.get(DIRECTORY)
     return found if found is not None else Directory(run)

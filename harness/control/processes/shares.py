@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from racecheck.control.processes import link
+from racecheck.runtime import RunContract
 
 __racecheck_engine__ = True
 
@@ -25,10 +26,10 @@ class Share(Protocol):
     def for_child(self, resource: Any, label: str) -> Any:
         """The picklable stand-in a child ``label`` uses in place of ``resource``."""
 
-    def serve(self, run: Any, resource: Any, label: str, method: str, args: tuple, kwargs: dict) -> Any:
+    def serve(self, run: RunContract, resource: Any, label: str, method: str, args: tuple, kwargs: dict) -> Any:
         """Perform the child's call on ``resource`` (on its proxy thread); the answer the child gets."""
 
-    def release(self, run: Any, resource: Any, label: str) -> None:
+    def release(self, run: RunContract, resource: Any, label: str) -> None:
         """The child ended: what it still held goes, as at a real process's exit."""
 
 
@@ -39,19 +40,19 @@ def register(key: str, share: Share) -> None:
     SHARES[key] = share
 
 
-def for_child(run: Any, label: str) -> dict[str, Any]:
+def for_child(run: RunContract, label: str) -> dict[str, Any]:
     """The run's shared resources as child ``label`` holds them (empty when the run has none)."""
     return {key: share.for_child(run.resources[key], label) for key, share in SHARES.items()
             if run.resources.get(key) is not None}
 
 
-def serve(run: Any, label: str, message: tuple) -> Any:
+def serve(run: RunContract, label: str, message: tuple) -> Any:
     """In the parent, on the child's proxy thread: a share request of the child's."""
     _, key, method, args, kwargs = message[:5]
     return SHARES[key].serve(run, run.resources[key], label, method, args, kwargs)
 
 
-def release(run: Any, label: str) -> None:
+def release(run: RunContract, label: str) -> None:
     """In the parent, when child ``label`` has ended (whatever way)."""
     for key, share in SHARES.items():
         resource = run.resources.get(key)

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from racecheck.control.processes.link import PREPARES, registry_of
 from racecheck.control.ranks import child, stores, world
+from racecheck.runtime import RunContract
 
 __racecheck_engine__ = True
 
 
-def prepare(run: Any) -> Callable[[], None] | None:
+def prepare(run: RunContract) -> Callable[[], None] | None:
     """As a child of ``run`` starts, in the parent: where ``torch.distributed`` is in use, the run's model of the
     ranks (made once per run) and what the child installs before its code runs."""
     if run is None or "torch.distributed" not in sys.modules:

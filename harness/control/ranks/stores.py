@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from racecheck.control.processes.models import Served, calling_process
+from racecheck.runtime import RunContract
 from racecheck.runtime.access import READ, WAIT, WRITE, on
 from racecheck.runtime.steps import Obj, ObjKind
 
@@ -81,7 +82,7 @@ READING = ("check", "num_keys")
 class Stores(Served):
     """Every store of a run, by name."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunContract) -> None:
         self._run = run
         self.stores: dict[str, Store] = {}
         self.enrol(run, MID)

@@ -21,6 +21,7 @@ from typing import Any
 from racecheck.control.processes.link import uncontrolled
 from racecheck.control.processes.models import Served, calling_process
 from racecheck.control.ranks.compute import compute
+from racecheck.runtime import RunContract
 from racecheck.runtime.access import ACQUIRE, GET, PUT, READ, WRITE, on
 from racecheck.runtime.steps import Obj, ObjKind
 
@@ -30,7 +31,7 @@ MID = "dist"  # the served object's id: the one ``Ranks`` of a run
 NOT_INITIALIZED = "Default process group has not been initialized, please make sure to call init_process_group."
 
 
-def unpack(run: Any, data: bytes | None) -> Any:
+def unpack(run: RunContract, data: bytes | None) -> Any:
     """A rank's payload (tensors, lists, pickled objects), saved with ``torch.save`` in the child."""
     if data is None:
         return None
@@ -40,7 +41,7 @@ def unpack(run: Any, data: bytes | None) -> Any:
         return torch.load(io.BytesIO(data), weights_only=True)
 
 
-def pack(run: Any, value: Any) -> bytes:
+def pack(run: RunContract, value: Any) -> bytes:
     import torch
 
     with uncontrolled(run):
@@ -103,7 +104,7 @@ class World:
 class Ranks(Served):
     """Every world of a run and which process is which rank (a process is a rank of one world at a time)."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: RunContract) -> None:
         self._run = run
         self.worlds: dict[str, World] = {}
         self.member: dict[str, tuple[World, int]] = {}  # process label -> (its world, its rank)

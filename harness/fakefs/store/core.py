@@ -29,7 +29,7 @@ from racecheck.fakefs.store.accesses import FAULTS, handle_key, rekey
 from racecheck.fakefs.store.durability import Durability
 from racecheck.fakefs.store.nodes import FD_BASE, Handle, Inode
 from racecheck.fakefs.store.paths import PathResolver
-from racecheck.runtime import current_run, real_allocate_lock
+from racecheck.runtime import RunContract, current_run, real_allocate_lock
 from racecheck.runtime.access import NOTHING, Access, file_access
 
 _roots: tuple[str, ...] = ()
@@ -128,20 +128,20 @@ class StoreCore:
                 self.faults.before(run, kind, text, self.used() if self.spec.enospc else 0)
         return run
 
-    def narrow(self, run: Any | None, access: tuple[Access, ...]) -> None:
+    def narrow(self, run: RunContract | None, access: tuple[Access, ...]) -> None:
         """The operation found out it did less than its point declared (a mkdir whose directory was there, a remove
         of a name that was not): its step touched only ``access`` (``Run.narrow``), plus the faults' counter."""
         if run is not None:
             run.narrow(self.with_faults(access))
 
-    def leave(self, run: Any | None, kind: str, text: str) -> None:
+    def leave(self, run: RunContract | None, kind: str, text: str) -> None:
         """The operation's effect is done: log it, and lose power now if the run drew a crash for it."""
         self.log.append(text)
         if run is not None and self.faults.crash_kinds and self.faults.crash_due(kind):
             self.prepare_crash(run)
             run.crash(f"power loss after fs.{text}")
 
-    def prepare_crash(self, run: Any) -> None:
+    def prepare_crash(self, run: RunContract) -> None:
         """Draw, in the crashing thread, what the power loss keeps: a journal prefix and (torn) file data."""
         with self.lock:
             pending = len(self.durability.journal)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from racecheck.fakefs.store.nodes import Inode
+from racecheck.runtime import RunContract
 
 
 class Durability:
@@ -49,7 +50,7 @@ class Durability:
     def commit_all(self) -> None:
         self.commit(len(self.journal))
 
-    def plan_crash(self, run: Any, pending: int, dirty: list[Inode], torn_writes: bool) -> None:
+    def plan_crash(self, run: RunContract, pending: int, dirty: list[Inode], torn_writes: bool) -> None:
         """Draw, in the crashing thread, what the power loss keeps: a prefix of the ``pending`` journal entries and,
         with ``torn_writes``, how much of each dirty file's unsynced writes (``dirty``: files with unsynced writes,
         in inode order). Called without the store's lock: drawing a choice is the run's business."""

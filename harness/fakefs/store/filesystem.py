@@ -26,6 +26,7 @@ from racecheck.fakefs.store.durability import sync_data
 from racecheck.fakefs.store.handle_ops import HandleOps
 from racecheck.fakefs.store.namespace_ops import NamespaceOps
 from racecheck.fakefs.store.nodes import Inode
+from racecheck.runtime import RunContract
 
 
 class Store:
@@ -102,7 +103,7 @@ class Store:
                 sync_data(node)
         core.leave(run, "sync", "sync")
 
-    def prepare_crash(self, run: Any) -> None:
+    def prepare_crash(self, run: RunContract) -> None:
         """Draw, in the crashing thread, what the power loss keeps: a journal prefix and (torn) file data."""
         self.core.prepare_crash(run)
 
