@@ -8,7 +8,6 @@ import concurrent.futures
 import multiprocessing
 
 import pytest
-
 from racecheck.runtime.records import FailureInfo
 
 FORK = multiprocessing.get_context("fork")
