@@ -26,6 +26,9 @@ from racecheck.runtime.access import JOIN, on_thread
 __racecheck_engine__ = True
 
 _real_sleep = time.sleep
+# Requests of a child that other modules serve in the parent (``grandchildren``), by kind: each is called on the
+# proxy as ``serve(run, message, at_line)`` and its value is the answer.
+SERVERS: dict[str, Any] = {}
 _POLL_S = 0.001  # how often a thread the child started, which is not the run's, looks at a wait of its own
 
 
@@ -49,7 +52,7 @@ class ChildRun:
 
     watch: Any = None  # the child's memory, when the run watches memory (``child_memory``)
     locate = False  # the child sends its own line with each point
-    in_child = True  # processes and multiprocessing objects the child makes are real (control.processes.install)
+    in_child = True  # processes and multiprocessing objects the child makes are the root's (``grandchildren``)
 
     def __init__(self, link: Any, label: str, setting: dict[str, Any]) -> None:
         self.link = link
@@ -276,6 +279,9 @@ def proxy_point(run: Any, message: tuple, at_line: Any) -> Any:
     if kind == "note":
         _, op, access, line = message
         return at_line(line)(run.note, (op,), {"access": access}) if line else run.note(op, access=access)
+    server = SERVERS.get(kind)
+    if server is not None:
+        return server(run, message, at_line)
     if kind == "touch":
         return run.touch(message[1])
     if kind == "narrow":
