@@ -49,6 +49,7 @@ _SUBREAPER = 36  # prctl(PR_SET_CHILD_SUBREAPER)
 _join = multiprocessing.process.BaseProcess.join
 _real_join = getattr(_join, "_racecheck_real", _join)  # the real one, whether or not this process patched it yet
 _GRANDCHILDREN = "grandchildren"  # run.resources key: the run's grandchildren, for the collection at teardown
+_DESCENDANTS = "grandchildren-descendants"  # run.resources key: other descendants of their parents, likewise
 
 # ----- the child's side ---------------------------------------------------------------------------------------------
 
@@ -262,23 +263,42 @@ def _subreaper(on: bool) -> None:
             pass
 
 
+def _descendants(pid: int) -> set[int]:
+    """The live descendants of ``pid`` (Linux's /proc; none elsewhere)."""
+    parents: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return set()
+    for entry in entries:
+        if entry.isdigit() and (state := _state_of(int(entry))) is not None:
+            parents[int(entry)] = state[1]
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {kid for kid, parent in parents.items() if parent in frontier and kid not in found}
+        found |= frontier
+    return found
+
+
 def _collect(run: Any, sharing: bool) -> None:
-    """At teardown, after every process of the run was reaped: a grandchild whose parent died before reaping it
-    is this process's (the subreaper's) zombie: collected here. Then the subreaper bit and the descriptor sharer
-    (when this run started it) go."""
+    """At teardown, after every process of the run was reaped: a grandchild (or another descendant of a child of
+    the run, such as the resource tracker a spawn starts) whose parent died before reaping it is this process's
+    (the subreaper's) zombie once it ends: collected here. Then the subreaper bit and the descriptor sharer (when
+    this run started it) go."""
     me = os.getpid()
-    for kid in run.resources.pop(_GRANDCHILDREN, ()):
-        pid = kid.process.pid
-        if pid is None:
-            continue
-        end = time.monotonic() + _REAP_S
-        while (state := _state_of(pid)) is not None and state[1] == me and time.monotonic() < end:
-            try:
-                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+    pids = set(run.resources.pop(_DESCENDANTS, ()))
+    pids.update(kid.process.pid for kid in run.resources.pop(_GRANDCHILDREN, ()) if kid.process.pid is not None)
+    end = time.monotonic() + _REAP_S
+    for pid in sorted(pids):
+        while (state := _state_of(pid)) is not None and time.monotonic() < end:
+            if state[1] == me and state[0] in ("Z", "X"):
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
                     break
-            except ChildProcessError:
-                break
-            time.sleep(_POLL_S)
+            else:
+                time.sleep(_POLL_S)
     _subreaper(False)
     if sharing:
         resource_sharer.stop(_REAP_S)
@@ -324,6 +344,9 @@ def _started(run: Any, message: tuple) -> None:
     child = _by_label(run, label)
     child.process.pid = pid
     child.started = pid is not None
+    parent = _by_label(run, child.parent).process.pid
+    if parent is not None:  # what the parent started for it too (a spawn's resource tracker): collected at the end
+        run.resources.setdefault(_DESCENDANTS, set()).update(_descendants(parent))
 
 
 def _lifetime(run: Any, message: tuple, at_line: Any) -> bool:
