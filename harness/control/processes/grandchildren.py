@@ -158,16 +158,16 @@ MADE_BY_ROOT = frozenset(FACTORIES)  # the factories a child's call is served fo
 
 
 class Remote:
-    """What the root knows of a grandchild's real process: its pid, once its parent started it."""
+    """What the root knows of a grandchild's real process: its pid, once its parent started it. It answers the
+    names ``children.Child`` reads of a ``Process`` (its target, unknown here; its start method)."""
 
-    _target = None
     sentinel = None
 
     def __init__(self, daemon: bool, method: str) -> None:
         self.daemon = daemon
-        self._start_method = method
         self.pid: int | None = None
         self.name = "?"
+        vars(self).update({"_target": None, "_start_method": method})  # a Process's own names, not ours
 
 
 def _state_of(pid: int) -> tuple[str, int] | None:
@@ -304,7 +304,7 @@ def _collect(run: Any, sharing: bool) -> None:
         resource_sharer.stop(_REAP_S)
 
 
-def _start(run: Any, message: tuple, at_line: Any) -> tuple:
+def _on_process(run: Any, message: tuple, at_line: Any) -> tuple:
     _, daemon, method, home, handed, where, line = message
     registry = registry_of(run)
     parent = _caller(run)
@@ -339,7 +339,7 @@ def _start(run: Any, message: tuple, at_line: Any) -> tuple:
     return label, len(registry.children), shared, extras
 
 
-def _started(run: Any, message: tuple) -> None:
+def _on_started(run: Any, message: tuple) -> None:
     _, label, pid = message
     child = _by_label(run, label)
     child.process.pid = pid
@@ -349,7 +349,7 @@ def _started(run: Any, message: tuple) -> None:
         run.resources.setdefault(_DESCENDANTS, set()).update(_descendants(parent))
 
 
-def _lifetime(run: Any, message: tuple, at_line: Any) -> bool:
+def _on_lifetime(run: Any, message: tuple, at_line: Any) -> bool:
     """A point on the grandchild for its parent's call; whether the grandchild is over (for terminate and kill:
     whether the parent is to signal it)."""
     _, label, verb, timeout, line = message
@@ -377,7 +377,7 @@ def _lifetime(run: Any, message: tuple, at_line: Any) -> bool:
     return at_line(line)(point, (), {}) if line else point()
 
 
-def _make(run: Any, message: tuple, at_line: Any) -> Any:
+def _on_make(run: Any, message: tuple, at_line: Any) -> Any:
     _, name, args, kwargs, line = message
     parent = _caller(run)
     call = FACTORIES[name]
@@ -392,12 +392,12 @@ def serve(run: Any, message: tuple, at_line: Any) -> Any:
     """In the root, on the proxy of a child's thread: a request of this module's child side."""
     kind = message[0]
     if kind == "process":
-        return _start(run, message, at_line)
+        return _on_process(run, message, at_line)
     if kind == "started":
-        return _started(run, message)
+        return _on_started(run, message)
     if kind == "lifetime":
-        return _lifetime(run, message, at_line)
-    return _make(run, message, at_line)
+        return _on_lifetime(run, message, at_line)
+    return _on_make(run, message, at_line)
 
 
 for _kind in ("process", "started", "lifetime", "make"):
