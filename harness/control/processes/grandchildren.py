@@ -215,19 +215,24 @@ class GrandChild(Child):
 
     def _stop(self) -> None:
         pid = self.process.pid
-        if self.started and pid is not None and _running(pid):
-            _kill(pid)
+        with uncontrolled(self.run):  # on the proxy thread: its /proc reads are no file points
+            if self.started and pid is not None and _running(pid):
+                _kill(pid)
 
     def reap(self) -> None:
         """After the run (uncontrolled): told to stop if it never went, killed if it does not leave."""
         pid = self.process.pid
+        with uncontrolled(self.run):
+            self._reap(pid)
+        self.conn.close()
+
+    def _reap(self, pid: int | None) -> None:
         if self.started and pid is not None:
             if not self.went:
                 self._send(("stop", None))
             if not _wait_gone(pid, _REAP_S if (self.said_end or not self.went) else 0.05):
                 _kill(pid)
                 _wait_gone(pid, _REAP_S)
-        self.conn.close()
 
 
 def _kill(pid: int) -> None:
@@ -304,6 +309,11 @@ def _collect(run: Any, sharing: bool) -> None:
         resource_sharer.stop(_REAP_S)
 
 
+def _with_run_let_go(run: Any, sharing: bool) -> None:
+    with uncontrolled(run):
+        _collect(run, sharing)
+
+
 def _on_process(run: Any, message: tuple, at_line: Any) -> tuple:
     _, daemon, method, home, handed, where, line = message
     registry = registry_of(run)
@@ -314,7 +324,7 @@ def _on_process(run: Any, message: tuple, at_line: Any) -> tuple:
         with uncontrolled(run):
             sharing = getattr(resource_sharer._resource_sharer, "_listener", None) is None
         _subreaper(True)
-        runtime.at_teardown(lambda: _collect(run, sharing))
+        runtime.at_teardown(lambda: _with_run_let_go(run, sharing))
     label = f"P{len(registry.children) + 1}"
     parent_end, child_end = _real_pipe()
     child = GrandChild(run, label, parent_end, parent, daemon, method)
@@ -346,7 +356,9 @@ def _on_started(run: Any, message: tuple) -> None:
     child.started = pid is not None
     parent = _by_label(run, child.parent).process.pid
     if parent is not None:  # what the parent started for it too (a spawn's resource tracker): collected at the end
-        run.resources.setdefault(_DESCENDANTS, set()).update(_descendants(parent))
+        with uncontrolled(run):  # the real /proc, read as no thread of the run (no file point, no fake fs)
+            found = _descendants(parent)
+        run.resources.setdefault(_DESCENDANTS, set()).update(found)
 
 
 def _on_lifetime(run: Any, message: tuple, at_line: Any) -> bool:
