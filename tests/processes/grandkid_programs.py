@@ -157,3 +157,25 @@ def root_fails_while_grandchild_waits():
 def grand_leak_spawnroot():
     """The child is spawned (a fresh interpreter, its process calls patched there) and forks the grandchild."""
     grand_leak("spawn", "fork")
+
+
+def _middle_terminates(reports):
+    """The child terminates a grandchild that waits for ever, then joins it and reads how it ended."""
+    ctx = multiprocessing.get_context("fork")
+    never = ctx.Event()
+    stuck = ctx.Process(target=never.wait)
+    stuck.start()
+    alive = stuck.is_alive()
+    stuck.terminate()
+    stuck.join()
+    reports.put((alive, stuck.is_alive(), stuck.exitcode))
+
+
+def grand_terminate():
+    ctx = multiprocessing.get_context("fork")
+    reports = ctx.Queue()
+    child = ctx.Process(target=_middle_terminates, args=(reports,))
+    child.start()
+    got = reports.get()
+    child.join()
+    assert got == (True, False, -15), got

@@ -105,3 +105,11 @@ def test_no_grandchild_outlives_its_run():
     assert failure is not None and "root fails" in failure.message, failure
     assert len(programs.PIDS) >= 2
     assert [pid for pid in programs.PIDS if os.path.exists(f"/proc/{pid}")] == []
+
+
+def test_a_child_terminates_its_grandchild():
+    """is_alive, terminate, join and exitcode of a grandchild: points of the child, the real signal and wait
+    made by the child (its real parent): exit code -15."""
+    result = _explore("grand_terminate", "dpor", schedules=50)
+    assert result.ok, result.failure
+    assert result.coverage.space == "exhausted"
