@@ -319,7 +319,8 @@ def start(process: Any, real_start: Any) -> None:
     forked = method == "fork"
     process.run = ChildEntry(child_end, None if forked else segments.install_in_child, join_run)
     try:
-        with uncontrolled(run):  # what runs at a fork in the child (os.register_at_fork hooks) is no thread's
+        # what runs at a fork in the child (os.register_at_fork hooks) is no thread's
+        with uncontrolled(run), spawned.hash_seed(method):
             if warm.warm_for(process, method):  # forked from the exploration's template, not a fresh interpreter
                 warm.start(process, real_start)
             else:
