@@ -179,3 +179,44 @@ def grand_terminate():
     got = reports.get()
     child.join()
     assert got == (True, False, -15), got
+
+
+def _middle_leaves(reports):
+    """The child starts a grandchild that waits for ever and returns without joining it (at its exit the real
+    process joins its children)."""
+    ctx = multiprocessing.get_context("fork")
+    never = ctx.Event()
+    ctx.Process(target=never.wait).start()
+    reports.put("started")
+
+
+def root_fails_after_child_ended():
+    """The root fails once its child said it ended while its grandchild still waits: teardown reaps the grandchild
+    before the child, which is joining it."""
+    ctx = multiprocessing.get_context("fork")
+    reports = ctx.Queue()
+    child = ctx.Process(target=_middle_leaves, args=(reports,))
+    child.start()
+    reports.get()
+    child.join(timeout=1.0)
+    raise AssertionError("root fails")
+
+
+def _write(path):
+    with open(path, "w") as f:
+        f.write("weights")
+
+
+def _middle_returns(path):
+    multiprocessing.get_context("fork").Process(target=_write, args=(path,)).start()  # never joined here
+
+
+def grand_unjoined():
+    """A child returns without joining its grandchild: as a real process, it ends only once the grandchild has
+    (multiprocessing's exit handler joins it), so the root's join of the child sees the grandchild's file."""
+    ctx = multiprocessing.get_context("fork")
+    path = os.path.join(racecheck.fakefs.root(), "epoch=0.ckpt")
+    child = ctx.Process(target=_middle_returns, args=(path,))
+    child.start()
+    child.join()
+    assert os.path.exists(path), "the child ended before its grandchild"

@@ -113,3 +113,16 @@ def test_a_child_terminates_its_grandchild():
     result = _explore("grand_terminate", "dpor", schedules=50)
     assert result.ok, result.failure
     assert result.coverage.space == "exhausted"
+
+
+def test_a_child_ends_after_the_grandchild_it_did_not_join():
+    result = _explore("grand_unjoined", "dpor", fs="posix", schedules=50)
+    assert result.ok, result.failure
+    assert result.coverage.space == "exhausted"
+
+
+def test_a_failing_root_does_not_wait_for_a_child_joining_its_grandchild():
+    """The child returned and its exit joins a grandchild that waits for ever; the root fails meanwhile: the run
+    ends, grandchild reaped before child (a schedule takes well under the 5 s a reap may wait; not timed here)."""
+    failure = _explore("root_fails_after_child_ended", "random", schedules=2, shrink_budget=0, race_budget=0).failure
+    assert failure is not None and failure.message == "AssertionError: root fails", failure

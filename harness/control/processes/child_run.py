@@ -29,6 +29,7 @@ _real_sleep = time.sleep
 # Requests of a child that other modules serve in the parent (``grandchildren``), by kind: each is called on the
 # proxy as ``serve(run, message, at_line)`` and its value is the answer.
 SERVERS: dict[str, Any] = {}
+AT_EXIT: list[Any] = []  # called with the child's run as its process's ``run`` returns, after its threads ended
 _POLL_S = 0.001  # how often a thread the child started, which is not the run's, looks at a wait of its own
 
 
@@ -176,6 +177,8 @@ class ChildRun:
         for thread, rec in self.threads:
             if not thread.daemon and not rec.finished:
                 self.schedule(f"join T{rec.tid}", access=on_thread(rec.tid, JOIN), enabled=lambda r=rec: r.finished)
+        for hook in AT_EXIT:  # then what multiprocessing's exit handler does (``grandchildren``)
+            hook(self)
 
     def crash(self, reason: str) -> None:
         raise NotImplementedError("racecheck: a power loss inside a child process is not modelled")

@@ -255,7 +255,7 @@ def leak(run: Any) -> tuple[int, BaseException] | None:
 
 
 def _reap_all(run: Any) -> None:
-    for child in registry_of(run).children:
+    for child in reversed(registry_of(run).children):  # a grandchild before its parent, which may be joining it
         child.reap()
 
 

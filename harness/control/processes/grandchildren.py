@@ -48,6 +48,9 @@ _POLL_S = 0.005
 _SUBREAPER = 36  # prctl(PR_SET_CHILD_SUBREAPER)
 _join = multiprocessing.process.BaseProcess.join
 _real_join = getattr(_join, "_racecheck_real", _join)  # the real one, whether or not this process patched it yet
+_terminate = multiprocessing.process.BaseProcess.terminate
+_real_terminate = getattr(_terminate, "_racecheck_real", _terminate)
+STARTED: list[Any] = []  # in a child: the processes it started under control (its exit terminates and joins them)
 _GRANDCHILDREN = "grandchildren"  # run.resources key: the run's grandchildren, for the collection at teardown
 _DESCENDANTS = "grandchildren-descendants"  # run.resources key: other descendants of their parents, likewise
 
@@ -66,6 +69,7 @@ class GrandEntry(ChildEntry):
     copied (the root reads the parent's death as EOF on that pipe, which a copy held here would hide)."""
 
     def __call__(self) -> None:
+        STARTED.clear()  # a fork copied its parent's
         inherited = link.LINK
         if inherited is not None:
             link.LINK = None
@@ -117,6 +121,21 @@ def start(run: Any, process: Any, real_start: Any) -> None:
         runtime.bind(bound, rec)
         run.ask("started", label, pid)  # None: it did not start, and its proxy ends at once
     setattr(process, MARK, Mark(run, label))
+    STARTED.append(process)
+
+
+def _at_exit(run: Any) -> None:
+    """As the child's ``run`` returns: what ``multiprocessing``'s exit handler does with the processes it started,
+    daemons terminated, then every one joined, as points on each (the real process ends only after them)."""
+    mine = [p for p in STARTED if (mark := p.__dict__.get(MARK)) is not None and mark.run is run]
+    for process in mine:
+        if process.daemon:
+            lifetime(process.__dict__[MARK], process, "terminate", _real_terminate)
+    for process in mine:
+        lifetime(process.__dict__[MARK], process, "join", _real_join, None)
+
+
+child_run.AT_EXIT.append(_at_exit)
 
 
 def mark_of(process: Any) -> Mark | None:
