@@ -56,10 +56,40 @@ def test_the_locked_executor_starts_one_daemon():
     assert result.processes == 2
 
 
-@pytest.mark.skip(reason="issue 48: each rank's DCP daemon is a grandchild of the run and runs uncontrolled, so a "
-                         "rank waiting for its daemon while the other rank is parked is a hang, not this deadlock")
-def test_two_ranks_diverge_in_their_collectives():
-    """Once collectives are points: rank 0 in the second save's broadcast, rank 1 past it in its barrier."""
-    failure = racecheck.explore(programs.two_ranks).failure
+@pytest.fixture(scope="module")
+def two_ranks():
+    """Two ranks (spawned), each rank's daemon a grandchild of the run (spawned by the rank's executor thread).
+    Default strategy and seed; no shrinking or pair search: a schedule here spawns two daemons that import torch
+    in fresh interpreters (a minute on this machine), and the trace has thousands of steps. A spawned rank's first
+    fork from its warm template can exceed the default hang bound (10 s) on a loaded machine: ``watchdog=10``."""
+    return racecheck.explore(programs.two_ranks, shrink_budget=0, race_budget=0, watchdog=10)
+
+
+def test_two_ranks_diverge_in_their_collectives(two_ranks):
+    """Rank 0 enters the second save's port broadcast (it saw no daemon yet); rank 1 saw its daemon and skipped
+    it, so its daemon waits in the optimizer's save for rank 0's daemon, which never gets the request."""
+    failure = two_ranks.failure
     assert failure is not None and failure.kind == "deadlock", failure
-    assert "broadcast" in failure.message and "barrier" in failure.message, failure
+    message = failure.message
+    assert "broadcast_object_list #1 on WORLD (rank 0) @torch/distributed/checkpoint/utils.py" in message, message
+    assert "on W2.WORLD (rank 1)" in message, message  # rank 1's daemon, in the daemons' own world
+    assert two_ranks.processes == 5  # the root, two ranks, a daemon each
+    assert "(child of P1)" in failure.trace and "(child of P2)" in failure.trace
+
+
+def test_the_two_ranks_token_replays_in_a_fresh_process(two_ranks, tmp_path):
+    failure = two_ranks.failure
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {HERE!r})
+        import dcp_programs as programs, racecheck
+        if __name__ == "__main__":
+            result = racecheck.replay(programs.two_ranks, {failure.token!r}, race_budget=0, watchdog=10)
+            sys.stdout.write("MESSAGE " + result.failure.message + "\\n" + "TRACE\\n" + result.failure.trace)
+    """)
+    path = tmp_path / "replay.py"
+    path.write_text(script)
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=900,
+                         env=dict(os.environ, PYTHONHASHSEED="4321")).stdout
+    assert f"MESSAGE {failure.message}\n" in out, out[-2000:]
+    assert out.split("TRACE\n", 1)[1] == failure.trace

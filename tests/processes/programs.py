@@ -379,7 +379,7 @@ def counter_forkserver():
 
 def _grandparent(report):
     ctx = multiprocessing.get_context("fork")
-    inner = ctx.Queue()  # the child's own: a real queue
+    inner = ctx.Queue()  # the child's own: served by the root (grandchildren)
     grandchild = ctx.Process(target=_who, args=(inner,))
     grandchild.start()
     report.put(type(inner).__module__)
@@ -388,11 +388,11 @@ def _grandparent(report):
 
 
 def grandchild():
-    """A child that starts its own child and makes its own queue: both real, the run goes on."""
+    """A child that starts its own child and makes its own queue: both the run's (a process P2, a served queue)."""
     ctx = multiprocessing.get_context("fork")
     report = ctx.Queue()
     child = ctx.Process(target=_grandparent, args=(report,))
     child.start()
-    assert report.get() == "multiprocessing.queues"
+    assert report.get() == "racecheck.control.processes.models"
     child.join()
     assert child.exitcode == 0

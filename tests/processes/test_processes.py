@@ -173,6 +173,7 @@ def test_barrier_condition_semaphore_and_joinable_queue_across_processes():
     assert result.ok, result.failure
 
 
-def test_a_childs_own_children_and_queues_are_real():
+def test_a_childs_own_children_and_queues_are_the_runs():
     result = _explore(programs.grandchild, "random", schedules=3)
     assert result.ok, result.failure
+    assert result.processes == 3

@@ -26,6 +26,10 @@ from racecheck.runtime.access import JOIN, on_thread
 __racecheck_engine__ = True
 
 _real_sleep = time.sleep
+# Requests of a child that other modules serve in the parent (``grandchildren``), by kind: each is called on the
+# proxy as ``serve(run, message, at_line)`` and its value is the answer.
+SERVERS: dict[str, Any] = {}
+AT_EXIT: list[Any] = []  # called with the child's run as its process's ``run`` returns, after its threads ended
 _POLL_S = 0.001  # how often a thread the child started, which is not the run's, looks at a wait of its own
 
 
@@ -49,7 +53,7 @@ class ChildRun:
 
     watch: Any = None  # the child's memory, when the run watches memory (``child_memory``)
     locate = False  # the child sends its own line with each point
-    in_child = True  # processes and multiprocessing objects the child makes are real (control.processes.install)
+    in_child = True  # processes and multiprocessing objects the child makes are the root's (``grandchildren``)
 
     def __init__(self, link: Any, label: str, setting: dict[str, Any]) -> None:
         self.link = link
@@ -173,6 +177,8 @@ class ChildRun:
         for thread, rec in self.threads:
             if not thread.daemon and not rec.finished:
                 self.schedule(f"join T{rec.tid}", access=on_thread(rec.tid, JOIN), enabled=lambda r=rec: r.finished)
+        for hook in AT_EXIT:  # then what multiprocessing's exit handler does (``grandchildren``)
+            hook(self)
 
     def crash(self, reason: str) -> None:
         raise NotImplementedError("racecheck: a power loss inside a child process is not modelled")
@@ -279,6 +285,9 @@ def proxy_point(run: Any, message: tuple, at_line: Any) -> Any:
     if kind == "note":
         _, op, access, line = message
         return at_line(line)(run.note, (op,), {"access": access}) if line else run.note(op, access=access)
+    server = SERVERS.get(kind)
+    if server is not None:
+        return server(run, message, at_line)
     if kind == "touch":
         return run.touch(message[1])
     if kind == "narrow":

@@ -256,7 +256,7 @@ def leak(run: RunContract) -> tuple[int, BaseException] | None:
 
 
 def _reap_all(run: RunContract) -> None:
-    for child in registry_of(run).children:
+    for child in reversed(registry_of(run).children):  # a grandchild before its parent, which may be joining it
         child.reap()
 
 
@@ -320,7 +320,8 @@ def start(process: Any, real_start: Any) -> None:
     forked = method == "fork"
     process.run = ChildEntry(child_end, None if forked else segments.install_in_child, join_run)
     try:
-        with uncontrolled(run):  # what runs at a fork in the child (os.register_at_fork hooks) is no thread's
+        # what runs at a fork in the child (os.register_at_fork hooks) is no thread's
+        with uncontrolled(run), spawned.hash_seed(method):
             if warm.warm_for(process, method):  # forked from the exploration's template, not a fresh interpreter
                 warm.start(process, real_start)
             else:

@@ -26,7 +26,8 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control import instrument
-from racecheck.control.processes import children, managers, pools, segments, spawned, warm
+from racecheck.control.processes import children, grandchildren, managers, pools, segments, spawned, warm
+from racecheck.control.processes.link import PREPARES
 from racecheck.control.processes.models import FACTORIES
 from racecheck.control.ranks import prepare as _ranks_prepared  # noqa: F401 - children of a run may be ranks
 
@@ -42,7 +43,16 @@ def _controlled(depth: int) -> Any:
     run = runtime.current_run()
     if run is None or runtime.current_thread_record() is None or run.aborting or children.from_machinery(depth + 1):
         return None
-    return None if getattr(run, "in_child", False) else run  # a child's own children and objects stay real
+    return None if getattr(run, "in_child", False) else run  # a child's own: ``_in_child``
+
+
+def _in_child(depth: int) -> Any:
+    """In a child of a run: its run if the caller is a thread of that run and not the stdlib's machinery (its
+    processes and objects are then the root's: ``grandchildren``), else None."""
+    run = runtime.current_run()
+    if run is None or not getattr(run, "in_child", False) or not run.mine() or children.from_machinery(depth + 1):
+        return None
+    return run
 
 
 # What a controlled caller gets for each factory of ``multiprocessing`` (and of every context).
@@ -57,7 +67,8 @@ def _factory_method(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         run = _controlled(1)
         if run is None:
-            return real(self, *args, **kwargs)
+            kid = _in_child(1) if name in grandchildren.MADE_BY_ROOT else None
+            return real(self, *args, **kwargs) if kid is None else grandchildren.make(kid, name, args, kwargs)
         return model(run, *args, context=self, **kwargs) if own_context else model(run, *args, **kwargs)
 
     method._racecheck_real = real  # type: ignore[attr-defined]
@@ -70,7 +81,10 @@ def _module_factory(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
     def factory(*args: Any, **kwargs: Any) -> Any:
         run = _controlled(1)
-        return real(*args, **kwargs) if run is None else model(run, *args, **kwargs)
+        if run is None:
+            kid = _in_child(1) if name in grandchildren.MADE_BY_ROOT else None
+            return real(*args, **kwargs) if kid is None else grandchildren.make(kid, name, args, kwargs)
+        return model(run, *args, **kwargs)
 
     factory._racecheck_real = real  # type: ignore[attr-defined]
     return factory
@@ -86,9 +100,12 @@ for _name, _factory in MODULE_FACTORIES.items():
 def _start(real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
     def start(self: Any) -> None:
-        if _controlled(1) is None or children.CHILD in self.__dict__:
+        if children.CHILD in self.__dict__ or grandchildren.MARK in self.__dict__:
             return real(self)
-        return children.start(self, real)
+        if _controlled(1) is not None:
+            return children.start(self, real)
+        kid = _in_child(1)
+        return real(self) if kid is None else grandchildren.start(kid, self, real)
 
     start._racecheck_real = real  # type: ignore[attr-defined]
     return start
@@ -98,7 +115,10 @@ def _join(real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
     def join(self: Any, timeout: float | None = None) -> None:
         child = children.child_of(self)
-        return real(self, timeout) if child is None else children.join(child, timeout)
+        if child is None:
+            mark = grandchildren.mark_of(self)
+            return real(self, timeout) if mark is None else grandchildren.lifetime(mark, self, "join", real, timeout)
+        return children.join(child, timeout)
 
     join._racecheck_real = real  # type: ignore[attr-defined]
     return join
@@ -108,7 +128,10 @@ def _is_alive(real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
     def is_alive(self: Any) -> bool:
         child = children.child_of(self)
-        return real(self) if child is None else children.is_alive(child)
+        if child is None:
+            mark = grandchildren.mark_of(self)
+            return real(self) if mark is None else grandchildren.lifetime(mark, self, "is_alive", real)
+        return children.is_alive(child)
 
     is_alive._racecheck_real = real  # type: ignore[attr-defined]
     return is_alive
@@ -119,7 +142,10 @@ def _stopper(verb: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         @functools.wraps(real)
         def stop(self: Any) -> None:
             child = children.child_of(self)
-            return real(self) if child is None else children.stop(child, verb, real)
+            if child is None:
+                mark = grandchildren.mark_of(self)
+                return real(self) if mark is None else grandchildren.lifetime(mark, self, verb, real)
+            return children.stop(child, verb, real)
 
         stop._racecheck_real = real  # type: ignore[attr-defined]
         return stop
@@ -130,7 +156,10 @@ def _stopper(verb: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 def _exitcode(real: property) -> property:
     def read(self: Any) -> Any:
         child = children.child_of(self)
-        return real.fget(self) if child is None else children.exitcode(child, real.fget)
+        if child is None:
+            mark = grandchildren.mark_of(self)
+            return real.fget(self) if mark is None else grandchildren.lifetime(mark, self, "exitcode", real.fget)
+        return children.exitcode(child, real.fget)
 
     return property(read, doc=real.__doc__)
 
@@ -171,6 +200,25 @@ PATCHES: list[tuple[Any, str, Callable[[Any], Any]]] = [
     (multiprocessing.managers.BaseManager, "start", managers.started_for_real),
     *[(_Context, name, functools.partial(_factory_method, name)) for name in SERVED],
 ]
+
+
+def patch_child() -> None:
+    """In a spawned child of a run, before its code: the lifetime calls and the factories patched for the child's
+    life (its interpreter ends with it), as a forked child inherits them, so the processes and objects the child
+    makes are the run's (``grandchildren``). A forked child has them already."""
+    if hasattr(_Base.start, "_racecheck_real"):
+        return
+    for owner, name, wrap in PATCHES:
+        setattr(owner, name, wrap(owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)))
+    for name, factory in MODULE_FACTORIES.items():
+        setattr(multiprocessing, name, factory)
+
+
+def _prepare(run: Any) -> Any:
+    return None if run is None else patch_child
+
+
+PREPARES.append(_prepare)
 
 
 def process_pool_executor(*args: Any, **kwargs: Any) -> Any:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 import sys
 import types
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from racecheck import runtime
@@ -25,6 +27,8 @@ __racecheck_engine__ = True
 
 # The running exploration's options, while ``install.joining`` is open in this process: (control, extensions).
 OPTIONS: tuple[ControlOptions, Any, tuple[str, ...]] | None = None
+
+HASH_SEED = "0"  # the string-hash seed of every spawned (or forkserver) child of a run
 
 _installed = ExitStack()  # a spawned child's installation: never closed, the interpreter ends with the child
 
@@ -77,3 +81,23 @@ def install(home: str | None, chosen: tuple[ControlOptions, Any, tuple[str, ...]
         named = modules if preempt == "lines" else instrument.resolve_modules(
             [preempt] if not isinstance(preempt, (list, tuple)) else list(preempt))
         _installed.enter_context(lines.tracing(lines.files_of(named)))
+
+
+@contextmanager
+def hash_seed(method: str) -> Iterator[None]:
+    """Around the real start of a child that is a fresh interpreter (or forked from a template that was one): its
+    string hashing is seeded with ``HASH_SEED``, whatever this process's environment says. A fresh interpreter
+    draws its own seed, and code that iterates a set of strings (typing_extensions' protocol check, run by DCP's
+    daemon) makes its accesses in that order: a token found with one seed diverged in a replay with another."""
+    if method == "fork":
+        yield
+        return
+    before = os.environ.get("PYTHONHASHSEED")
+    os.environ["PYTHONHASHSEED"] = HASH_SEED
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONHASHSEED", None)
+        else:
+            os.environ["PYTHONHASHSEED"] = before

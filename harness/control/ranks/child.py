@@ -36,6 +36,9 @@ class RankGroup:
 
     def __init__(self, key: str, ranks: tuple[int, ...]) -> None:
         self.key, self.ranks = key, tuple(ranks)
+        import torch
+
+        vars(self)["_device_types"] = [torch.device("cpu")]  # torch's name: DCP's async_save asks for a CPU backend
 
     def rank(self) -> int:
         return self.ranks.index(STATE["rank"]) if STATE["rank"] in self.ranks else -1
@@ -205,6 +208,11 @@ def get_world_size(group: Any = None) -> int:
 def get_backend(group: Any = None) -> str:
     _group(group)
     return STATE["backend"]
+
+
+def _get_default_group() -> RankGroup:
+    """torch's private accessor of the world group, which DCP's ``async_save`` reads."""
+    return _group(None)
 
 
 def get_process_group_ranks(group: Any) -> list[int]:
@@ -429,7 +437,7 @@ def HashStore(*args: Any, **kwargs: Any) -> ServedStore:  # noqa: N802 - torch's
 
 MODELLED = (
     init_process_group, destroy_process_group, is_initialized, get_rank, get_world_size, get_backend,
-    get_process_group_ranks,
+    get_process_group_ranks, _get_default_group,
     new_group, broadcast, all_reduce, reduce, all_gather, all_gather_into_tensor, gather, scatter, reduce_scatter,
     reduce_scatter_tensor, barrier, monitored_barrier, all_gather_object, gather_object, broadcast_object_list,
     scatter_object_list, send, recv, isend, irecv, TCPStore, FileStore, HashStore,
