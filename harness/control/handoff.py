@@ -348,13 +348,13 @@ def _walk(watch: Any, effect: str, label: str, todo: list, first: Any, out: list
             walk = _walk_of(kind)
         if walk == _SKIP:
             continue
-        if walk == _STREAM:
-            out.extend(handoff_streams.touched(watch, value, Kind.HANDOFF if effect == UNKNOWN else READ, label))
-            continue
         if walk == _HOLDER:
             todo.extend((inner, inside) for inner in reversed(value))
             continue
         how = Kind.HANDOFF if effect == UNKNOWN else WRITE if value is first else READ
+        if walk == _STREAM:
+            out.extend(handoff_streams.touched(watch, value, how, label))
+            continue
         if walk == _CONTAINER:
             out.extend(_container(watch, value, how))
             if how is not READ and isinstance(value, (dict, set)):
