@@ -25,7 +25,8 @@ from racecheck.frontends.cli.replay import replay_cli_token
 __racecheck_engine__ = True
 
 STOCK_SCENARIOS = (("delete-while-queued", 200), ("trainer-fit", 20))
-LEGACY_SCENARIO = ("delete-while-writing", "windows", "random", 50)  # random: pct meets the 1.8 writer's leak first
+# every default (pct, memory watched); two distinct failures: the 1.8 writer also leaks, and pct meets that first
+LEGACY_SCENARIO = ("delete-while-writing", "windows", "pct", 50, 2)
 FIXED_SCENARIOS = (("delete-while-queued", 1.0), ("trainer-fit", 0.05))  # share of --schedules (trainer-fit is slow)
 PROOF_SCENARIO = ("delete-while-queued", 100_000)  # dpor: a cap, never reached; exhaustion is the verdict
 
@@ -65,18 +66,16 @@ def run_demo(schedules: int, seed: int, echo: Callable[[str], None]) -> int:
         ok = ok and same
     legacy_target = getattr(catalogue, "LEGACY_TARGET", None)
     if legacy_target is not None and LEGACY_SCENARIO[0] in catalogue.CATALOGUE:
-        name, fs, strategy, budget = LEGACY_SCENARIO
-        # memory=False: the seed report's error is about the writer's open file and the remove; with every memory
-        # access a point too, the leak (which needs no preemption) comes first in these 50 schedules
+        name, fs, strategy, budget, wanted = LEGACY_SCENARIO
         (cell,), _ = parallel.explore_cells([parallel.Cell(name, legacy_target, fs, strategy, seed, budget, (),
-                                                           catalogue_name, (("memory", False),))])
+                                                           catalogue_name, (("max_failures", wanted),))])
         echo(f"legacy: {cell_line(cell)}")
-        message = cell.failure.message if cell.failure is not None else ""
-        if message.startswith("PermissionError: [WinError 32]"):
-            echo(f"the seed report's error, reproduced: {message}")
-            echo(f"replay it with: racecheck replay {cell.failure.token}")
+        seed_error = [f for f in cell.failures if f.message.startswith("PermissionError: [WinError 32]")]
+        if seed_error:
+            echo(f"the seed report's error, reproduced: {seed_error[0].message}")
+            echo(f"replay it with: racecheck replay {seed_error[0].token}")
         else:
-            got = message or "no failure"
+            got = "; ".join(f.message for f in cell.failures) or "no failure"
             echo(f"demo: expected PermissionError [WinError 32] from the Lightning 1.8 writer, got: {got}")
             ok = False
     fixed_cells = [
