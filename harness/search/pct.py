@@ -86,7 +86,7 @@ class PCTChooser(Chooser):
 
     def end(self, run_end):
         if self.memory is not None:
-            self.memory.learn(run_end.trace)
+            self.memory.learn(run_end.trace, run_end.touched)
 
     def counted(self) -> int:
         """The decisions of this run that PCT counts, as the runs so far (this one included) show memory: the k
