@@ -5,10 +5,24 @@ from __future__ import annotations
 import random
 
 from racecheck.runtime.chooser import Chooser
+from racecheck.runtime.relation import LOOKS
+from racecheck.runtime.steps import ObjKind
 from racecheck.search.shared_memory import SharedMemory
 from racecheck.search.strategy import Strategy
 
 __racecheck_engine__ = True
+
+# A running thread about to make the same step (the same memory read, nothing else) at this many decisions in a row,
+# no other thread run between them, is busy-waiting: nothing it reads can change until another thread runs. Any
+# bound catches a spin; a small one lowers a thread that reads one value a few times in a row for its own reasons
+# (a switch there is a preemption PCT could have drawn anyway), a large one costs each spin more steps.
+SPIN = 8
+_MEMORY = ObjKind.MEMORY
+
+
+def spinning(access: tuple) -> bool:
+    """Whether a step touching ``access``, repeated, is a busy-wait: it reads memory and changes nothing."""
+    return bool(access) and all(one.kind in LOOKS and one.obj.kind is _MEMORY for one in access)
 
 
 class PCTChooser(Chooser):
@@ -33,6 +47,9 @@ class PCTChooser(Chooser):
         self.decisions = 0  # decisions with a running thread: the k of the bound, and what change points count
         self.fired = 0
         self.sampled = sampled  # made for a sampled execution (``Strategy.new_execution``)
+        self.ran = -1  # the thread the last decision picked
+        self.again: tuple = ()  # the running thread's next step at the last decision ...
+        self.repeats = 0  # ... and at how many decisions in a row it was that, with no other thread run between
 
     def _know(self, tid: int) -> None:
         if tid not in self.known:
@@ -65,6 +82,10 @@ class PCTChooser(Chooser):
                 # Nothing it is about to touch can conflict with another thread's step: lowering it here would be
                 # lowering it at its next step that can, so this is not a decision PCT counts.
                 counts = not memory.quiet(access)
+                if current == self.ran and access == self.again:
+                    self.repeats += 1
+                else:
+                    self.again, self.repeats = access, 1
             if counts:
                 self.decisions += 1
             if counts and self.decisions in self.change_points:
@@ -73,11 +94,20 @@ class PCTChooser(Chooser):
             elif decision.yielding:
                 # A yielding thread waits for someone else: below everyone, so a polling loop cannot starve them.
                 self._lower(current)
+            elif self.repeats >= SPIN and spinning(self.again):
+                # It has read the same memory SPIN times in a row and nobody else ran: a busy-wait on what only
+                # another thread can change (``while self.held: pass``), so it waits for someone else as a yielding
+                # thread does. Left on top, a spinner whose lock holder a change point lowered spun to the step
+                # limit (200,000 steps, ~10 s) and was reported as a livelock no fair scheduler can produce.
+                self.repeats = 0
+                self._lower(current)
         for tid in self.high:  # the highest priority first; ``enabled`` holds a few distinct ids
             if tid in enabled:
+                self.ran = tid
                 return enabled.index(tid)
         for tid in self.low:
             if tid in enabled:
+                self.ran = tid
                 return enabled.index(tid)
         raise AssertionError("PCT: an enabled thread has no priority")  # unreachable: every enabled tid is known
 
