@@ -5,25 +5,11 @@ from __future__ import annotations
 import random
 
 from racecheck.runtime.chooser import Chooser
-from racecheck.runtime.relation import LOOKS
-from racecheck.runtime.steps import ObjKind
+from racecheck.search.busy_wait import SPIN, spinning
 from racecheck.search.shared_memory import SharedMemory
 from racecheck.search.strategy import Strategy
 
 __racecheck_engine__ = True
-
-# A running thread about to make the same step (the same memory read, nothing else) at this many decisions in a row,
-# no other thread run between them, is busy-waiting: nothing it reads can change until another thread runs. Any
-# bound catches a spin; a small one lowers a thread that reads one value a few times in a row for its own reasons
-# (a switch there is a preemption PCT could have drawn anyway), a large one costs each spin more steps.
-SPIN = 8
-_MEMORY = ObjKind.MEMORY
-
-
-def spinning(access: tuple) -> bool:
-    """Whether a step touching ``access``, repeated, is a busy-wait: it reads memory and changes nothing."""
-    return bool(access) and all(one.kind in LOOKS and one.obj.kind is _MEMORY for one in access)
-
 
 class PCTChooser(Chooser):
     """One PCT execution: a random priority order, and d-1 change points among the decisions.
@@ -95,10 +81,8 @@ class PCTChooser(Chooser):
                 # A yielding thread waits for someone else: below everyone, so a polling loop cannot starve them.
                 self._lower(current)
             elif self.repeats >= SPIN and spinning(self.again):
-                # It has read the same memory SPIN times in a row and nobody else ran: a busy-wait on what only
-                # another thread can change (``while self.held: pass``), so it waits for someone else as a yielding
-                # thread does. Left on top, a spinner whose lock holder a change point lowered spun to the step
-                # limit (200,000 steps, ~10 s) and was reported as a livelock no fair scheduler can produce.
+                # A busy-wait (``racecheck.search.busy_wait``): it waits for someone else as a yielding thread does.
+                # Left on top, a spinner whose lock holder a change point lowered spun to the step limit.
                 self.repeats = 0
                 self._lower(current)
         for tid in self.high:  # the highest priority first; ``enabled`` holds a few distinct ids

@@ -11,7 +11,7 @@ import threading
 import racecheck
 import pytest
 from racecheck.runtime.access import READ, WRITE, memory, on
-from racecheck.search.pct import spinning
+from racecheck.search.busy_wait import spinning
 
 LIMIT = 3_000  # a spin to the step limit fails fast here; the programs' runs take under 100 steps
 
@@ -85,3 +85,13 @@ def test_only_reading_memory_is_spinning():
     a = memory("Flags#1.held")
     assert spinning(on(a, READ))
     assert not spinning(on(a, WRITE)) and not spinning(on(a, READ) + on(a, WRITE)) and not spinning(())
+
+
+def test_a_warm_up_that_busy_waits_hands_over_and_learns():
+    """The warm-up run replays no choices (``Replayer(())``: past its record it keeps the current thread): the reader
+    that starts first spun there to the step limit: the learning run had hung, the schedules were sampled off it and
+    the flag's races were listed without their source lines."""
+    result = racecheck.explore(flag_handoff, strategy="random", schedules=3, max_steps=LIMIT)
+    assert result.ok, result.summary()
+    assert {race.obj for race in result.data_races} >= {"Flags#1.ready"}, result.summary()
+    assert all(race.first.location and race.second.location for race in result.data_races), result.summary()
