@@ -38,6 +38,7 @@ class DataRaceSink(Sink):
         self.found: list[Found] = []
         self.clocks = RaceClocks(atomic)
         self.closed = False
+        self.every = READ_EVERY
 
     def begin(self, view: Any) -> None:
         self.found = []
@@ -45,10 +46,8 @@ class DataRaceSink(Sink):
         self.clocks = RaceClocks(self.atomic)
         self.clocks.view = view  # where the run's real-lock operations so far are read
 
-    def events(self, trace: Sequence[Any]) -> None:
-        clocks = self.clocks
-        if len(trace) - clocks.cursor >= READ_EVERY:
-            clocks.feed(trace)
+    def events(self, trace: Sequence[Any]) -> None:  # told ``READ_EVERY`` events apart (``Sink.every``)
+        self.clocks.feed(trace)
 
     def end(self, run_end: RunEnd) -> None:
         self.found = self.clocks.close(run_end)
