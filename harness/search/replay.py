@@ -66,7 +66,8 @@ class Replayer(Chooser):
         probe that let a thread spin ends instead of running to its step cap."""
         enabled = decision.enabled
         index = 0
-        running = decision.view.running
+        view = decision.view
+        running = None if view is None else view.running
         if decision.current_enabled and len(enabled) > 1 and running is not None:
             again = (decision.current, running.access)
             if again == self.again:

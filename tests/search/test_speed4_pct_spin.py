@@ -95,3 +95,12 @@ def test_a_warm_up_that_busy_waits_hands_over_and_learns():
     assert result.ok, result.summary()
     assert {race.obj for race in result.data_races} >= {"Flags#1.ready"}, result.summary()
     assert all(race.first.location and race.second.location for race in result.data_races), result.summary()
+
+
+def test_the_shrinkers_exhaustive_pass_hands_over_from_a_spinner():
+    """Shrinking's bounded dfs (``BoundedDFS(hand_over_spins=True)``) keeps a thread on past its prefix: a spinner
+    whose holder it had left spun each probe to its step cap, and the spin lock's shrink was cut short at its
+    4,000-step floor after 8 probes (27 with the replays' hand-over alone)."""
+    result = racecheck.explore(broken_spin_lock, strategy="pct", seed=0, schedules=300, race_budget=0)
+    assert result.failure is not None and result.failure.kind == "exception", result.summary()
+    assert not any("cut short" in note for note in result.failure.notes), result.failure.notes
