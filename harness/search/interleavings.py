@@ -96,7 +96,7 @@ def _digest(shape: tuple, expanded: bool = False) -> str:
             if not access:
                 continue
         # the accesses after the step's own joined it at points of their own: each is named by its own point
-        whos = (who,) * (len(access) - len(marks)) + tuple((tid, mark) for mark in marks) if marks else repeat(who)
+        whos = (who,) * (len(access) - len(marks)) + tuple(zip(repeat(tid), marks)) if marks else repeat(who)
         for one, who in zip(access, whos, strict=False):  # ``repeat`` has no end
             obj = one.obj
             if obj is FAIRNESS_OBJ:
@@ -189,10 +189,9 @@ def _canonical(groups: list) -> tuple:
     out: list = []
     for group in groups:
         if type(group) is set:
-            first: dict[int, int] = {}
-            for tid, point in sorted(group):
-                first.setdefault(tid, point)
-            out.append(frozenset(first.items()))
+            # each thread with its first point: of the (thread, point) pairs sorted from the last, the first point
+            # of a thread is written last (in C, where a loop of ``setdefault`` was a tenth of the key)
+            out.append(frozenset(group) if len(group) == 1 else frozenset(dict(sorted(group, reverse=True)).items()))
         elif not (out and type(out[-1]) is tuple and out[-1][0] == group[0]):
             out.append(group)
     return tuple(out)
