@@ -63,6 +63,7 @@ class DFSChooser(Chooser):
         view = decision.view
         running = None if view is None else view.running
         if not decision.current_enabled or len(decision.enabled) < 2 or running is None:
+            self.again = None  # no one running, or no one else to run: the count starts again
             return False
         again = (decision.current, running.access)
         if again != self.again:

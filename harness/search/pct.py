@@ -33,9 +33,9 @@ class PCTChooser(Chooser):
         self.decisions = 0  # decisions with a running thread: the k of the bound, and what change points count
         self.fired = 0
         self.sampled = sampled  # made for a sampled execution (``Strategy.new_execution``)
-        self.ran = -1  # the thread the last decision picked
-        self.again: tuple = ()  # the running thread's next step at the last decision ...
-        self.repeats = 0  # ... and at how many decisions in a row it was that, with no other thread run between
+        self.spinner = -1  # the running thread at the last decision (-1: none was running) ...
+        self.again: tuple = ()  # ... its next step then ...
+        self.repeats = 0  # ... and at how many decisions in a row it was that thread and that step
 
     def _know(self, tid: int) -> None:
         if tid not in self.known:
@@ -68,10 +68,10 @@ class PCTChooser(Chooser):
                 # Nothing it is about to touch can conflict with another thread's step: lowering it here would be
                 # lowering it at its next step that can, so this is not a decision PCT counts.
                 counts = not memory.quiet(access)
-                if current == self.ran and access == self.again:
-                    self.repeats += 1
+                if current == self.spinner and access == self.again:
+                    self.repeats += 1  # the same thread at the same step: nobody else ran since (a switch decides)
                 else:
-                    self.again, self.repeats = access, 1
+                    self.spinner, self.again, self.repeats = current, access, 1
             if counts:
                 self.decisions += 1
             if counts and self.decisions in self.change_points:
@@ -85,13 +85,13 @@ class PCTChooser(Chooser):
                 # Left on top, a spinner whose lock holder a change point lowered spun to the step limit.
                 self.repeats = 0
                 self._lower(current)
+        else:
+            self.spinner = -1  # a thread exited: whoever runs next, someone else ran between
         for tid in self.high:  # the highest priority first; ``enabled`` holds a few distinct ids
             if tid in enabled:
-                self.ran = tid
                 return enabled.index(tid)
         for tid in self.low:
             if tid in enabled:
-                self.ran = tid
                 return enabled.index(tid)
         raise AssertionError("PCT: an enabled thread has no priority")  # unreachable: every enabled tid is known
 

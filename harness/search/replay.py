@@ -77,6 +77,8 @@ class Replayer(Chooser):
                     index = 1
             else:
                 self.again, self.repeats = again, 1
+        else:
+            self.again = None  # no one running, or no one else to run: the count starts again
         if self.divergence is None and not self._check_step(position):
             self._check_thread(position, enabled, index)
         return index
