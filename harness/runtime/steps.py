@@ -234,7 +234,8 @@ class RunEnd(NamedTuple):
     records of its plain memory accesses (``racecheck.runtime.memory_steps.MemorySteps``: where each joined access
     was made, real locks' takes and gives, a learning run's list); ``failed`` the thread its failure names
     (``FailureInfo.tid``; None: it passed, or its failure names no thread), for the interleaving key that reads a
-    failing run up to that thread's last step (``racecheck.search.interleaving_sink``)."""
+    failing run up to that thread's last step (``racecheck.search.interleaving_sink``); ``touched`` what a sink that
+    read every access saw touch each object (``racecheck.runtime.sinks.touched_by``), for a chooser, or None."""
 
     outcome: Outcome
     steps: int
@@ -244,3 +245,4 @@ class RunEnd(NamedTuple):
     taken: Sequence[Step] = ()
     memory_steps: Any = None
     failed: int | None = None
+    touched: Any = None  # per object, the (thread, kind) pairs that touched it, when a sink read them all (``Sink``)

@@ -19,6 +19,7 @@ from racecheck import runtime
 from racecheck.errors import RacecheckError
 from racecheck.runtime import cleanup
 from racecheck.runtime.records import FailureInfo, release_quietly
+from racecheck.runtime.sinks import touched_by
 from racecheck.runtime.steps import Outcome, Pending, RunEnd
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ def ending(run: Run) -> RunEnd:
                     for rec in run.threads if rec.launched and rec.op != "exit")
     # the run has ended: nothing changes its picks and trace, so they are handed as they are
     return RunEnd(outcome, run.steps, run.picked, run.trace, waiting, run.taken.finish(run.trace), run.memory_steps,
-                  None if failure is None else failure.tid)
+                  None if failure is None else failure.tid, touched_by(run.sinks))
 
 
 def close_sinks(run: Run) -> None:

@@ -37,20 +37,28 @@ class DataRaceSink(Sink):
         self.atomic = atomic  # report pairs of atomic additions too (``Config.atomic_races``)
         self.found: list[Found] = []
         self.clocks = RaceClocks(atomic)
+        self.closed = False
+        self.every = READ_EVERY
 
     def begin(self, view: Any) -> None:
         self.found = []
+        self.closed = False
         self.clocks = RaceClocks(self.atomic)
         self.clocks.view = view  # where the run's real-lock operations so far are read
 
-    def events(self, trace: Sequence[Any]) -> None:
-        clocks = self.clocks
-        if len(trace) - clocks.cursor >= READ_EVERY:
-            clocks.feed(trace)
+    def events(self, trace: Sequence[Any]) -> None:  # told ``READ_EVERY`` events apart (``Sink.every``)
+        self.clocks.feed(trace)
 
     def end(self, run_end: RunEnd) -> None:
         self.found = self.clocks.close(run_end)
         self.clocks.view = None
+        self.closed = True
+
+    def touched(self) -> Any:
+        """The finder's shadow memory once the run has ended: every object a data access touched, keyed by the
+        (thread, kind) pairs that did (``Sink.touched``), so the sampling strategies' shared-memory learning reads
+        it rather than walking each access a third time (recorded, played here, then learned)."""
+        return self.clocks.shadow if self.closed else None
 
 
 def found_races(run: Run) -> list[Found]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from racecheck.errors import ReplayDivergence
 from racecheck.runtime.chooser import Chooser
+from racecheck.search.busy_wait import SPIN, spinning
 from racecheck.search.strategy import Strategy
 
 __racecheck_engine__ = True
@@ -24,9 +25,12 @@ class DFSChooser(Chooser):
     """One dfs execution: replays ``prefix`` (the path to the next unexplored branch), then takes option 0 at every
     later decision; ``frames`` records every decision it made, for ``BoundedDFS.end_execution``."""
 
-    def __init__(self, prefix: list[_Frame]) -> None:
+    def __init__(self, prefix: list[_Frame], spins: bool = False) -> None:
         self.prefix = prefix
         self.frames: list[_Frame] = []
+        self.spins = spins  # past the prefix, hand over from a busy-waiting thread (``BoundedDFS.hand_over_spins``)
+        self.again: tuple | None = None  # past the prefix: the current thread and its next step, kept ...
+        self.repeats = 0  # ... at this many decisions in a row
 
     def _next(self, arity: int, costly: bool) -> int:
         position = len(self.frames)
@@ -44,11 +48,32 @@ class DFSChooser(Chooser):
 
     def fresh(self) -> DFSChooser:
         """The same prefix again (its frames are never changed: the next prefix is made of new ones)."""
-        return DFSChooser(self.prefix)
+        return DFSChooser(self.prefix, self.spins)
 
     def pick_thread(self, decision):
         # Leaving a thread that could go on is a preemption, unless it yielded (CHESS's fairness: it waits anyway).
+        if self.spins and len(self.frames) >= len(self.prefix) and self._spinning(decision):
+            # a busy-wait (``racecheck.search.busy_wait``): the next thread, as after a yield; this branch, like a
+            # yield's, costs no preemption of the bound, and its "keep spinning" sibling is never run
+            self.frames.append(_Frame(len(decision.enabled), 1, False))
+            return 1
         return self._next(len(decision.enabled), decision.current_enabled and not decision.yielding)
+
+    def _spinning(self, decision) -> bool:
+        view = decision.view
+        running = None if view is None else view.running
+        if not decision.current_enabled or len(decision.enabled) < 2 or running is None:
+            self.again = None  # no one running, or no one else to run: the count starts again
+            return False
+        again = (decision.current, running.access)
+        if again != self.again:
+            self.again, self.repeats = again, 1
+            return False
+        self.repeats += 1
+        if self.repeats >= SPIN and spinning(running.access):
+            self.again, self.repeats = None, 0
+            return True
+        return False
 
     def pick_value(self, n, label):
         return self._next(n, False)
@@ -66,16 +91,21 @@ class BoundedDFS(Strategy):
 
     name = "dfs"
 
-    def __init__(self, seed: int = 0, preemption_bound: int | None = 2) -> None:
+    def __init__(self, seed: int = 0, preemption_bound: int | None = 2, hand_over_spins: bool = False) -> None:
         super().__init__(seed)
         self.bound = preemption_bound
         self.next_prefix: list[_Frame] | None = []
+        # The shrinker's pass (``shrink.fewest_preemptions``), which looks for a smaller failing schedule and proves
+        # nothing: past a prefix a busy-waiting thread hands over (``busy_wait``) instead of spinning each run to its
+        # step cap. Never for ``strategy="dfs"``: pruning "spin on" would prune a loop that reads one value again and
+        # again while it makes progress of its own, and its "exhausted" is a proof.
+        self.hand_over_spins = hand_over_spins
 
     def new_execution(self, index, sampled=False):
         if self.next_prefix is None:
             self.exhausted = True
             return None
-        return DFSChooser(self.next_prefix)
+        return DFSChooser(self.next_prefix, self.hand_over_spins)
 
     def end_execution(self, chooser, steps):
         frames = chooser.frames

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from itertools import repeat
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from racecheck.runtime.access import FAIRNESS_OBJ, READ, WRITE
@@ -28,6 +28,7 @@ __racecheck_engine__ = True
 # (thread, switch, access, point, marks) of a trace event: all an interleaving key depends on
 _SHAPE = attrgetter("tid", "switch", "access", "at", "marks")
 _TEXT = attrgetter("text")
+_AT = itemgetter(3)  # a shape's point
 
 _DIGESTS: dict[tuple, str] = {}  # a key's structure -> its digest
 _RELATION: list[Relation] = [active()]  # the relation the caches were filled under
@@ -82,21 +83,26 @@ def _digest(shape: tuple, expanded: bool = False) -> str:
     history: dict[Any, list] = {}
     order: list[tuple[int, int]] = []  # every step, for the fairness every step reads once a yield wrote it
     yielded: set[tuple[int, int]] = set()
+    # every event knows its point (a run's trace does): a step is named by it, and no step needs counting
+    numbered = min(map(_AT, shape), default=0) >= 0
     for tid, switch, access, at, marks in shape:
         if switch == "info":
             if not access:
                 continue
             who = (tid, at) if at >= 0 else running.get(tid) or (tid, counts.get(tid, 1) - 1)
         else:
-            nth = counts.get(tid, 0)
-            counts[tid] = nth + 1
-            who = (tid, nth) if at < 0 else (tid, at)
-            running[tid] = who
+            if numbered:
+                who = (tid, at)
+            else:
+                nth = counts.get(tid, 0)
+                counts[tid] = nth + 1
+                who = (tid, nth) if at < 0 else (tid, at)
+                running[tid] = who
             order.append(who)
             if not access:
                 continue
         # the accesses after the step's own joined it at points of their own: each is named by its own point
-        whos = (who,) * (len(access) - len(marks)) + tuple((tid, mark) for mark in marks) if marks else repeat(who)
+        whos = (who,) * (len(access) - len(marks)) + tuple(zip(repeat(tid), marks)) if marks else repeat(who)
         for one, who in zip(access, whos, strict=False):  # ``repeat`` has no end
             obj = one.obj
             if obj is FAIRNESS_OBJ:
@@ -122,7 +128,7 @@ def _digest(shape: tuple, expanded: bool = False) -> str:
                 line[-1].add(who)
             else:
                 line += (runs[ObjKind.FAIRNESS][READ], {who})
-    structure = tuple((obj, _canonical(history[obj][1::2])) for obj in sorted(history, key=_TEXT))
+    structure = tuple([(obj, _canonical(history[obj][1::2])) for obj in sorted(history, key=_TEXT)])
     key = _DIGESTS.get(structure)
     if key is None:
         lines = [obj.text + "\x02" + "\x00".join(map(_group_text, groups)) for obj, groups in structure]
@@ -189,10 +195,9 @@ def _canonical(groups: list) -> tuple:
     out: list = []
     for group in groups:
         if type(group) is set:
-            first: dict[int, int] = {}
-            for tid, point in sorted(group):
-                first.setdefault(tid, point)
-            out.append(frozenset(first.items()))
+            # each thread with its first point: of the (thread, point) pairs sorted from the last, the first point
+            # of a thread is written last (in C, where a loop of ``setdefault`` was a tenth of the key)
+            out.append(frozenset(group) if len(group) == 1 else frozenset(dict(sorted(group, reverse=True)).items()))
         elif not (out and type(out[-1]) is tuple and out[-1][0] == group[0]):
             out.append(group)
     return tuple(out)

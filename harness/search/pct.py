@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 
 from racecheck.runtime.chooser import Chooser
+from racecheck.search.busy_wait import SPIN, spinning
 from racecheck.search.shared_memory import SharedMemory
 from racecheck.search.strategy import Strategy
 
 __racecheck_engine__ = True
-
 
 class PCTChooser(Chooser):
     """One PCT execution: a random priority order, and d-1 change points among the decisions.
@@ -33,6 +33,9 @@ class PCTChooser(Chooser):
         self.decisions = 0  # decisions with a running thread: the k of the bound, and what change points count
         self.fired = 0
         self.sampled = sampled  # made for a sampled execution (``Strategy.new_execution``)
+        self.spinner = -1  # the running thread at the last decision (-1: none was running) ...
+        self.again: tuple = ()  # ... its next step then ...
+        self.repeats = 0  # ... and at how many decisions in a row it was that thread and that step
 
     def _know(self, tid: int) -> None:
         if tid not in self.known:
@@ -65,6 +68,10 @@ class PCTChooser(Chooser):
                 # Nothing it is about to touch can conflict with another thread's step: lowering it here would be
                 # lowering it at its next step that can, so this is not a decision PCT counts.
                 counts = not memory.quiet(access)
+                if current == self.spinner and access == self.again:
+                    self.repeats += 1  # the same thread at the same step: nobody else ran since (a switch decides)
+                else:
+                    self.spinner, self.again, self.repeats = current, access, 1
             if counts:
                 self.decisions += 1
             if counts and self.decisions in self.change_points:
@@ -73,6 +80,13 @@ class PCTChooser(Chooser):
             elif decision.yielding:
                 # A yielding thread waits for someone else: below everyone, so a polling loop cannot starve them.
                 self._lower(current)
+            elif self.repeats >= SPIN and spinning(self.again):
+                # A busy-wait (``racecheck.search.busy_wait``): it waits for someone else as a yielding thread does.
+                # Left on top, a spinner whose lock holder a change point lowered spun to the step limit.
+                self.repeats = 0
+                self._lower(current)
+        else:
+            self.spinner = -1  # a thread exited: whoever runs next, someone else ran between
         for tid in self.high:  # the highest priority first; ``enabled`` holds a few distinct ids
             if tid in enabled:
                 return enabled.index(tid)
@@ -86,7 +100,7 @@ class PCTChooser(Chooser):
 
     def end(self, run_end):
         if self.memory is not None:
-            self.memory.learn(run_end.trace)
+            self.memory.learn(run_end.trace, run_end.touched)
 
     def counted(self) -> int:
         """The decisions of this run that PCT counts, as the runs so far (this one included) show memory: the k

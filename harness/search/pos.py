@@ -94,7 +94,7 @@ class POSChooser(Chooser):
 
     def end(self, run_end):
         if self.memory is not None:
-            self.memory.learn(run_end.trace)
+            self.memory.learn(run_end.trace, run_end.touched)
 
 
 class POS(Strategy):

@@ -32,7 +32,7 @@ class RandomChooser(Chooser):
 
     def end(self, run_end):
         if self.memory is not None:
-            self.memory.learn(run_end.trace)
+            self.memory.learn(run_end.trace, run_end.touched)
 
 
 class RandomWalk(Strategy):

@@ -20,7 +20,7 @@ object is then unseen, which is the safe side.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from racecheck.runtime import relation
@@ -38,8 +38,14 @@ class SharedMemory:
         self.touched: dict[Any, dict[Any, int]] = {}  # memory Obj -> Kind -> bit mask of the threads seen with it
         self.shared: set[Any] = set()
 
-    def learn(self, trace: Sequence[Any]) -> None:
-        """Add what one ended run's trace shows."""
+    def learn(self, trace: Sequence[Any], seen: Mapping[Any, Iterable[tuple[int, Any]]] | None = None) -> None:
+        """Add what one ended run's trace shows. ``seen``: when given, what the run's data-race finder read of the
+        same trace (``RunEnd.touched``: per object, the (thread, kind) pairs that touched it), read instead of
+        walking every access again: what is learned depends only on which pairs touched each object, not on their
+        order (an object is shared once two threads' kinds conflict, whichever came first)."""
+        if seen is not None:
+            self._learn_seen(seen)
+            return
         conflict = relation.active().conflict_rows[_MEMORY]
         touched, shared = self.touched, self.shared
         for event in trace:
@@ -65,6 +71,30 @@ class SharedMemory:
                         shared.add(obj)
                         del touched[obj]  # a shared object is never asked about again
                         break
+
+    def _learn_seen(self, seen: Mapping[Any, Iterable[tuple[int, Any]]]) -> None:
+        conflict = relation.active().conflict_rows[_MEMORY]
+        touched, shared = self.touched, self.shared
+        for obj, pairs in seen.items():
+            if obj.kind is not _MEMORY or obj in shared:
+                continue
+            kinds = touched.get(obj)
+            if kinds is None:
+                kinds = touched[obj] = {}
+            for tid, kind in pairs:
+                bit = 1 << tid
+                mask = kinds.get(kind, 0)
+                if mask & bit:
+                    continue
+                kinds[kind] = mask | bit
+                for other, threads in kinds.items():
+                    if threads & ~bit and conflict[(kind, other)]:
+                        break
+                else:
+                    continue
+                shared.add(obj)
+                del touched[obj]
+                break
 
     def quiet(self, access: tuple[Access, ...]) -> bool:
         """Whether a step touching ``access`` commutes with every other thread's step, as far as the runs so far

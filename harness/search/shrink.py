@@ -97,7 +97,7 @@ def fewest_preemptions(
     """
     spent = 0
     for bound in range(found):
-        search = BoundedDFS(0, preemption_bound=bound)
+        search = BoundedDFS(0, preemption_bound=bound, hand_over_spins=True)
         while spent < budget and (more is None or more()):
             chooser = search.new_execution(spent)
             if chooser is None:

@@ -16,11 +16,14 @@ class SpinLock:
     def __init__(self) -> None:
         self.held = False
         self.count = 0
+        self.waits = 0
 
     def work(self) -> None:
         for _ in range(2):
             while self.held:  # spins: a probe that lets it spin runs until its cap
-                pass
+                # counting its turns makes each one write: no busy-wait a replay hands over from (``busy_wait``,
+                # which only reads qualify for), so the probes that let it spin still run to their cap
+                self.waits += 1
             self.held = True  # test-and-set, not atomic
             seen = self.count
             self.count = seen + 1
