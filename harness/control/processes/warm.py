@@ -136,14 +136,19 @@ class Template(forkserver.ForkServer):
         """Where it takes fork requests (its socket), once running."""
         return self._forkserver_address
 
+    def leave(self) -> None:
+        """Tell it to leave (its alive pipe closed); ``stop`` waits for it."""
+        if self._forkserver_alive_fd is not None:
+            os.close(self._forkserver_alive_fd)
+            self._forkserver_alive_fd = None
+
     def stop(self) -> None:
-        """Tell it to leave (its alive pipe closed), wait a while, kill it if it stays."""
+        """Tell it to leave, wait a while, kill it if it stays."""
         pid = self._forkserver_pid
         if pid is None:
             return
         self._forkserver_pid = None
-        os.close(self._forkserver_alive_fd)
-        self._forkserver_alive_fd = None
+        self.leave()
         end = time.monotonic() + _STOP_S
         while True:
             done, _ = os.waitpid(pid, os.WNOHANG)
@@ -198,6 +203,8 @@ class Pool:
                 except OSError:
                     pass
         self.launched.clear()
+        for template in self.templates.values():  # all told first: their interpreters' ends overlap
+            template.leave()
         for template in self.templates.values():
             template.stop()
         self.templates.clear()
