@@ -39,3 +39,23 @@ def grand_module_state(seen, outer="fork", inner="spawn"):
     seen.append((middle, kids))
     assert [count for count, _, _ in kids] == [1, 1], f"a grandchild saw state left by another: {got}"
     assert all(probe == f"child {middle}" for _, _, probe in kids), f"not the child's environment: {got}"
+
+
+def _interrupt(pid):
+    import signal
+
+    os.kill(pid, signal.SIGINT)  # Ctrl-C for the explorer, while this grandchild still runs
+    multiprocessing.Event().wait()
+
+
+def _middle_interrupted(pid):
+    kid = multiprocessing.get_context("spawn").Process(target=_interrupt, args=(pid,))
+    kid.start()
+    kid.join()
+
+
+def grand_interrupted(pid):
+    """The explorer is interrupted while a spawned grandchild still runs and its parent and the root wait."""
+    child = multiprocessing.get_context("fork").Process(target=_middle_interrupted, args=(pid,))
+    child.start()
+    child.join()
