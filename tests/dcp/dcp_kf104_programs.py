@@ -7,8 +7,8 @@ the two ranks wait in different collectives: a cross-rank deadlock (py-spy showe
 on one rank and the main thread in ``barrier`` on the other). The fix (``separate_group``): the save's collectives
 on a group of their own (``dist.new_group``), so the barrier's count on the default group never meets them.
 
-Ranks are forked (``torch.multiprocessing.start_processes``): ``torch.distributed.checkpoint`` is imported here,
-before the fork, so no schedule imports it again.
+Ranks are forked (``torch.multiprocessing.start_processes``; ``torch.distributed.checkpoint`` is imported here,
+before the fork, so no schedule imports it again), or spawned.
 """
 
 import os
@@ -36,10 +36,10 @@ def _rank(rank, root, separate):
         dist.destroy_process_group()
 
 
-def _run(separate):
+def _run(separate, method="fork"):
     root = tempfile.mkdtemp(prefix="racecheck-kf104-")
     try:
-        tmp.start_processes(_rank, args=(root, separate), nprocs=2, join=True, start_method="fork")
+        tmp.start_processes(_rank, args=(root, separate), nprocs=2, join=True, start_method=method)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -47,6 +47,12 @@ def _run(separate):
 def barrier_during_save():
     """The save's collectives and the barrier on the default group: deadlocks in some schedules."""
     _run(False)
+
+
+def barrier_during_save_spawn():
+    """The same with spawned ranks (forked from a warm template): a rank's memory layout is the template's, so its
+    token replays in a fresh process (see the test module's note)."""
+    _run(False, "spawn")
 
 
 def separate_group():
