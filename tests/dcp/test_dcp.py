@@ -1,7 +1,8 @@
 """DCP's process-based async save under control (issue 48): its daemon is a process of the run, its pipe traffic
-scheduling points. Every schedule spawns one or two daemons that import torch (seconds each), so these run under
-``-m slow``; the engine checks they rest on (a leaked daemon, a spawned child on a served pipe) are fast, in
-``test_leaks.py``."""
+scheduling points. Every schedule starts one or two daemons (forked from a warm template, children or
+grandchildren of the run; the template imports torch once per exploration) and watches torch's checkpoint code in
+every process: a minute or two per module's worth, so these run under ``-m slow``; the engine checks they rest on
+(a leaked daemon, a spawned child on a served pipe) are fast, in ``test_leaks.py``."""
 
 import os
 import subprocess
