@@ -38,12 +38,14 @@ def test_without_templates_each_grandchild_is_a_fresh_interpreter(monkeypatch):
 
 
 def test_a_grandchilds_schedule_on_a_template_is_the_one_on_a_fresh_interpreter(monkeypatch):
-    found = racecheck.explore(grandkid_programs.grand_leak_spawn, strategy="dpor", seed=1, fs="posix",
+    found = racecheck.explore(grandkid_programs.grand_leak_spawn, strategy="pct", seed=1, fs="posix",
                               schedules=10, shrink_budget=0, race_budget=0).failure
     assert found is not None and found.message == "AssertionError: leaked epoch=0.ckpt", found
+    assert found.schedule_index > 0  # its grandchild forked from a template that had served a schedule before
+    again = racecheck.replay(grandkid_programs.grand_leak_spawn, found.token, fs="posix").failure  # a new template
     monkeypatch.setattr(warm, "ENABLED", False)
     fresh = racecheck.replay(grandkid_programs.grand_leak_spawn, found.token, fs="posix").failure
-    assert fresh is not None and fresh.trace == found.trace
+    assert again is not None and fresh is not None and found.trace == again.trace == fresh.trace
 
 
 def test_no_template_or_grandchild_outlives_the_exploration(subreaper):  # noqa: F811
