@@ -167,6 +167,15 @@ def run_ops(rank, ops):
             else:
                 sender = dist.recv(t, src=arg)
                 out.append([sender, t.tolist()])
+        elif kind == "group_ranks":  # a group of rank ``arg`` alone: its ranks translated both ways, on both ranks
+            group = dist.new_group([arg])
+            asked = []
+            for ask, value in ((dist.get_global_rank, 0), (dist.get_group_rank, rank), (dist.get_group_rank, arg)):
+                try:
+                    asked.append(ask(group, value))
+                except ValueError:
+                    asked.append("ValueError")
+            out.append(asked)
         else:
             raise ValueError(kind)
     return out

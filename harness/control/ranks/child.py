@@ -223,7 +223,7 @@ def get_process_group_ranks(group: Any) -> list[int]:
 
 def get_global_rank(group: Any, group_rank: int) -> int:
     """The global rank of ``group``'s ``group_rank`` (DCP's coordinator, on a group passed to ``save``)."""
-    members = _group(group).ranks
+    members = _group(group).ranks  # a rank outside the group gets its answers too, as from torch
     if not 0 <= group_rank < len(members):
         raise ValueError(f"Group rank {group_rank} is not part of group {group}")
     return members[group_rank]
