@@ -101,9 +101,10 @@ def two_saves_locked():
     _trainer(LockedExecutor)
 
 
-def _rank(rank, root, world):
+def _rank(rank, root, world, ordered=False):
     """One rank of ``two_ranks``: rank 1 waits for its model's save before it starts the optimizer's (more work
-    between its saves), so its executor has assigned the daemon by then and it skips the broadcast rank 0 enters."""
+    between its saves), so its executor has assigned the daemon by then and it skips the broadcast rank 0 enters.
+    ``ordered``: both ranks wait so (the twin that ``benchmarks/bench_ranks.py`` times: clean)."""
     dist.init_process_group("gloo", init_method="file://" + os.path.join(root, "store"), rank=rank,
                             world_size=world)
     executor._CHECKPOINT_PROCESS = None
@@ -112,7 +113,7 @@ def _rank(rank, root, world):
             warnings.simplefilter("ignore")
             model = dcp.async_save({"w": torch.ones(2)}, checkpoint_id=os.path.join(root, "model"),
                                    async_checkpointer_type=AsyncCheckpointerType.PROCESS)
-            if rank == 1:
+            if rank == 1 or ordered:
                 model.result()
             optim = dcp.async_save({"m": torch.zeros(2)}, checkpoint_id=os.path.join(root, "optim"),
                                    async_checkpointer_type=AsyncCheckpointerType.PROCESS)
@@ -135,6 +136,18 @@ def two_ranks():
     root = tempfile.mkdtemp(prefix="racecheck-dcp-ranks-")
     try:
         tmp.spawn(_rank, args=(root, 2), nprocs=2)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def two_ranks_ordered():
+    """``two_ranks`` with each rank waiting for its model's save before its optimizer's: both see their daemon,
+    both skip the second broadcast."""
+    import torch.multiprocessing as tmp
+
+    root = tempfile.mkdtemp(prefix="racecheck-dcp-ranks-")
+    try:
+        tmp.spawn(_rank, args=(root, 2, True), nprocs=2)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -1,7 +1,8 @@
 """DCP's process-based async save under control (issue 48): its daemon is a process of the run, its pipe traffic
-scheduling points. Every schedule spawns one or two daemons that import torch (seconds each), so these run under
-``-m slow``; the engine checks they rest on (a leaked daemon, a spawned child on a served pipe) are fast, in
-``test_leaks.py``."""
+scheduling points. Every schedule starts one or two daemons (forked from a warm template, children or
+grandchildren of the run; the template imports torch once per exploration) and watches torch's checkpoint code in
+every process: a minute or two per module's worth, so these run under ``-m slow``; the engine checks they rest on
+(a leaked daemon, a spawned child on a served pipe) are fast, in ``test_leaks.py``."""
 
 import os
 import subprocess
@@ -58,11 +59,10 @@ def test_the_locked_executor_starts_one_daemon():
 
 @pytest.fixture(scope="module")
 def two_ranks():
-    """Two ranks (spawned), each rank's daemon a grandchild of the run (spawned by the rank's executor thread).
-    Default strategy and seed; no shrinking or pair search: a schedule here spawns two daemons that import torch
-    in fresh interpreters (a minute on this machine), and the trace has thousands of steps. A spawned rank's first
-    fork from its warm template can exceed the default hang bound (10 s) on a loaded machine: ``watchdog=10``."""
-    return racecheck.explore(programs.two_ranks, shrink_budget=0, race_budget=0, watchdog=10)
+    """Two ranks (spawned), each rank's daemon a grandchild of the run (spawned by the rank's executor thread,
+    forked from the exploration's warm template: ``grand_warm``). Default options: found, shrunk, the pair
+    searched for, in about a minute here."""
+    return racecheck.explore(programs.two_ranks)
 
 
 def test_two_ranks_diverge_in_their_collectives(two_ranks):
@@ -75,6 +75,9 @@ def test_two_ranks_diverge_in_their_collectives(two_ranks):
     assert "on W2.WORLD (rank 1)" in message, message  # rank 1's daemon, in the daemons' own world
     assert two_ranks.processes == 5  # the root, two ranks, a daemon each
     assert "(child of P1)" in failure.trace and "(child of P2)" in failure.trace
+    assert failure.shrink_probes > 0  # shrinking ran (default options)
+    said = failure.race is not None or any(note.startswith("racing pair left unnamed: ") for note in failure.notes)
+    assert said, failure.notes  # the racing pair, or why it is not named
 
 
 def test_the_two_ranks_token_replays_in_a_fresh_process(two_ranks, tmp_path):
@@ -84,7 +87,7 @@ def test_the_two_ranks_token_replays_in_a_fresh_process(two_ranks, tmp_path):
         sys.path.insert(0, {HERE!r})
         import dcp_programs as programs, racecheck
         if __name__ == "__main__":
-            result = racecheck.replay(programs.two_ranks, {failure.token!r}, race_budget=0, watchdog=10)
+            result = racecheck.replay(programs.two_ranks, {failure.token!r}, race_budget=0)
             sys.stdout.write("MESSAGE " + result.failure.message + "\\n" + "TRACE\\n" + result.failure.trace)
     """)
     path = tmp_path / "replay.py"

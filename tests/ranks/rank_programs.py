@@ -167,6 +167,15 @@ def run_ops(rank, ops):
             else:
                 sender = dist.recv(t, src=arg)
                 out.append([sender, t.tolist()])
+        elif kind == "group_ranks":  # a group of rank ``arg`` alone: its ranks translated both ways, on both ranks
+            group = dist.new_group([arg])
+            asked = []
+            for ask, value in ((dist.get_global_rank, 0), (dist.get_group_rank, rank), (dist.get_group_rank, arg)):
+                try:
+                    asked.append(ask(group, value))
+                except ValueError:
+                    asked.append("ValueError")
+            out.append(asked)
         else:
             raise ValueError(kind)
     return out
@@ -319,8 +328,8 @@ def _thread_rank(rank, root):
     thread = threading.Thread(target=background)
     thread.start()
     thread.join()
-    assert errors and "thread the rank started" in errors[0], f"a thread's collective was not refused: {errors}"
-    dist.barrier()
+    assert not errors, f"a collective of a thread of the run the rank started failed: {errors}"
+    dist.barrier()  # the rank's second collective on WORLD, on both ranks: the thread's barrier was the first
 
 
 def thread_in_rank_fork():

@@ -23,7 +23,7 @@ def an_op(draw):
     kind = draw(st.sampled_from([
         "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor", "gather", "scatter",
         "reduce_scatter_tensor", "barrier", "all_gather_object", "gather_object", "broadcast_object_list",
-        "scatter_object_list", "send_recv"]))
+        "scatter_object_list", "send_recv", "group_ranks"]))
     dtype = draw(st.sampled_from(["int64", "int32", "float32"]))
     length = draw(st.integers(1, 3)) * (2 if kind == "reduce_scatter_tensor" else 1)
     values = [draw(st.lists(st.integers(-3, 3), min_size=length, max_size=length)) for _ in range(2)]

@@ -32,7 +32,7 @@ from multiprocessing.connection import Pipe as _real_pipe
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control.processes import child_run, link, segments, spawned
+from racecheck.control.processes import child_run, grand_warm, link, segments, spawned
 from racecheck.control.processes.children import Child, method_of
 from racecheck.control.processes.link import PREPARES, ChildEntry, caller_line, registry_of, uncontrolled
 from racecheck.control.processes.models import FACTORIES, ProcessConnection
@@ -110,8 +110,8 @@ def start(run: Any, process: Any, real_start: Any) -> None:
             entry.extras = extras  # what the root prepared (the ranks' install), not what this child would
             process.run = entry
             try:
-                with spawned.hash_seed(method_of(process)):
-                    real_start(process)
+                with spawned.hash_seed(method_of(process)):  # forked from a root's template where it can be
+                    grand_warm.start(bound, rec, process, method_of(process), real_start)
             finally:
                 del process.run
             pid = process.pid

@@ -45,6 +45,7 @@ import multiprocessing.util as util
 import os
 import signal
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -57,10 +58,10 @@ __racecheck_engine__ = True
 
 ENABLED = True  # False: every spawn or forkserver child starts a fresh interpreter (tests compare the two)
 METHODS = ("spawn", "forkserver")
-_PREPARED = ("sys_path", "dir", "init_main_from_name", "init_main_from_path")  # what shapes the imports
+PREPARED = ("sys_path", "dir", "init_main_from_name", "init_main_from_path")  # what shapes the imports
 _STOP_S = 5.0  # how long a template is given to leave once told to (real seconds), before it is killed
 _POOL: Pool | None = None  # the exploration's templates, while one runs (``kept``)
-_real_wait = multiprocessing.connection.wait  # captured at import, before an exploration patches it
+_real_wait = getattr(multiprocessing.connection.wait, "_racecheck_real", multiprocessing.connection.wait)
 
 
 def serve(listener_fd: int, alive_r: int, preload: list[str], prepared: dict[str, Any]) -> None:
@@ -82,13 +83,17 @@ def serve(listener_fd: int, alive_r: int, preload: list[str], prepared: dict[str
 
 
 class Template(forkserver.ForkServer):
-    """One warm interpreter with ``preload`` imported, serving forks (``connect_to_new_process``)."""
+    """One warm interpreter with ``preload`` imported, serving forks (``connect_to_new_process``). ``env``: the
+    environment it starts with when it is not this process's (a template asked for by a child of the run, for
+    its grandchildren: ``grand_warm``); None for this process's own."""
 
-    def __init__(self, preload: list[str], prepared: dict[str, Any]) -> None:
+    def __init__(self, preload: list[str], prepared: dict[str, Any], env: dict[str, str] | None = None) -> None:
         super().__init__()
         self._lock = runtime.real_allocate_lock()  # made by a controlled thread: never a stand-in
         self.preload = preload
         self.prepared = prepared
+        self.env = env
+        self._spawned: subprocess.Popen | None = None
 
     def ensure_running(self) -> None:
         with self._lock:
@@ -111,7 +116,12 @@ class Template(forkserver.ForkServer):
                 try:
                     exe = spawn.get_executable()
                     args = [exe, *util._args_from_interpreter_flags(), "-c", cmd % (listener.fileno(), alive_r)]
-                    pid = util.spawnv_passfds(exe, args, [listener.fileno(), alive_r])
+                    if self.env is None:
+                        pid = util.spawnv_passfds(exe, args, [listener.fileno(), alive_r])
+                    else:  # another process's environment (a child's, for its grandchildren)
+                        self._spawned = subprocess.Popen(args, executable=exe, env=self.env, close_fds=True,
+                                                         pass_fds=(listener.fileno(), alive_r))
+                        pid = self._spawned.pid
                 except BaseException:
                     os.close(alive_w)
                     raise
@@ -121,14 +131,24 @@ class Template(forkserver.ForkServer):
             self._forkserver_alive_fd = alive_w
             self._forkserver_pid = pid
 
+    @property
+    def address(self) -> Any:
+        """Where it takes fork requests (its socket), once running."""
+        return self._forkserver_address
+
+    def leave(self) -> None:
+        """Tell it to leave (its alive pipe closed); ``stop`` waits for it."""
+        if self._forkserver_alive_fd is not None:
+            os.close(self._forkserver_alive_fd)
+            self._forkserver_alive_fd = None
+
     def stop(self) -> None:
-        """Tell it to leave (its alive pipe closed), wait a while, kill it if it stays."""
+        """Tell it to leave, wait a while, kill it if it stays."""
         pid = self._forkserver_pid
         if pid is None:
             return
         self._forkserver_pid = None
-        os.close(self._forkserver_alive_fd)
-        self._forkserver_alive_fd = None
+        self.leave()
         end = time.monotonic() + _STOP_S
         while True:
             done, _ = os.waitpid(pid, os.WNOHANG)
@@ -138,6 +158,8 @@ class Template(forkserver.ForkServer):
         if not done:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+        if self._spawned is not None:  # reaped here: its Popen is told so (it would reap it again)
+            self._spawned.returncode, self._spawned = -1, None
         address = self._forkserver_address
         if address and not util.is_abstract_socket_namespace(address):
             try:
@@ -154,20 +176,22 @@ class Pool:
         self.launched: list[WarmPopen] = []
         self.broken = False  # a template could not be started or reached: fresh interpreters from here on
 
-    def template_for(self, modules: list[str], prep: dict[str, Any]) -> Template:
+    def template_for(self, modules: list[str], prep: dict[str, Any], env: dict[str, str] | None = None) -> Template:
         """The template for a child that imports ``modules`` under ``prep`` and the environment as it is now (a
-        spawned child inherits it, and modules read it at import: torch, CUDA_VISIBLE_DEVICES). A new one retires
-        the templates whose children have all ended (a program that changes its environment every schedule
-        gets a template per schedule: no faster than spawn, never stale)."""
-        prepared = {key: prep[key] for key in _PREPARED if key in prep}
-        key = (repr(sorted(prepared.items())), tuple(modules), tuple(sorted(os.environ.items())))
+        spawned child inherits it, and modules read it at import: torch, CUDA_VISIBLE_DEVICES), or ``env``, the
+        environment of the child of the run that asks for its grandchild. A new one retires the templates whose
+        children have all ended (a program that changes its environment every schedule gets a template per
+        schedule: no faster than spawn, never stale)."""
+        prepared = {key: prep[key] for key in PREPARED if key in prep}
+        mine = env is None or env == os.environ
+        key = (repr(sorted(prepared.items())), tuple(modules), tuple(sorted((os.environ if mine else env).items())))
         template = self.templates.get(key)
         if template is None:
             for old_key, old in list(self.templates.items()):
                 if all(popen.poll() is not None for popen in self.launched if popen.template is old):
                     old.stop()
                     del self.templates[old_key]
-            template = self.templates[key] = Template(modules, prepared)
+            template = self.templates[key] = Template(modules, prepared, None if mine else dict(env))
         return template
 
     def close(self) -> None:
@@ -179,6 +203,8 @@ class Pool:
                 except OSError:
                     pass
         self.launched.clear()
+        for template in self.templates.values():  # all told first: their interpreters' ends overlap
+            template.leave()
         for template in self.templates.values():
             template.stop()
         self.templates.clear()
@@ -206,9 +232,6 @@ class WarmPopen(popen_forkserver.Popen):
     the exploration's template in place of the global forkserver."""
 
     def _launch(self, process_obj: Any) -> None:
-        pool = _POOL
-        if pool is None:
-            raise RuntimeError("racecheck: a warm child started outside an exploration")
         prep = spawn.get_preparation_data(process_obj.name)
         buf = io.BytesIO()
         set_spawning_popen(self)
@@ -223,9 +246,24 @@ class WarmPopen(popen_forkserver.Popen):
         if method == "forkserver":  # what the program asked the forkserver to import first (set_forkserver_preload)
             preload = [name for name in forkserver._forkserver._preload_modules if name != "__main__"]
             modules = [*preload, *(name for name in modules if name not in preload)]
-        template = pool.template_for(modules, prep)
-        self.template = template
+        self.template = self.template_for(modules, prep)
+        self.fork_from(self.template, buf)
+        self.launched()
+
+    def template_for(self, modules: list[str], prep: dict[str, Any]) -> Any:
+        """The exploration's template for this child (``grand_warm`` asks the root for a grandchild's)."""
+        if _POOL is None:
+            raise RuntimeError("racecheck: a warm child started outside an exploration")
+        return _POOL.template_for(modules, prep)
+
+    def launched(self) -> None:
+        """The child is running: the exploration's end kills it if it is still there."""
+        pool = _POOL
         pool.launched[:] = [popen for popen in pool.launched if popen.returncode is None]
+        pool.launched.append(self)
+
+    def fork_from(self, template: Any, buf: io.BytesIO) -> None:
+        """The child forked by ``template`` (a ``ForkServer``), handed its pickle; its pid read back."""
         bound, rec = runtime.current_run(), runtime.current_thread_record()
         runtime.bind(None, None)  # the template's start and the request are machinery, not the program's calls
         try:
@@ -237,7 +275,6 @@ class WarmPopen(popen_forkserver.Popen):
             self.pid = forkserver.read_signed(self.sentinel)
         finally:
             runtime.bind(bound, rec)
-        pool.launched.append(self)
 
     # The exit status comes on the sentinel once the template has reaped the child, a moment after the child's end:
     # read with the real wait, never the exploration's (which would make an external step of that moment).
@@ -256,6 +293,11 @@ class WarmPopen(popen_forkserver.Popen):
         if self.returncode is None and timeout is not None and not _real_wait([self.sentinel], timeout):
             return None
         return self.poll(os.WNOHANG if timeout == 0.0 else 0)
+
+
+def offered() -> Pool | None:
+    """The exploration's templates, if children are forked from them now (``grand_warm`` asks for a child)."""
+    return _POOL if ENABLED and _POOL is not None and not _POOL.broken else None
 
 
 def warm_for(process: Any, method: str) -> bool:

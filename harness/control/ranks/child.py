@@ -101,9 +101,11 @@ def _unpack(data: bytes | None) -> Any:
 def _ask(mid: str, method: str, *args: Any) -> Any:
     if link.LINK is None:
         raise RuntimeError("racecheck: torch.distributed is modelled only in a child process of the run")
-    if threading.get_ident() != STATE["thread"]:  # its request would interleave with the rank's on the one pipe
-        raise RuntimeError("racecheck: torch.distributed called from a thread the rank started is not modelled "
-                           "(only the rank's own thread is a thread of the run)")
+    # A thread of the run the rank started (DCP's background saver) asks through its own proxy; any other thread's
+    # request would interleave with theirs on the one pipe.
+    if threading.get_ident() != STATE["thread"] and runtime.current_thread_record() is None:
+        raise RuntimeError("racecheck: torch.distributed called from a thread that is not a thread of the run is "
+                           "not modelled (start it from a thread of the run)")
     return link.LINK.call(mid, method, args, {})
 
 
@@ -217,6 +219,21 @@ def _get_default_group() -> RankGroup:
 
 def get_process_group_ranks(group: Any) -> list[int]:
     return list(_group(group).ranks)
+
+
+def get_global_rank(group: Any, group_rank: int) -> int:
+    """The global rank of ``group``'s ``group_rank`` (DCP's coordinator, on a group passed to ``save``)."""
+    members = _group(group).ranks  # a rank outside the group gets its answers too, as from torch
+    if not 0 <= group_rank < len(members):
+        raise ValueError(f"Group rank {group_rank} is not part of group {group}")
+    return members[group_rank]
+
+
+def get_group_rank(group: Any, global_rank: int) -> int:
+    members = _group(group).ranks
+    if global_rank not in members:
+        raise ValueError(f"Global rank {global_rank} is not part of group {group}")
+    return members.index(global_rank)
 
 
 def new_group(ranks: Any = None, *args: Any, **kwargs: Any) -> RankGroup:
@@ -437,7 +454,7 @@ def HashStore(*args: Any, **kwargs: Any) -> ServedStore:  # noqa: N802 - torch's
 
 MODELLED = (
     init_process_group, destroy_process_group, is_initialized, get_rank, get_world_size, get_backend,
-    get_process_group_ranks, _get_default_group,
+    get_process_group_ranks, get_global_rank, get_group_rank, _get_default_group,
     new_group, broadcast, all_reduce, reduce, all_gather, all_gather_into_tensor, gather, scatter, reduce_scatter,
     reduce_scatter_tensor, barrier, monitored_barrier, all_gather_object, gather_object, broadcast_object_list,
     scatter_object_list, send, recv, isend, irecv, TCPStore, FileStore, HashStore,
