@@ -17,6 +17,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.scenarios.manager_contract import consistent_step, state, tracked_checkpoint
+from racecheck.scenarios.manager_leaks import no_leaked_threads
 
 KEEP_LAST_N = 1
 STEPS = (1, 2, 3)
@@ -72,6 +73,7 @@ def run_saves(ctx: Any, watcher: bool) -> int:
     """The saves, finalize and close, checked at every instant the workload and the watcher see; the last step."""
     steps, checks = config(ctx)
     watcher = watcher and checks > 0
+    no_leaked_threads()  # once the run completes, no thread of the manager may be left parked
     manager = ctx.new_manager(KEEP_LAST_N)
     errors: list[BaseException] = []
     thread = threading.Thread(target=watch, args=(ctx, errors), name="tracker-check") if watcher else None
@@ -98,7 +100,8 @@ def run_saves(ctx: Any, watcher: bool) -> int:
 def manager_retention(ctx: Any) -> None:
     """keep_last_n=1, saves of steps 1, 2, 3 back to back, then finalize() and close(): at every instant checked
     (after each call, and by a watcher thread at points the schedule picks) the tracker names a complete
-    checkpoint; afterwards a fresh manager resumes step 3, and no more than keep_last_n checkpoints remain.
+    checkpoint; afterwards a fresh manager resumes step 3, no more than keep_last_n checkpoints remain, and no
+    thread of the manager is left running.
 
     Reader: target. Checkpoints are loaded through a fresh instance of the manager (its resume); the tracker and
     each checkpoint's complete marker are read on the filesystem, by name.
