@@ -47,12 +47,15 @@ def load(path: str) -> dict[str, Any]:
     return state
 
 
-def async_save(state: dict[str, Any], path: str) -> Any:
-    """``dcp.async_save`` of ``state`` into ``path`` on DCP's thread-based executor; its Future."""
+def async_save(state: dict[str, Any], path: str, no_dist: bool = False) -> Any:
+    """``dcp.async_save`` of ``state`` into ``path`` on DCP's thread-based executor; its Future. ``no_dist``: this
+    rank's part alone, with no collective (a rank's part of a checkpoint several ranks make, ``rank_layout``)."""
     import torch.distributed.checkpoint as dcp
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "torch.distributed is uninitialised": a one-process save, as meant
+        if no_dist:
+            return dcp.async_save(state, checkpoint_id=path, no_dist=True)
         return dcp.async_save(state, checkpoint_id=path)
 
 
