@@ -100,9 +100,7 @@ class DurableCheckpointManager:
     def start_save(self, state: dict[str, Any], path: str) -> Future:
         """Start writing ``state`` into the directory ``path`` (its ``.metadata`` last); the write's Future. On
         several ranks ``path`` is this rank's part, saved with no collective."""
-        # sync_files=False: rule 2 fsyncs the whole checkpoint before the tracker moves, so DCP's own fsyncs add
-        # nothing (and its .metadata.tmp is fsynced before its pickle reaches the file in 2.13 anyway)
-        return dcp_state.async_save(state, path, no_dist=self.world_size > 1, sync_files=False)
+        return dcp_state.async_save(state, path, no_dist=self.world_size > 1)
 
     def load_one(self, path: str) -> dict[str, Any]:
         """The state one rank saved at ``path``; FileNotFoundError when it has no ``.metadata``."""
