@@ -1,8 +1,8 @@
-"""dpor over DCP's real thread-based async_save: the fixed manager's space (DCP's own fsyncs off, its own kept) on the small configuration (two saves,
-keep_last_n=1, the instant check after every call and at the end, the leak check, memory=False) is exhausted once
-DCP's filesystem writer, whose queues only the saving thread touches, is kept real (dcp_state.PROOF_EXCLUDE); the
-same configuration finds the KempnerForge-style manager. Controlled, that module's drained queues end in yields
-that conflict with every step: 5,000 schedules did not exhaust it."""
+"""dpor over DCP's real thread-based async_save: the fixed manager's space (DCP's own fsyncs off, its own kept)
+on the small configuration (two saves, keep_last_n=1, the instant check after every call and at the end, the leak
+check, memory=False) is exhausted once DCP's filesystem writer, whose queues only the saving thread touches, is
+kept real (dcp_state.PROOF_EXCLUDE); the same configuration finds the KempnerForge-style manager. Controlled, that
+module's drained queues end in yields that conflict with every step: 5,000 schedules did not exhaust it."""
 
 from __future__ import annotations
 
