@@ -90,7 +90,6 @@ class DurableCheckpointManager:
         """Wait for the save in flight and finalize it; its error, if it failed."""
         with self._lock:
             self._drain()
-            rank_layout.barrier(self.world_size)  # finalize returns on every rank once rank 0 committed
 
     def close(self) -> None:
         self.finalize()
@@ -137,13 +136,15 @@ class DurableCheckpointManager:
             fsync_tree(rank_layout.part(path, self.rank, self.world_size))  # rank 0 fsyncs the whole tree below
         if not self.agreed(error is None):  # every rank's part durable, or none commits
             raise error or RuntimeError(f"another rank's part of {os.path.basename(path)} failed; nothing committed")
-        if self.rank != 0:
-            return
-        if self.durable:
-            fsync_tree(path)
-            fsync_dir(self.directory)
-        self._commit_tracker(os.path.basename(path))
-        self._retain(step)
+        if self.rank == 0:
+            if self.durable:
+                fsync_tree(path)
+                fsync_dir(self.directory)
+            self._commit_tracker(os.path.basename(path))
+            self._retain(step)
+        # no rank goes on (reads the tracker, returns from finalize) before rank 0 committed: under Windows
+        # semantics a rank reading ``latest`` while rank 0 renames over it makes the rename fail (WinError 5)
+        rank_layout.barrier(self.world_size)
 
     def agreed(self, ok: bool) -> bool:
         """Whether every rank's part of the save being finalized is durable (``ok``: this rank's is)."""
