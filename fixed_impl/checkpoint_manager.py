@@ -18,8 +18,12 @@ first commit) it falls back to the newest checkpoint that loads. A directory tha
 it fails: DCP 2.13 fsyncs ``.metadata.tmp`` before its buffered pickle reaches the file, so a power loss after the
 rename can leave an empty ``.metadata`` (``EOFError``) in a save that was never committed. A lock serialises ``save``/``finalize``/``close`` across threads.
 
-One rank, one process: with several ranks, rank 0 alone would write the tracker and delete, after a barrier that
-follows every rank's future (see the docs page for how process executors and ranks plug in).
+On several ranks (a process group is initialised when the manager is made): every rank writes its own part
+(``<checkpoint>/rank_<r>/``, ``rank_layout``) with DCP's ``no_dist`` save (no collective on DCP's worker thread);
+finalizing waits for the rank's own future and fsyncs its part, then every rank agrees that every part is durable
+(a collective of the ranks' main threads) before rank 0 alone commits the tracker and runs retention, and a
+barrier lets no rank go on before that commit (radixark/miles #1763, Megatron-Bridge #4820: a tracker committed
+when one rank's part is done names a checkpoint another rank is still writing).
 """
 
 from __future__ import annotations
@@ -31,11 +35,11 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
-from racecheck.fixed_impl import dcp_state
+from racecheck.fixed_impl import dcp_state, rank_layout
 from racecheck.fixed_impl.durability import fsync_dir, fsync_file, fsync_tree
 
 __racecheck_instrument__ = ["racecheck.fixed_impl.durability", "racecheck.fixed_impl.dcp_state",
-                            *dcp_state.DCP_MODULES]
+                            "racecheck.fixed_impl.rank_layout", *dcp_state.DCP_MODULES]
 
 _NAME = re.compile(r"step_(\d{6,})$")
 
@@ -55,6 +59,7 @@ class DurableCheckpointManager:
         os.makedirs(directory, exist_ok=True)
         self._lock = threading.Lock()
         self._in_flight: tuple[int, str, Future] | None = None
+        self.rank, self.world_size = rank_layout.world()
 
     @staticmethod
     def tracked(text: str) -> str:
@@ -74,9 +79,10 @@ class DurableCheckpointManager:
             path = os.path.join(self.directory, name)
             if name == self._tracked_name():
                 raise ValueError(f"step {step} is the checkpoint the tracker names; it is never overwritten")
-            if os.path.exists(path):
+            if self.rank == 0 and os.path.exists(path):
                 shutil.rmtree(path)  # a save that a crash or an error left incomplete
-            future = self.start_save(state, path)
+            rank_layout.barrier(self.world_size)  # no rank writes its part before that removal
+            future = self.start_save(state, rank_layout.part(path, self.rank, self.world_size))
             self._in_flight = (step, path, future)
             return future
 
@@ -91,12 +97,18 @@ class DurableCheckpointManager:
     # ----- the storage: DCP's thread-based async_save; a subclass may save through something else ------------
 
     def start_save(self, state: dict[str, Any], path: str) -> Future:
-        """Start writing ``state`` into the directory ``path`` (its ``.metadata`` last); the write's Future."""
-        return dcp_state.async_save(state, path)
+        """Start writing ``state`` into the directory ``path`` (its ``.metadata`` last); the write's Future. On
+        several ranks ``path`` is this rank's part, saved with no collective."""
+        return dcp_state.async_save(state, path, no_dist=self.world_size > 1)
+
+    def load_one(self, path: str) -> dict[str, Any]:
+        """The state one rank saved at ``path``; FileNotFoundError when it has no ``.metadata``."""
+        return dcp_state.load(path)
 
     def load(self, path: str) -> dict[str, Any]:
-        """The state saved at ``path``; FileNotFoundError when it has no ``.metadata``."""
-        return dcp_state.load(path)
+        """The state saved at ``path`` by every rank (``rank_layout``); FileNotFoundError when a part is
+        incomplete."""
+        return rank_layout.load_parts(path, self.load_one)
 
     def resume(self) -> tuple[int, dict[str, Any]] | None:
         candidates = [self._tracked_name()] + [self.name(s) for s in reversed(self._steps())]
@@ -119,12 +131,24 @@ class DurableCheckpointManager:
             return
         step, path, future = self._in_flight
         self._in_flight = None
-        future.result()  # a failed save: nothing committed, nothing deleted
-        if self.durable:
-            fsync_tree(path)
-            fsync_dir(self.directory)
-        self._commit_tracker(os.path.basename(path))
-        self._retain(step)
+        error = future.exception()
+        if error is None and self.durable and self.world_size > 1:
+            fsync_tree(rank_layout.part(path, self.rank, self.world_size))  # rank 0 fsyncs the whole tree below
+        if not self.agreed(error is None):  # every rank's part durable, or none commits
+            raise error or RuntimeError(f"another rank's part of {os.path.basename(path)} failed; nothing committed")
+        if self.rank == 0:
+            if self.durable:
+                fsync_tree(path)
+                fsync_dir(self.directory)
+            self._commit_tracker(os.path.basename(path))
+            self._retain(step)
+        # no rank goes on (reads the tracker, returns from finalize) before rank 0 committed: under Windows
+        # semantics a rank reading ``latest`` while rank 0 renames over it makes the rename fail (WinError 5)
+        rank_layout.barrier(self.world_size)
+
+    def agreed(self, ok: bool) -> bool:
+        """Whether every rank's part of the save being finalized is durable (``ok``: this rank's is)."""
+        return rank_layout.all_agree(ok, self.world_size)
 
     def _commit_tracker(self, name: str) -> None:
         tmp = os.path.join(self.directory, f".{self.tracker_file}.tmp")

@@ -47,13 +47,28 @@ def load(path: str) -> dict[str, Any]:
     return state
 
 
-def async_save(state: dict[str, Any], path: str) -> Any:
-    """``dcp.async_save`` of ``state`` into ``path`` on DCP's thread-based executor; its Future."""
+def async_save(state: dict[str, Any], path: str, no_dist: bool = False, sync_files: bool = True) -> Any:
+    """``dcp.async_save`` of ``state`` into ``path`` on DCP's thread-based executor; its Future. ``no_dist``: this
+    rank's part alone, with no collective (a rank's part of a checkpoint several ranks make, ``rank_layout``).
+    ``sync_files=False``: DCP's ``FileSystemWriter`` does not fsync (for a caller that fsyncs the whole
+    checkpoint itself before it counts as written; DCP's filesystem module then makes no descriptor call)."""
     import torch.distributed.checkpoint as dcp
 
+    options: dict[str, Any] = {"no_dist": True} if no_dist else {}
+    if not sync_files:
+        options["storage_writer"] = dcp.FileSystemWriter(path, sync_files=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "torch.distributed is uninitialised": a one-process save, as meant
-        return dcp.async_save(state, checkpoint_id=path)
+        return dcp.async_save(state, checkpoint_id=path, **options)
+
+
+#: What a dpor proof over DCP's thread-based async_save keeps real (``exclude=``): DCP's filesystem writer, whose
+#: two queues (the files to write, the results) are made, filled and drained by the one thread that runs the save
+#: (``thread_count=1``, the default) and reach no other thread, while its every file operation still goes through
+#: the fake filesystem (pathlib's). Controlled, each drain ends in a failed ``get_nowait``, a yield, which
+#: conflicts with every step of every other thread: most of dpor's space. Only for savers with ``sync_files=False``
+#: (a module kept real calls the real ``os.fsync`` on the fake filesystem's descriptor).
+PROOF_EXCLUDE = ["torch.distributed.checkpoint.filesystem"]
 
 
 #: The modules a manager over DCP's thread-based async_save should have racecheck instrument explicitly: the

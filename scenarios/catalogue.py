@@ -5,7 +5,7 @@ Why a registry module of its own: ``racecheck.scenarios`` re-exports it, and add
 
 from __future__ import annotations
 
-from racecheck.scenarios import crash, faults, managers, ordering, trainer, workload
+from racecheck.scenarios import crash, faults, manager_ranks, managers, ordering, trainer, workload
 from racecheck.scenarios.core import Scenario, define
 
 _FAKE = ("posix", "windows")
@@ -38,6 +38,11 @@ _ALL = [
            why=_NO_INSTANT),
     define("manager-crash", managers.manager_crash, recovery=managers.manager_crash_recovery, semantics=_FAKE,
            small=False, takes="manager", why=_NO_CRASH),
+    # the same saves by a manager on two ranks (forked processes of the run in one gloo group, modelled)
+    # memory=False: over files, synchronisation and collectives (memory watched in a forked rank's threads makes
+    # tokens diverge on replay: docs/checkpoint-managers.md), unless the caller asks for memory=True
+    define("manager-ranks", manager_ranks.manager_ranks, semantics=_FAKE, small=False, takes="manager",
+           why=_NO_INSTANT, memory=False),
 ]
 
 CATALOGUE: dict[str, Scenario] = {s.name: s for s in _ALL}

@@ -65,12 +65,37 @@ def consistent_step(resumed: Any) -> int:
     return step
 
 
-def tracked_checkpoint(manager_class: type, directory: str) -> tuple[str, str] | None:
+def rank_state(step: int, rank: int, size: int = 4) -> dict[str, Any]:
+    """Rank ``rank``'s part of a training state on several ranks: the step, and a tensor of its own that encodes
+    it (a resume that misses a rank's part, or mixes steps, shows)."""
+    import torch
+
+    return {"step": step, f"rank{rank}": {"w": torch.full((size,), float(step))}}
+
+
+def consistent_ranks(resumed: Any, world_size: int) -> int:
+    """The step of a ``resume()`` of a checkpoint ``world_size`` ranks made; AssertionError when a rank's part is
+    missing or holds another step."""
+    if not (isinstance(resumed, tuple) and len(resumed) == 2 and isinstance(resumed[1], dict)):
+        raise AssertionError(f"resume() returned {resumed!r}, not (step, state)")
+    step, loaded = resumed
+    for rank in range(world_size):
+        weights = (loaded.get(f"rank{rank}") or {}).get("w")
+        if loaded.get("step") != step or weights is None or not bool((weights == float(step)).all()):
+            raise AssertionError(f"resume() returned an inconsistent checkpoint (step {step!r}): rank {rank}'s part "
+                                 "is missing or holds another step")
+    return step
+
+
+def tracked_checkpoint(manager_class: type, directory: str, world_size: int = 1,
+                       store: Any = None) -> tuple[str, str] | None:
     """(tracker text, why) when the tracker names a checkpoint that is not complete right now; None when it names a
-    complete one or there is no tracker. Reads the run's fake store directly, without a scheduling point."""
+    complete one or there is no tracker. Reads the run's fake store directly, without a scheduling point. On
+    ``world_size`` ranks a checkpoint is complete when every rank's part (``<checkpoint>/rank_<r>/``) holds the
+    complete marker. ``store``: the run's store (default: the calling thread's)."""
     from racecheck import fakefs
 
-    store = fakefs.current_store()
+    store = store if store is not None else fakefs.current_store()
     raw = store.read_bytes(f"{directory}/{manager_class.tracker_file}")
     if raw is None:
         return None
@@ -79,9 +104,10 @@ def tracked_checkpoint(manager_class: type, directory: str) -> tuple[str, str] |
         name = manager_class.tracked(text)
     except Exception as exc:  # noqa: BLE001 - a tracker the manager itself cannot read is a broken tracker
         return text, f"the tracker's text does not parse ({type(exc).__name__}: {exc})"
-    marker = f"{directory}/{name}/{manager_class.complete_marker}"
-    if store.read_bytes(marker) is None:
-        if not any(path.startswith(f"{directory}/{name}/") for path, _size, _hash in store.files()):
-            return text, f"{name} holds no file (missing, or not written yet)"
-        return text, f"{name} has no {manager_class.complete_marker} (incomplete)"
+    parts = [name] if world_size == 1 else [f"{name}/rank_{r}" for r in range(world_size)]
+    for part in parts:
+        if store.read_bytes(f"{directory}/{part}/{manager_class.complete_marker}") is None:
+            if not any(path.startswith(f"{directory}/{part}/") for path, _size, _hash in store.files()):
+                return text, f"{part} holds no file (missing, or not written yet)"
+            return text, f"{part} has no {manager_class.complete_marker} (incomplete)"
     return None

@@ -13,7 +13,7 @@ import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from racecheck.fixed_impl import dcp_state
+from racecheck.fixed_impl import dcp_state, rank_layout
 
 METADATA = dcp_state.METADATA
 
@@ -61,6 +61,11 @@ class ShardWriter:
 
     @staticmethod
     def load(path: str) -> dict[str, Any]:
+        """Every rank's part of the checkpoint at ``path`` (``rank_layout``), merged."""
+        return rank_layout.load_parts(path, ShardWriter.load_one)
+
+    @staticmethod
+    def load_one(path: str) -> dict[str, Any]:
         import torch
 
         if not os.path.isfile(os.path.join(path, METADATA)):
@@ -75,11 +80,11 @@ class DcpWriter:
     """DCP's thread-based ``async_save`` (a ThreadPoolExecutor per save inside torch); ``load`` through DCP."""
 
     def start(self, state: dict[str, Any], path: str) -> Future:
-        return dcp_state.async_save(state, path)
+        return dcp_state.async_save(state, path, no_dist=rank_layout.world()[1] > 1)
 
     @staticmethod
     def load(path: str) -> dict[str, Any]:
-        return dcp_state.load(path)
+        return rank_layout.load_parts(path, dcp_state.load)
 
     def close(self) -> None:
         pass

@@ -5,7 +5,8 @@ Why these oracles: the invariant every 2026 report breaks (docs/checkpoint-manag
 after a crash at any point, a checkpoint the tracker names is complete and loadable; no save is lost". The
 instant check (``manager_contract.tracked_checkpoint``) reads the fake store without a scheduling point, so what
 it sees is one instant: it runs after every call of the workload and, in a watcher thread, at scheduling points
-the strategy places among the manager's own operations. Loading (through a fresh manager's ``resume``) is left to
+the strategy places among the manager's own operations (or, with ``small_config(sentinel=True)``, at every step:
+``manager_sentinel``). Loading (through a fresh manager's ``resume``) is left to
 the end and to the crash recovery, where nothing else runs.
 """
 
@@ -17,6 +18,8 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.scenarios.manager_contract import consistent_step, state, tracked_checkpoint
+from racecheck.scenarios.manager_leaks import no_leaked_threads
+from racecheck.scenarios.manager_sentinel import Sentinel
 
 KEEP_LAST_N = 1
 STEPS = (1, 2, 3)
@@ -39,9 +42,12 @@ def config(ctx: Any) -> tuple[tuple[int, ...], int]:
     return tuple(extra.get("steps", STEPS)), int(extra.get("watcher_checks", WATCHER_CHECKS))
 
 
-def small_config(scenario: Any, steps: tuple[int, ...] = (1, 2), watcher_checks: int = 1) -> Any:
-    """``scenario`` with fewer saves and watcher checks: a space dpor can exhaust."""
-    return replace(scenario, extra={"steps": steps, "watcher_checks": watcher_checks})
+def small_config(scenario: Any, steps: tuple[int, ...] = (1, 2), watcher_checks: int = 1,
+                 sentinel: bool = False) -> Any:
+    """``scenario`` with fewer saves and watcher checks: a space dpor can exhaust. ``sentinel``: the instant check
+    at every step (``manager_sentinel``) in place of the watcher; for runs with ``memory=False`` (with memory
+    watched, a failure's token found with the sentinel may diverge on replay: docs/checkpoint-managers.md)."""
+    return replace(scenario, extra={"steps": steps, "watcher_checks": watcher_checks, "sentinel": sentinel})
 
 
 def watch(ctx: Any, errors: list[BaseException]) -> None:
@@ -69,14 +75,20 @@ def resumed_step(ctx: Any) -> int | None:
 
 
 def run_saves(ctx: Any, watcher: bool) -> int:
-    """The saves, finalize and close, checked at every instant the workload and the watcher see; the last step."""
+    """The saves, finalize and close, checked at every instant the workload and the watcher (or the sentinel) see;
+    the last step."""
     steps, checks = config(ctx)
-    watcher = watcher and checks > 0
+    every_step = watcher and bool((ctx.scenario.extra or {}).get("sentinel"))
+    watcher = watcher and checks > 0 and not every_step
+    no_leaked_threads()  # once the run completes, no thread of the manager may be left parked
     manager = ctx.new_manager(KEEP_LAST_N)
     errors: list[BaseException] = []
     thread = threading.Thread(target=watch, args=(ctx, errors), name="tracker-check") if watcher else None
+    sentinel = Sentinel(ctx.target.io_class, ctx.directory) if every_step else None
     if thread is not None:
         thread.start()
+    if sentinel is not None:
+        sentinel.start()
     try:
         for step in steps:
             manager.save(step, state(step))
@@ -90,15 +102,20 @@ def run_saves(ctx: Any, watcher: bool) -> int:
         finally:
             if thread is not None:
                 thread.join()
+            if sentinel is not None:
+                sentinel.stop()
     if errors:
         raise errors[0]
+    if sentinel is not None:
+        sentinel.check()
     return steps[-1]
 
 
 def manager_retention(ctx: Any) -> None:
     """keep_last_n=1, saves of steps 1, 2, 3 back to back, then finalize() and close(): at every instant checked
     (after each call, and by a watcher thread at points the schedule picks) the tracker names a complete
-    checkpoint; afterwards a fresh manager resumes step 3, and no more than keep_last_n checkpoints remain.
+    checkpoint; afterwards a fresh manager resumes step 3, no more than keep_last_n checkpoints remain, and no
+    thread of the manager is left running.
 
     Reader: target. Checkpoints are loaded through a fresh instance of the manager (its resume); the tracker and
     each checkpoint's complete marker are read on the filesystem, by name.

@@ -17,6 +17,12 @@ docs/checkpoint-managers.md for the reports):
 * ``KempnerStyleManager`` (KempnerForge #102): ``dcp.async_save`` (thread-based) returns a future; the main thread
   swaps ``latest`` (a symlink there; a file renamed over ``latest`` here: the fake filesystem has no symlinks) and
   runs ``keep_last_n`` cleanup while the future is pending: a resume finds no ``.metadata``.
+* ``Rank0CommitManager`` (radixark/miles #1763, Megatron-Bridge #4820): the fixed manager's one-rank protocol, but
+  finalization commits the tracker and runs retention on rank 0 once rank 0's own part is durable, with no
+  agreement that every rank's is: right on one rank, and on two the tracker names a checkpoint rank 1 is writing.
+
+On several ranks (the ``manager-ranks`` scenario) every naive manager writes each rank's part
+(``rank_layout.part``) and, as the frameworks do, moves the tracker and deletes on rank 0 alone.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import re
 from concurrent.futures import Future
 from typing import Any
 
+from racecheck.fixed_impl import DurableCheckpointManager, rank_layout
 from racecheck.scenarios.manager_storage import (
     METADATA,
     DcpWriter,
@@ -36,6 +43,7 @@ from racecheck.scenarios.manager_storage import (
 )
 
 __racecheck_instrument__ = ["racecheck.scenarios.manager_storage", "racecheck.fixed_impl.dcp_state",
+                            "racecheck.fixed_impl.rank_layout", "racecheck.fixed_impl.checkpoint_manager",
                             "torch.distributed.checkpoint._async_thread_executor",
                             "torch.distributed.checkpoint.filesystem",
                             "torch.distributed.checkpoint.state_dict_saver",
@@ -56,6 +64,15 @@ class NaiveManager:
         os.makedirs(directory, exist_ok=True)
         self.writer = self.writer_class()
         self.pending: list[tuple[int, Future]] = []
+        self.rank, self.world_size = rank_layout.world()
+
+    def start(self, state: dict[str, Any], step: int) -> Future:
+        """This rank's part of the save of ``step``, started on the writer."""
+        return self.writer.start(state, rank_layout.part(self.path(step), self.rank, self.world_size))
+
+    def advance_tracker(self, step: int) -> None:
+        if self.rank == 0:  # the tracker is rank 0's
+            write_tracker(self.directory, self.tracker_file, self.tracker_text(step))
 
     @classmethod
     def name(cls, step: int) -> str:
@@ -75,12 +92,14 @@ class NaiveManager:
         return sorted(int(m.group(1)) for m in found if m)
 
     def delete_all_but_newest(self, keep: int) -> None:
+        if self.rank != 0:  # retention is rank 0's
+            return
         for step in self.visible_steps()[:-keep]:
             remove_tree(self.path(step))
 
     def finalized(self, step: int) -> None:
         """What a save's finalization does once its write is done (the tracker, here)."""
-        write_tracker(self.directory, self.tracker_file, self.tracker_text(step))
+        self.advance_tracker(step)
 
     def tracker_text(self, step: int) -> str:
         return self.name(step)
@@ -130,7 +149,7 @@ class MegatronStyleManager(NaiveManager):
 
     def save(self, step: int, state: dict[str, Any]) -> Future:
         self.finalize_done(block=False)  # maybe_finalize: the saves already written
-        future = self.writer.start(state, self.path(step))
+        future = self.start(state, step)
         self.pending.append((step, future))
         self.delete_all_but_newest(self.keep_last_n)  # keeps the newest: the incomplete one just prepared
         return future
@@ -140,7 +159,7 @@ class MegatronScanManager(MegatronStyleManager):
     """Megatron-Bridge #5184: retention is the finalizer's, but it scans every visible iter_* directory."""
 
     def save(self, step: int, state: dict[str, Any]) -> Future:
-        future = self.writer.start(state, self.path(step))  # the new directory is prepared first
+        future = self.start(state, step)  # the new directory is prepared first
         self.pending.append((step, future))
         self.finalize_done(block=False)
         return future
@@ -164,9 +183,9 @@ class SkyRLStyleManager(NaiveManager):
         return str(step)
 
     def save(self, step: int, state: dict[str, Any]) -> Future:
-        future = self.writer.start(state, self.path(step))
+        future = self.start(state, step)
         self.pending.append((step, future))
-        write_tracker(self.directory, self.tracker_file, self.tracker_text(step))
+        self.advance_tracker(step)
         self.delete_all_but_newest(self.keep_last_n)  # max_ckpts_to_keep
         return future
 
@@ -180,11 +199,19 @@ class KempnerStyleManager(NaiveManager):
     writer_class = DcpWriter
 
     def save(self, step: int, state: dict[str, Any]) -> Future:
-        future = self.writer.start(state, self.path(step))
+        future = self.start(state, step)
         self.pending.append((step, future))
-        write_tracker(self.directory, self.tracker_file, self.name(step))
+        self.advance_tracker(step)
         self.delete_all_but_newest(self.keep_last_n)
         return future
 
     def finalized(self, step: int) -> None:
         pass
+
+
+class Rank0CommitManager(DurableCheckpointManager):
+    """radixark/miles #1763, Megatron-Bridge #4820: rank 0 finalizes (tracker, retention) once its own part is
+    durable, without hearing from the other ranks: the fixed manager's protocol is right on one rank only."""
+
+    def agreed(self, ok: bool) -> bool:
+        return ok

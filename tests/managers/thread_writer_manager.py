@@ -41,3 +41,11 @@ class NotDurableManager(DurableCheckpointManager):
 
     def __init__(self, directory: str, keep_last_n: int = 1) -> None:
         super().__init__(directory, keep_last_n, durable=False)
+
+
+class LeakyWriterManager(ThreadWriterDurableManager):
+    """The protocol right, but ``close()`` never shuts the writer's executor down: its idle worker is left parked
+    (what the "no leaks" oracle must catch)."""
+
+    def close(self) -> None:
+        DurableCheckpointManager.close(self)
