@@ -34,6 +34,7 @@ _state = runtime.thread_state  # the calling thread's run and record (read and s
 _real_lock = runtime.real_allocate_lock
 
 RESOURCE = "processes"  # run.resources key of the run's ``Registry``
+ROUTED = "_racecheck_routed"  # the attribute of a routed method that holds the method it routes
 
 MEMORY = ("memory", "memory_point", "replace_memory", "merge_memory", "atomic")  # a child's memory messages
 
@@ -131,6 +132,7 @@ def routed(method: Callable[..., Any]) -> Callable[..., Any]:
             return link.call(self.mid, name, args, kwargs)
         return method(self, *args, **kwargs)
 
+    setattr(call, ROUTED, method)  # what a proxy calls directly (``children.direct``): it is never in a child
     return call
 
 
@@ -234,10 +236,18 @@ class Link:
         state = _state
         bound, rec = state.run, state.thread
         state.run = state.thread = None
+        boxes = self.boxes
         try:
-            self.send_ready(bound)
-            self.boxes.send(message, plain)
-            status, value = self.boxes.receive(getattr(rec, "tid", self.boxes.first))
+            # ``send_ready`` only when it has something to say: merged accesses, or parked waits whose answer may
+            # have changed (a child's run keeps them in ``pending``; another run is asked as before)
+            if self.merges or getattr(bound, "pending", True):
+                self.send_ready(bound)
+            if boxes.shared:
+                boxes.send(message, plain)
+                status, value = boxes.receive(getattr(rec, "tid", boxes.first))
+            else:  # the child's only thread of the run: the wire is its own, to write and to read (no lock)
+                boxes.wire.send(message, plain)
+                status, value = boxes.wire.recv()
         finally:
             state.run, state.thread = bound, rec
         if status == "ok":

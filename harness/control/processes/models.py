@@ -282,15 +282,16 @@ class ProcessValue(Served, Primitive):
 
     def _accesses(self) -> None:
         self._read, self._write = on(self._obj, READ), on(self._obj, WRITE)
+        self._ops = (f"read {self._name}", f"write {self._name}")  # a child's every read is one: made once
 
     @routed
     def get_value(self) -> Any:
-        self._run.schedule(f"read {self._name}", access=self._read)
+        self._run.schedule(self._ops[0], access=self._read)
         return self._c.value
 
     @routed
     def set_value(self, value: Any) -> None:
-        self._run.schedule(f"write {self._name}", access=self._write)
+        self._run.schedule(self._ops[1], access=self._write)
         self._c.value = value
 
     value = property(lambda self: self.get_value(), lambda self, value: self.set_value(value))
