@@ -379,7 +379,7 @@ def start(process: Any, real_start: Any) -> None:
     setattr(process, CHILD, child)
 
 
-def _end(child: Any, run: RunContract) -> None:
+def ended(child: Any, run: RunContract) -> None:
     """The child ended in the run: its real process is gone too (a short real wait, as on another process)."""
     for model in registry_of(run).models.values():
         if isinstance(model, ProcessConnection):
@@ -397,7 +397,7 @@ def join(child: Any, timeout: float | None) -> None:
     wait = None if timeout is None else max(float(timeout), 0.0)
     run.schedule(f"join {child.label}", access=on_thread(child.rec.tid, JOIN), enabled=child.over, timeout=wait)
     if child.over():
-        _end(child, run)
+        ended(child, run)
 
 
 def is_alive(child: Any) -> bool:
@@ -411,7 +411,7 @@ def exitcode(child: Any, real_exitcode: Any) -> Any:
     run.schedule(f"exitcode {child.label}", access=on_thread(child.rec.tid, JOIN))
     if not child.over():
         return None
-    _end(child, run)
+    ended(child, run)
     return real_exitcode(child.process)
 
 
@@ -431,13 +431,3 @@ def stop(child: Any, verb: str, real_stop: Any) -> None:
 def by_sentinel(run: RunContract) -> dict[int, Child]:
     """The run's started children by their process's sentinel (what ``connection.wait`` is handed)."""
     return {child.process.sentinel: child for child in registry_of(run).children if child.started}
-
-
-def wait_any(run: RunContract, kids: list[Child], timeout: float | None) -> None:
-    """A wait for the first of ``kids`` to end: a point on all of their ends."""
-    access = tuple(a for kid in kids for a in on_thread(kid.rec.tid, JOIN))
-    names = ", ".join(kid.label for kid in kids)
-    run.schedule(f"wait {names}", access=access, enabled=lambda: any(kid.over() for kid in kids), timeout=timeout)
-    for kid in kids:
-        if kid.over():
-            _end(kid, run)

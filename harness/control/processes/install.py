@@ -26,7 +26,7 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control import instrument
-from racecheck.control.processes import children, grandchildren, managers, pools, segments, spawned, warm
+from racecheck.control.processes import children, grandchildren, managers, pools, segments, spawned, waits, warm
 from racecheck.control.processes.link import PREPARES
 from racecheck.control.processes.models import FACTORIES
 from racecheck.control.ranks import prepare as _ranks_prepared  # noqa: F401 - children of a run may be ranks
@@ -165,25 +165,34 @@ def _exitcode(real: property) -> property:
 
 
 def _wait(real: Callable[..., Any]) -> Callable[..., Any]:
-    """``multiprocessing.connection.wait`` on the sentinels of children of the run (torch's ``spawn`` joins its
-    ranks so): a point that waits for any of them to end. Anything else is the real wait."""
+    """``multiprocessing.connection.wait`` on the sentinels of processes of the run and served Pipe ends (torch's
+    ``spawn`` joins its ranks so), by a thread of the run in the root or in a child: a point that waits for the
+    first of them (``waits``). Anything else is the real wait."""
 
     @functools.wraps(real)
     def wait(object_list: Any, timeout: float | None = None) -> Any:
-        run = runtime.current_run()
         objects = list(object_list)
-        if _controlled(1) is None:
-            return real(objects, timeout)
-        by_sentinel = children.by_sentinel(run)
-        if not objects or not all(obj in by_sentinel for obj in objects):
-            return real(objects, timeout)
-        kids = [by_sentinel[obj] for obj in objects]
-        span = None if timeout is None else max(float(timeout), 0.0)
-        children.wait_any(run, kids, span)
-        return [obj for obj, kid in zip(objects, kids, strict=True) if kid.over()]
+        run = _controlled(1)
+        if run is not None:
+            ready = waits.wait_in_root(run, objects, timeout)
+        else:
+            kid = _in_child(1)
+            ready = None if kid is None else waits.wait_in_child(kid, objects, timeout)
+        return real(objects, timeout) if ready is None else ready
 
     wait._racecheck_real = real  # type: ignore[attr-defined]
     return wait
+
+
+_REAL_WAIT = multiprocessing.connection.wait
+# One wrapper for the exploration's life, so that a module global holding the real wait (``from
+# multiprocessing.connection import wait``) is swapped for it as the factories are.
+WAIT = _wait(_REAL_WAIT)
+instrument.register_swap(_REAL_WAIT, WAIT)
+
+
+def _wait_patch(real: Callable[..., Any]) -> Callable[..., Any]:
+    return WAIT if real is _REAL_WAIT else _wait(real)
 
 
 instrument.register_swap(segments.RealSharedMemory, segments.shared_memory)
@@ -196,7 +205,7 @@ PATCHES: list[tuple[Any, str, Callable[[Any], Any]]] = [
     (_Base, "terminate", _stopper("terminate")),
     (_Base, "kill", _stopper("kill")),
     (_Base, "exitcode", _exitcode),
-    (multiprocessing.connection, "wait", _wait),
+    (multiprocessing.connection, "wait", _wait_patch),
     (multiprocessing.managers.BaseManager, "start", managers.started_for_real),
     *[(_Context, name, functools.partial(_factory_method, name)) for name in SERVED],
 ]

@@ -416,9 +416,15 @@ class ProcessConnection(Served, Primitive):
         self.holders.discard(calling_process(self._run))
         self._run.note(f"close {self._name}", access=self.peer.put_access)
 
+    def waitable(self, caller: str) -> tuple[tuple, Any]:
+        """For ``connection.wait`` by ``caller`` (``processes.waits``): the access of a look at this end and the
+        predicate of its readiness (data, or EOF), after the checks ``recv`` makes."""
+        self._check(caller, True)
+        return self._read, self._ready
+
     def fileno(self) -> int:
         raise OSError("racecheck: a served Pipe end has no descriptor (multiprocessing.connection.wait on it is "
-                      "not supported)")
+                      "served only beside other served ends and the run's processes' sentinels)")
 
     def __enter__(self) -> ProcessConnection:
         return self

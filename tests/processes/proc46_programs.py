@@ -1,0 +1,108 @@
+"""Programs of the procs46 tests: ``multiprocessing.connection.wait`` on a grandchild's sentinel and on served
+Pipe ends, in a child and in the root. Module-level functions only, so spawn children can import them."""
+
+import multiprocessing
+import os
+from multiprocessing.connection import wait
+
+import racecheck.fakefs
+
+
+def _save(path, end):
+    with open(path, "w") as f:
+        f.write("weights")
+    end.send("saved")
+
+
+def _middle_waits_sentinel(path, reports):
+    """The child: starts the grandchild that writes the checkpoint, waits on its sentinel, then reports."""
+    ctx = multiprocessing.get_context("fork")
+    here, there = ctx.Pipe()
+    saver = ctx.Process(target=_save, args=(path, there))
+    saver.start()
+    assert wait([saver.sentinel]) == [saver.sentinel]
+    assert saver.exitcode == 0, saver.exitcode
+    assert here.recv() == "saved"
+    reports.put("saved")
+
+
+def sentinel_wait():
+    """The root evicts only after the child's report, which the child sends once the grandchild's sentinel is
+    ready: clean (and the wait is a point: a real wait would hang, the grandchild needing the baton)."""
+    ctx = multiprocessing.get_context("fork")
+    path = os.path.join(racecheck.fakefs.root(), "epoch=0.ckpt")
+    reports = ctx.Queue()
+    child = ctx.Process(target=_middle_waits_sentinel, args=(path, reports))
+    child.start()
+    assert reports.get() == "saved"
+    os.remove(path)
+    child.join()
+    assert child.exitcode == 0
+
+
+def _say_then_stay(end, go):
+    end.send("hello")
+    go.wait()
+
+
+def _middle_mixed(reports):
+    """The child: waits on a served end and its grandchild's sentinel at once. The grandchild sends, then waits
+    for the child's event: the end is ready first, the sentinel only after the event."""
+    ctx = multiprocessing.get_context("fork")
+    here, there = ctx.Pipe()
+    go = ctx.Event()
+    kid = ctx.Process(target=_say_then_stay, args=(there, go))
+    kid.start()
+    first = wait([kid.sentinel, here])
+    assert first == [here], first  # the grandchild cannot end before go is set
+    assert here.recv() == "hello"
+    assert wait([kid.sentinel, here], timeout=0) == []  # nothing ready now: a poll
+    go.set()
+    assert wait([kid.sentinel]) == [kid.sentinel]
+    kid.join()
+    reports.put(kid.exitcode)
+
+
+def mixed_wait():
+    ctx = multiprocessing.get_context("fork")
+    reports = ctx.Queue()
+    child = ctx.Process(target=_middle_mixed, args=(reports,))
+    child.start()
+    assert reports.get() == 0
+    child.join()
+
+
+def _wait_for_go(go):
+    go.wait()
+
+
+def _middle_stuck():
+    """The child waits on its grandchild's sentinel; the grandchild waits for an event nobody sets."""
+    ctx = multiprocessing.get_context("fork")
+    go = ctx.Event()
+    kid = ctx.Process(target=_wait_for_go, args=(go,))
+    kid.start()
+    wait([kid.sentinel])
+
+
+def stuck_wait():
+    child = multiprocessing.get_context("fork").Process(target=_middle_stuck)
+    child.start()
+    child.join()
+
+
+def _send_one(end):
+    end.send("x")
+
+
+def root_mixed_wait():
+    """The root waits on a served end and a child's sentinel: the end may be ready before the child ends, never
+    the sentinel before the end (the child sends, then returns)."""
+    ctx = multiprocessing.get_context("fork")
+    here, there = ctx.Pipe()
+    child = ctx.Process(target=_send_one, args=(there,))
+    child.start()
+    ready = wait([child.sentinel, here])
+    assert here in ready, ready
+    assert here.recv() == "x"
+    child.join()
