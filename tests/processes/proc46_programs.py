@@ -106,3 +106,54 @@ def root_mixed_wait():
     assert here in ready, ready
     assert here.recv() == "x"
     child.join()
+
+
+# ----- Manager().Array and register ---------------------------------------------------------------------------------
+
+
+def _bump_first(items, lock):
+    if lock is None:
+        items[0] += 1
+    else:
+        with lock:
+            items[0] += 1
+
+
+def _two_bumps(locked):
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Manager() as manager:
+        items = manager.Array("i", [0, 0])
+        lock = manager.Lock() if locked else None
+        kids = [ctx.Process(target=_bump_first, args=(items, lock)) for _ in range(2)]
+        for kid in kids:
+            kid.start()
+        for kid in kids:
+            kid.join()
+        assert items[0] == 2, f"lost update: items[0] == {items[0]}"
+
+
+def manager_array_lost_update():
+    _two_bumps(False)
+
+
+def manager_array_locked():
+    _two_bumps(True)
+
+
+class Model:
+    def __init__(self):
+        self.n = 0
+
+
+def manager_registered_type():
+    """A SyncManager subclass with a type of its own: its server runs for real, named with the type."""
+    from multiprocessing.managers import SyncManager
+
+    class Models(SyncManager):
+        pass
+
+    Models.register("Model", Model)
+    manager = Models(ctx=multiprocessing.get_context("fork"))
+    manager.start()
+    manager.shutdown()
+

@@ -24,3 +24,29 @@ def test_a_wait_on_a_grandchild_that_never_ends_is_a_deadlock():
     failure = result.failure
     assert failure is not None and failure.kind == "deadlock", failure
     assert "wait P2" in failure.message and "wait mp.Event#1" in failure.message, failure.message
+
+
+# ----- Manager().Array and register (in this file: one module of procs46 tests) -------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["pct", "dpor"])
+def test_a_lost_update_on_a_managers_array_is_found(strategy):
+    result = _explore("manager_array_lost_update", strategy)
+    failure = result.failure
+    assert failure is not None and "lost update: items[0] == 1" in failure.message, failure
+    assert "read mgr.Array#1[0]  @proc46_programs.py" in failure.trace, failure.trace
+    assert "write mgr.Array#1[0]" in failure.trace and "ManagedArray" not in failure.trace, failure.trace
+
+
+def test_the_locked_array_update_is_proved_by_dpor():
+    result = _explore("manager_array_locked", schedules=200)
+    assert result.failure is None, result.failure
+    assert result.exhausted, result.schedules
+
+
+def test_a_type_registered_on_a_manager_subclass_is_named_among_the_escapes():
+    result = racecheck.explore(programs.manager_registered_type, strategy="random", schedules=1, seed=1)
+    assert result.ok, result.failure
+    assert any("a manager's server process (Models, registered: Model)" in line
+               for line in result.coverage.escaped), result.coverage.escaped
+

@@ -7,22 +7,25 @@ their id and each call is a request its proxy performs here, a scheduling point 
 ``d["n"] += 1`` from two children is a lost update pct and dpor find, and the manager's locks and events are the
 controlled sync stand-ins, ordering what they guard for the data-race report.
 
-What is served: ``dict``, ``list``, ``Value``, ``Namespace`` (``manager_data``), ``Queue``, ``JoinableQueue``,
-``Lock``, ``RLock``, ``Semaphore``, ``BoundedSemaphore``, ``Condition``, ``Event``, ``Barrier``. What is not
-(``Array``, ``Pool``, ``register``ed types, a ``BaseManager``/``SyncManager`` built directly) says so: the first
-two raise at the call, and a real manager's server started by a controlled thread is listed among the escapes
+What is served: ``dict``, ``list``, ``Value``, ``Namespace`` (``manager_data``), ``Array`` (``manager_array``),
+``Queue``, ``JoinableQueue``, ``Lock``, ``RLock``, ``Semaphore``, ``BoundedSemaphore``, ``Condition``, ``Event``,
+``Barrier``. What is not (``Pool``, ``register``ed types, a ``BaseManager``/``SyncManager`` built directly) says
+so: ``Pool`` raises at the call, ``register`` on a manager class made by a controlled thread names the type among
+the escapes, and a real manager's server started by a controlled thread is listed among the escapes
 (``started_for_real``), never run silently.
 """
 
 from __future__ import annotations
 
 import functools
+import multiprocessing.managers
 from collections.abc import Callable
 from typing import Any
 
 from racecheck import runtime
 from racecheck.control import processes_escape
 from racecheck.control.processes.link import routed
+from racecheck.control.processes.manager_array import ManagedArray
 from racecheck.control.processes.manager_data import ManagedDict, ManagedList, ManagedNamespace, ManagedValue
 from racecheck.control.processes.models import ProcessBarrier, ProcessEvent, Served, dumps, loads
 from racecheck.sync.conditions import ControlledCondition
@@ -176,8 +179,8 @@ class ManagedJoinableQueue(ManagedQueue):
 def _not_served(what: str) -> Callable[..., Any]:
     def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"racecheck: Manager().{what}() is not served by racecheck (a real one would run "
-                                  f"in the manager's server process, outside the run); dict, list, Value, Namespace, "
-                                  f"Queue, Lock, RLock, Semaphore, Condition, Event and Barrier are")
+                                  f"in the manager's server process, outside the run); dict, list, Value, Array, "
+                                  f"Namespace, Queue, Lock, RLock, Semaphore, Condition, Event and Barrier are")
 
     refuse.__name__ = what
     return refuse
@@ -217,6 +220,12 @@ class ServedManager(Served):
     def shutdown(self) -> None:
         """No server process to stop."""
 
+    def register(self, typeid: str, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(f"racecheck: register({typeid!r}) on a served Manager() is not supported (a type "
+                                  f"of its own would run in the manager's server process, outside the run): "
+                                  f"register it on a SyncManager subclass, whose real server racecheck names among "
+                                  f"the escapes")
+
     def __enter__(self) -> ServedManager:
         return self
 
@@ -239,13 +248,25 @@ class ServedManager(Served):
     Condition = _making(ManagedCondition)
     Event = _making(ManagedEvent)
     Barrier = _making(ManagedBarrier)
-    Array = _not_served("Array")
+    Array = _making(ManagedArray)
     Pool = _not_served("Pool")
 
 
 def manager(run: Any) -> ServedManager:
     """``multiprocessing.Manager()`` / ``ctx.Manager()`` for a controlled thread."""
     return ServedManager(run)
+
+
+_SYNC_TYPES = frozenset(multiprocessing.managers.SyncManager.__dict__.get("_registry", {}))
+
+
+def _registered(cls: type) -> str:
+    """The types registered on a manager class beyond ``SyncManager``'s own (", registered: Model"), read from the
+    classes' own dictionaries (no code of the program's runs)."""
+    names: dict[str, None] = {}
+    for klass in reversed(cls.__mro__):
+        names.update(dict.fromkeys(name for name in klass.__dict__.get("_registry", {}) if name not in _SYNC_TYPES))
+    return f", registered: {', '.join(names)}" if names else ""
 
 
 def started_for_real(real: Callable[..., Any]) -> Callable[..., Any]:
@@ -255,7 +276,7 @@ def started_for_real(real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
     def start(self: Any, *args: Any, **kwargs: Any) -> Any:
         if runtime.current_run() is not None and runtime.current_thread_record() is not None:
-            processes_escape.record(f"a manager's server process ({type(self).__name__})")
+            processes_escape.record(f"a manager's server process ({type(self).__name__}{_registered(type(self))})")
         return real(self, *args, **kwargs)
 
     start._racecheck_real = real  # type: ignore[attr-defined]
