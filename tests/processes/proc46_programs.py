@@ -157,3 +157,48 @@ def manager_registered_type():
     manager.start()
     manager.shutdown()
 
+
+
+# ----- a child's pools ----------------------------------------------------------------------------------------------
+
+
+def _in_a_child(name):
+    """The root starts one child, which runs ``programs.<name>`` (its pool's workers rewrite one JSON file)."""
+    import programs
+
+    child = multiprocessing.get_context("fork").Process(target=getattr(programs, name))
+    child.start()
+    child.join()
+    assert child.exitcode == 0, f"the child failed: exit code {child.exitcode}"
+
+
+def child_executor_json():
+    _in_a_child("json_executor")
+
+
+def child_executor_json_locked():
+    _in_a_child("json_executor_locked")
+
+
+def child_pool_json():
+    _in_a_child("json_pool")
+
+
+def child_pool_json_locked():
+    _in_a_child("json_pool_locked")
+
+
+def _square(x):
+    return x * x
+
+
+def _pool_left_open():
+    pool = multiprocessing.get_context("fork").Pool(2)
+    assert pool.apply(_square, (3,)) == 9  # never closed: the child ends, its daemon workers terminated
+
+
+def child_pool_left_open():
+    child = multiprocessing.get_context("fork").Process(target=_pool_left_open)
+    child.start()
+    child.join()
+    assert child.exitcode == 0, child.exitcode

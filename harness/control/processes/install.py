@@ -26,7 +26,17 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control import instrument
-from racecheck.control.processes import children, grandchildren, managers, pools, segments, spawned, waits, warm
+from racecheck.control.processes import (
+    child_pools,  # noqa: F401 - registers a child's pools' collector with ``pools``
+    children,
+    grandchildren,
+    managers,
+    pools,
+    segments,
+    spawned,
+    waits,
+    warm,
+)
 from racecheck.control.processes.link import PREPARES
 from racecheck.control.processes.models import FACTORIES
 from racecheck.control.ranks import prepare as _ranks_prepared  # noqa: F401 - children of a run may be ranks
@@ -67,7 +77,9 @@ def _factory_method(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         run = _controlled(1)
         if run is None:
-            kid = _in_child(1) if name in grandchildren.MADE_BY_ROOT else None
+            kid = _in_child(1) if name in grandchildren.MADE_BY_ROOT or own_context else None
+            if kid is not None and own_context:  # a child's Pool: workers of the run (``child_pools``)
+                return model(kid, *args, context=self, **kwargs)
             return real(self, *args, **kwargs) if kid is None else grandchildren.make(kid, name, args, kwargs)
         return model(run, *args, context=self, **kwargs) if own_context else model(run, *args, **kwargs)
 
@@ -82,7 +94,9 @@ def _module_factory(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
     def factory(*args: Any, **kwargs: Any) -> Any:
         run = _controlled(1)
         if run is None:
-            kid = _in_child(1) if name in grandchildren.MADE_BY_ROOT else None
+            kid = _in_child(1) if name in grandchildren.MADE_BY_ROOT or name == "Pool" else None
+            if kid is not None and name == "Pool":  # a child's Pool: workers of the run (``child_pools``)
+                return model(kid, *args, **kwargs)
             return real(*args, **kwargs) if kid is None else grandchildren.make(kid, name, args, kwargs)
         return model(run, *args, **kwargs)
 
@@ -232,7 +246,7 @@ PREPARES.append(_prepare)
 
 def process_pool_executor(*args: Any, **kwargs: Any) -> Any:
     """``ProcessPoolExecutor(...)``: workers of the run for a controlled caller, else the real executor."""
-    run = _controlled(1)
+    run = _controlled(1) or _in_child(1)  # a child's executor: workers of the run too (``child_pools``)
     if run is None:
         return RealProcessPoolExecutor(*args, **kwargs)
     return pools.ProcessPoolExecutor(run, *args, **kwargs)
