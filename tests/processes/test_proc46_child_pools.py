@@ -36,7 +36,7 @@ def test_the_locked_twins_and_a_pool_left_open_run_clean(name):
     assert result.processes == 4
 
 
-@pytest.mark.slow  # each schedule forks a child and two workers
+@pytest.mark.slow  # each schedule forks a child and two workers: about 80 s each on the shared VM
 @pytest.mark.parametrize("name", ["child_executor_json_locked", "child_pool_json_locked"])
 def test_the_locked_twins_are_proved_by_dpor(name):
     result = racecheck.explore(getattr(programs, name), strategy="dpor", schedules=2000, seed=1)
