@@ -27,7 +27,7 @@ from racecheck.control import processes_escape
 from racecheck.control.processes.link import routed
 from racecheck.control.processes.manager_array import ManagedArray
 from racecheck.control.processes.manager_data import ManagedDict, ManagedList, ManagedNamespace, ManagedValue
-from racecheck.control.processes.models import ProcessBarrier, ProcessEvent, Served, dumps, loads
+from racecheck.control.processes.models import ProcessBarrier, ProcessEvent, Served, ServedHeld, dumps, loads
 from racecheck.sync.conditions import ControlledCondition
 from racecheck.sync.events import ControlledBoundedSemaphore, ControlledSemaphore
 from racecheck.sync.locks import ControlledLock, ControlledRLock
@@ -36,86 +36,55 @@ from racecheck.sync.queues import ControlledQueue
 __racecheck_engine__ = True
 
 
-class ManagedLock(Served, ControlledLock):
+def _mgr_acquire(base: type) -> Any:
+    """``acquire(blocking, timeout)`` as a manager's lock proxy passes them to the server's ``threading`` lock."""
+
+    @routed
+    def acquire(self: Any, blocking: bool = True, timeout: float | None = None) -> bool:
+        if timeout is None:
+            return base.acquire(self, blocking)
+        return base.acquire(self, blocking, timeout)
+
+    return acquire
+
+
+class ManagedLock(ServedHeld, ControlledLock):
     """A manager's ``Lock()``: a ``threading.Lock`` in the server; ``acquire(blocking, timeout)`` as its proxy
     passes them, a release of an unlocked one a RuntimeError."""
 
     _kind = "mgr.Lock"
-
-    def __init__(self, run: Any) -> None:
-        ControlledLock.__init__(self, run)
-        self.enrol(run, self._name)
-
-    @routed
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        if timeout is None:
-            return ControlledLock.acquire(self, blocking)
-        return ControlledLock.acquire(self, blocking, timeout)
-
+    acquire = _mgr_acquire(ControlledLock)
     release = routed(ControlledLock.release)
 
-    def __enter__(self) -> bool:
-        return self.acquire()
 
-    def __exit__(self, *exc: Any) -> None:
-        self.release()
-
-
-class ManagedRLock(Served, ControlledRLock):
+class ManagedRLock(ServedHeld, ControlledRLock):
     """A manager's ``RLock()``: owned by the thread (of whichever process) that took it, as the server's thread per
     connection owns it."""
 
     _kind = "mgr.RLock"
-
-    def __init__(self, run: Any) -> None:
-        ControlledRLock.__init__(self, run)
-        self.enrol(run, self._name)
-
-    @routed
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        if timeout is None:
-            return ControlledRLock.acquire(self, blocking)
-        return ControlledRLock.acquire(self, blocking, timeout)
-
+    acquire = _mgr_acquire(ControlledRLock)
     release = routed(ControlledRLock.release)
-    __enter__ = ManagedLock.__enter__
-    __exit__ = ManagedLock.__exit__
 
 
-class ManagedSemaphore(Served, ControlledSemaphore):
+class ManagedSemaphore(ServedHeld, ControlledSemaphore):
     _kind = "mgr.Semaphore"
-
-    def __init__(self, run: Any, value: int = 1) -> None:
-        ControlledSemaphore.__init__(self, run, value)
-        self.enrol(run, self._name)
-
     acquire = routed(ControlledSemaphore.acquire)
     release = routed(ControlledSemaphore.release)
-    __enter__ = ManagedLock.__enter__
-    __exit__ = ManagedLock.__exit__
 
 
-class ManagedBoundedSemaphore(Served, ControlledBoundedSemaphore):
+class ManagedBoundedSemaphore(ServedHeld, ControlledBoundedSemaphore):
     _kind = "mgr.BoundedSemaphore"
-
-    def __init__(self, run: Any, value: int = 1) -> None:
-        ControlledBoundedSemaphore.__init__(self, run, value)
-        self.enrol(run, self._name)
-
     acquire = routed(ControlledBoundedSemaphore.acquire)
     release = routed(ControlledBoundedSemaphore.release)
-    __enter__ = ManagedLock.__enter__
-    __exit__ = ManagedLock.__exit__
 
 
-class ManagedCondition(Served, ControlledCondition):
+class ManagedCondition(ServedHeld, ControlledCondition):
     """A manager's ``Condition(lock)``: its lock a served one (an RLock by default), every call routed."""
 
     _kind = "mgr.Condition"
 
     def __init__(self, run: Any, lock: Any = None) -> None:
-        ControlledCondition.__init__(self, run, lock if lock is not None else ManagedRLock(run))
-        self.enrol(run, self._name)
+        super().__init__(run, lock if lock is not None else ManagedRLock(run))
 
     @routed
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
@@ -129,8 +98,6 @@ class ManagedCondition(Served, ControlledCondition):
     wait_for = routed(ControlledCondition.wait_for)
     notify = routed(ControlledCondition.notify)
     notify_all = routed(ControlledCondition.notify_all)
-    __enter__ = ManagedLock.__enter__
-    __exit__ = ManagedLock.__exit__
 
 
 class ManagedEvent(ProcessEvent):
