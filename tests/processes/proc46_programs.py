@@ -202,3 +202,13 @@ def child_pool_left_open():
     child.start()
     child.join()
     assert child.exitcode == 0, child.exitcode
+
+
+def spawned_child_executor_json():
+    """The same from a spawned child (a fresh interpreter, its patches installed there)."""
+    import programs
+
+    child = multiprocessing.get_context("spawn").Process(target=programs.json_executor)
+    child.start()
+    child.join()
+    assert child.exitcode == 0, f"the child failed: exit code {child.exitcode}"

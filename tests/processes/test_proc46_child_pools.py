@@ -10,7 +10,7 @@ import pytest
 import racecheck
 
 
-@pytest.mark.parametrize("name", ["child_executor_json", "child_pool_json"])
+@pytest.mark.parametrize("name", ["child_executor_json", "child_pool_json", "spawned_child_executor_json"])
 def test_a_childs_pool_workers_are_processes_of_the_run(name):
     fn = getattr(programs, name)
     result = racecheck.explore(fn, strategy="pct", schedules=40, seed=1)

@@ -235,6 +235,8 @@ def patch_child() -> None:
         setattr(owner, name, wrap(owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)))
     for name, factory in MODULE_FACTORIES.items():
         setattr(multiprocessing, name, factory)
+    for module in (concurrent.futures, concurrent.futures.process):  # its executors' workers: ``child_pools``
+        module.ProcessPoolExecutor = process_pool_executor
 
 
 def _prepare(run: Any) -> Any:
