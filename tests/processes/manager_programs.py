@@ -78,8 +78,8 @@ def direct_sync_manager():
         manager.shutdown()
 
 
-def manager_array():
-    multiprocessing.Manager().Array("i", [0, 0])
+def manager_pool():
+    multiprocessing.Manager().Pool(2)
 
 
 def _bump_attribute(namespace):

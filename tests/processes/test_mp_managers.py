@@ -84,9 +84,9 @@ def test_a_manager_racecheck_does_not_serve_is_named_among_the_escapes():
 
 
 def test_what_a_served_manager_does_not_serve_is_a_clear_error():
-    result = racecheck.explore(manager_programs.manager_array, strategy="random", schedules=1, seed=1)
+    result = racecheck.explore(manager_programs.manager_pool, strategy="random", schedules=1, seed=1)
     assert not result.ok
-    assert "NotImplementedError: racecheck: Manager().Array() is not served" in result.failure.message, \
+    assert "NotImplementedError: racecheck: Manager().Pool() is not served" in result.failure.message, \
         result.failure.message
 
 

@@ -4,6 +4,9 @@ objects with multiprocessing's registered reducers (torch's tensors') travel as 
 ``Connection.send``."""
 
 import multiprocessing
+import os
+import struct
+import threading
 from multiprocessing.reduction import ForkingPickler
 
 from hypothesis import HealthCheck, given, settings
@@ -81,3 +84,48 @@ def test_reducers_registered_with_multiprocessing_apply_even_after_the_first_mes
     assert label == "tagged" and got.via_reducer
     a.close()
     b.close()
+
+
+# the answers of each request: one or more messages, large ones (70 kB: across reads) among them
+_answers = st.lists(st.lists(messages, min_size=1, max_size=3), min_size=1, max_size=5)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.data_too_large, HealthCheck.too_slow])
+@given(_answers, st.data())
+def test_a_round_trip_reads_what_recv_would_in_order(answers, data):
+    """``round_trip`` (the send and read a child's point makes) returns the next message as ``recv`` would: the
+    first answer to its request, or one still pending from before, several arriving in one read, large ones
+    across reads; the rest are read by ``recv`` in order."""
+    a, b = multiprocessing.Pipe()
+    wire = Wire(b)
+    requests = []
+
+    def peer():  # a Connection answering each request with its batch, framed as Connection frames, in one write
+        for batch in answers:
+            requests.append(a.recv())
+            frames = b"".join(struct.pack("!i", len(data)) + data
+                              for data in (bytes(ForkingPickler.dumps(message)) for message in batch))
+            view = memoryview(frames)
+            while view:
+                view = view[os.write(a.fileno(), view):]
+
+    thread = threading.Thread(target=peer)
+    thread.start()
+    try:
+        stream = [message for batch in answers for message in batch]
+        sent = taken = 0
+        got = []
+        for number, batch in enumerate(answers):
+            sent += len(batch)
+            got.append(wire.round_trip(("request", number)))
+            taken += 1
+            more = data.draw(st.integers(0, sent - taken))  # leave some pending for the next round trip, or not
+            got.extend(wire.recv() for _ in range(more))
+            taken += more
+        got.extend(wire.recv() for _ in range(sent - taken))
+        assert got == stream
+        assert requests == [("request", number) for number in range(len(answers))]
+    finally:
+        thread.join()
+        a.close()
+        b.close()

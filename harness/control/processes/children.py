@@ -24,7 +24,7 @@ from racecheck import runtime
 from racecheck.control.processes import segments, shares, spawned, warm
 from racecheck.control.processes.child_run import ONE_WAY, proxy_point
 from racecheck.control.processes.child_run import join as join_run
-from racecheck.control.processes.link import ChildEntry, portable, registry_of, uncontrolled
+from racecheck.control.processes.link import ROUTED, ChildEntry, portable, registry_of, uncontrolled
 from racecheck.control.processes.models import ProcessConnection
 from racecheck.control.processes.wire import PLAIN, Wire
 from racecheck.runtime import RunContract
@@ -61,6 +61,7 @@ def from_machinery(depth: int) -> bool:
 
 
 _AT_LINE: dict[tuple[str, int, str], Any] = {}
+_AT: dict[tuple[str, int, str], Any] = {}  # the same callers, bare: called directly when no trace function is set
 
 
 def at_line(line: tuple[str, int, str]) -> Any:
@@ -68,12 +69,35 @@ def at_line(line: tuple[str, int, str]) -> Any:
     row of a point a proxy makes for its child names the child's line, as a thread's names its own."""
     call = _AT_LINE.get(line)
     if call is None:
+        call = _AT_LINE[line] = functools.partial(_untraced, bare_at(line))
+    return call
+
+
+def bare_at(line: tuple[str, int, str]) -> Any:
+    """``at_line``'s caller without the guard that lifts the trace function (the caller checks ``sys.gettrace``)."""
+    at = _AT.get(line)
+    if at is None:
         filename, number, module = line
         source = "\n" * (max(number, 1) - 1) + "def at(call, args, kwargs): return call(*args, **kwargs)\n"
         namespace: dict[str, Any] = {"__name__": module}
         _untraced(exec, compile(source, filename, "exec"), namespace)  # a fixed one-line caller
-        call = _AT_LINE[line] = functools.partial(_untraced, namespace["at"])
-    return call
+        at = _AT[line] = namespace["at"]
+    return at
+
+
+_DIRECT: dict[tuple[type, str], Any] = {}
+
+
+def direct(cls: type, method: str) -> Any:
+    """The function a proxy calls for a child's ``method`` of a served object of ``cls`` (with the object first):
+    a routed method's own body (in the parent the routing only checks that it is not a child), else the attribute
+    as the class holds it looked up per call (None)."""
+    key = (cls, method)
+    fn = _DIRECT.get(key, _DIRECT)
+    if fn is _DIRECT:
+        found = next((klass.__dict__[method] for klass in cls.__mro__ if method in klass.__dict__), None)
+        fn = _DIRECT[key] = getattr(found, ROUTED, None)
+    return fn
 
 
 def _untraced(fn: Any, *args: Any) -> Any:
@@ -99,6 +123,7 @@ class Child:
         self.conn = conn
         self.wire = Wire(conn)  # the requests and answers (processes.wire)
         self.outside = uncontrolled(run)  # entered for every request: made once
+        self.progress = self.cpu_time  # the watchdog's measure of the child's progress (bound once)
         self.rec: Any = None
         self.started = False  # the real process was started
         self.went = False  # it was told to go
@@ -120,7 +145,7 @@ class Child:
             if not self._send(("go", self._setting())):
                 return
             self.went = True
-            registry = registry_of(self.run)
+            models = registry_of(self.run).models
             reply, plain = None, False
             while True:
                 message = self._exchange(reply, plain)
@@ -133,17 +158,33 @@ class Child:
                 if message[0] != "call":
                     reply, plain = self._point(message), False  # None for a one-way note: nothing to answer
                     continue
-                _, mid, method, args, kwargs, line = message
-                call = getattr(registry.models[mid], method)
-                try:
-                    reply = ("ok", at_line(line)(call, args, kwargs) if line else call(*args, **kwargs))
-                except Exception as exc:  # noqa: BLE001 - the child's call raises it there
-                    reply = ("err", portable(exc))
+                reply = self._call(models, message)
                 plain = type(reply[1]) in PLAIN
         finally:
             if not self.said_end:
                 self._stop()
             shares.release(self.run, self.label)
+
+    @staticmethod
+    def _call(models: dict[str, Any], message: tuple) -> tuple:
+        """A child's call of a served object, performed on the model (a point of the proxy's), and the answer."""
+        _, mid, method, args, kwargs, line = message
+        model = models[mid]
+        fn = _DIRECT.get((type(model), method), _DIRECT)  # ``direct``'s memo, read inline: a call per point less
+        if fn is _DIRECT:
+            fn = direct(type(model), method)
+        if fn is None:
+            call = getattr(model, method)
+        else:
+            call, args = fn, (model, *args)
+        try:
+            if not line:
+                return ("ok", call(*args, **kwargs))
+            if sys.gettrace() is None:
+                return ("ok", (_AT.get(line) or bare_at(line))(call, args, kwargs))
+            return ("ok", at_line(line)(call, args, kwargs))
+        except Exception as exc:  # noqa: BLE001 - the child's call raises it there
+            return ("err", portable(exc))
 
     def _setting(self) -> dict[str, Any] | None:
         """What a child needs to make its stand-ins' points through the proxy: its label, the run's options, the
@@ -191,20 +232,25 @@ class Child:
         it died without one: a real wait, while the proxy holds the baton (nothing else runs), counted as a wait
         on another process. One pass outside the run for both halves of the round trip."""
         run = self.run
+        resources = run.resources
         run.outside += 1
-        run.resources[runtime.OUTSIDE_PROGRESS] = self.cpu_time
+        resources[runtime.OUTSIDE_PROGRESS] = self.progress
+        outside = self.outside
+        outside.__enter__()
         try:
             # Only the child holds its end (the parent closed its copy at start, and children forked later never
             # had it): its death is EOF here, so the read alone waits for both.
-            with self.outside:
-                if reply is not None:
-                    self._put(reply, plain)
-                return self.wire.recv()
+            if plain:  # plain values: nothing that fails to pickle
+                return self.wire.round_trip(reply)
+            if reply is not None:
+                self._put(reply)
+            return self.wire.recv()
         except (EOFError, OSError, ValueError):
             return None
         finally:
+            outside.__exit__()
             run.outside -= 1
-            run.resources.pop(runtime.OUTSIDE_PROGRESS, None)
+            resources.pop(runtime.OUTSIDE_PROGRESS, None)
 
     def cpu_time(self) -> int | None:
         """The child's CPU time so far, in clock ticks (Linux), None where it cannot be read: the watchdog takes a
@@ -333,7 +379,7 @@ def start(process: Any, real_start: Any) -> None:
     setattr(process, CHILD, child)
 
 
-def _end(child: Any, run: RunContract) -> None:
+def ended(child: Any, run: RunContract) -> None:
     """The child ended in the run: its real process is gone too (a short real wait, as on another process)."""
     for model in registry_of(run).models.values():
         if isinstance(model, ProcessConnection):
@@ -351,7 +397,7 @@ def join(child: Any, timeout: float | None) -> None:
     wait = None if timeout is None else max(float(timeout), 0.0)
     run.schedule(f"join {child.label}", access=on_thread(child.rec.tid, JOIN), enabled=child.over, timeout=wait)
     if child.over():
-        _end(child, run)
+        ended(child, run)
 
 
 def is_alive(child: Any) -> bool:
@@ -365,7 +411,7 @@ def exitcode(child: Any, real_exitcode: Any) -> Any:
     run.schedule(f"exitcode {child.label}", access=on_thread(child.rec.tid, JOIN))
     if not child.over():
         return None
-    _end(child, run)
+    ended(child, run)
     return real_exitcode(child.process)
 
 
@@ -385,13 +431,3 @@ def stop(child: Any, verb: str, real_stop: Any) -> None:
 def by_sentinel(run: RunContract) -> dict[int, Child]:
     """The run's started children by their process's sentinel (what ``connection.wait`` is handed)."""
     return {child.process.sentinel: child for child in registry_of(run).children if child.started}
-
-
-def wait_any(run: RunContract, kids: list[Child], timeout: float | None) -> None:
-    """A wait for the first of ``kids`` to end: a point on all of their ends."""
-    access = tuple(a for kid in kids for a in on_thread(kid.rec.tid, JOIN))
-    names = ", ".join(kid.label for kid in kids)
-    run.schedule(f"wait {names}", access=access, enabled=lambda: any(kid.over() for kid in kids), timeout=timeout)
-    for kid in kids:
-        if kid.over():
-            _end(kid, run)

@@ -172,7 +172,7 @@ def make(run: Any, name: str, args: tuple, kwargs: dict) -> Any:
     return run.ask("make", name, args, kwargs, caller_line())
 
 
-MADE_BY_ROOT = frozenset(FACTORIES)  # the factories a child's call is served for (a Pool's workers stay real)
+MADE_BY_ROOT = frozenset(FACTORIES)  # the factories a child's call is served for (its pools: ``child_pools``)
 
 # ----- the root's side ----------------------------------------------------------------------------------------------
 

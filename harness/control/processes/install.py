@@ -26,7 +26,17 @@ from typing import Any
 
 from racecheck import runtime
 from racecheck.control import instrument
-from racecheck.control.processes import children, grandchildren, managers, pools, segments, spawned, warm
+from racecheck.control.processes import (
+    child_pools,  # noqa: F401 - registers a child's pools' collector with ``pools``
+    children,
+    grandchildren,
+    managers,
+    pools,
+    segments,
+    spawned,
+    waits,
+    warm,
+)
 from racecheck.control.processes.link import PREPARES
 from racecheck.control.processes.models import FACTORIES
 from racecheck.control.ranks import prepare as _ranks_prepared  # noqa: F401 - children of a run may be ranks
@@ -67,7 +77,9 @@ def _factory_method(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         run = _controlled(1)
         if run is None:
-            kid = _in_child(1) if name in grandchildren.MADE_BY_ROOT else None
+            kid = _in_child(1) if name in grandchildren.MADE_BY_ROOT or own_context else None
+            if kid is not None and own_context:  # a child's Pool: workers of the run (``child_pools``)
+                return model(kid, *args, context=self, **kwargs)
             return real(self, *args, **kwargs) if kid is None else grandchildren.make(kid, name, args, kwargs)
         return model(run, *args, context=self, **kwargs) if own_context else model(run, *args, **kwargs)
 
@@ -82,7 +94,9 @@ def _module_factory(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
     def factory(*args: Any, **kwargs: Any) -> Any:
         run = _controlled(1)
         if run is None:
-            kid = _in_child(1) if name in grandchildren.MADE_BY_ROOT else None
+            kid = _in_child(1) if name in grandchildren.MADE_BY_ROOT or name == "Pool" else None
+            if kid is not None and name == "Pool":  # a child's Pool: workers of the run (``child_pools``)
+                return model(kid, *args, **kwargs)
             return real(*args, **kwargs) if kid is None else grandchildren.make(kid, name, args, kwargs)
         return model(run, *args, **kwargs)
 
@@ -165,25 +179,34 @@ def _exitcode(real: property) -> property:
 
 
 def _wait(real: Callable[..., Any]) -> Callable[..., Any]:
-    """``multiprocessing.connection.wait`` on the sentinels of children of the run (torch's ``spawn`` joins its
-    ranks so): a point that waits for any of them to end. Anything else is the real wait."""
+    """``multiprocessing.connection.wait`` on the sentinels of processes of the run and served Pipe ends (torch's
+    ``spawn`` joins its ranks so), by a thread of the run in the root or in a child: a point that waits for the
+    first of them (``waits``). Anything else is the real wait."""
 
     @functools.wraps(real)
     def wait(object_list: Any, timeout: float | None = None) -> Any:
-        run = runtime.current_run()
         objects = list(object_list)
-        if _controlled(1) is None:
-            return real(objects, timeout)
-        by_sentinel = children.by_sentinel(run)
-        if not objects or not all(obj in by_sentinel for obj in objects):
-            return real(objects, timeout)
-        kids = [by_sentinel[obj] for obj in objects]
-        span = None if timeout is None else max(float(timeout), 0.0)
-        children.wait_any(run, kids, span)
-        return [obj for obj, kid in zip(objects, kids, strict=True) if kid.over()]
+        run = _controlled(1)
+        if run is not None:
+            ready = waits.wait_in_root(run, objects, timeout)
+        else:
+            kid = _in_child(1)
+            ready = None if kid is None else waits.wait_in_child(kid, objects, timeout)
+        return real(objects, timeout) if ready is None else ready
 
     wait._racecheck_real = real  # type: ignore[attr-defined]
     return wait
+
+
+_REAL_WAIT = multiprocessing.connection.wait
+# One wrapper for the exploration's life, so that a module global holding the real wait (``from
+# multiprocessing.connection import wait``) is swapped for it as the factories are.
+WAIT = _wait(_REAL_WAIT)
+instrument.register_swap(_REAL_WAIT, WAIT)
+
+
+def _wait_patch(real: Callable[..., Any]) -> Callable[..., Any]:
+    return WAIT if real is _REAL_WAIT else _wait(real)
 
 
 instrument.register_swap(segments.RealSharedMemory, segments.shared_memory)
@@ -196,7 +219,7 @@ PATCHES: list[tuple[Any, str, Callable[[Any], Any]]] = [
     (_Base, "terminate", _stopper("terminate")),
     (_Base, "kill", _stopper("kill")),
     (_Base, "exitcode", _exitcode),
-    (multiprocessing.connection, "wait", _wait),
+    (multiprocessing.connection, "wait", _wait_patch),
     (multiprocessing.managers.BaseManager, "start", managers.started_for_real),
     *[(_Context, name, functools.partial(_factory_method, name)) for name in SERVED],
 ]
@@ -212,6 +235,8 @@ def patch_child() -> None:
         setattr(owner, name, wrap(owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)))
     for name, factory in MODULE_FACTORIES.items():
         setattr(multiprocessing, name, factory)
+    for module in (concurrent.futures, concurrent.futures.process):  # its executors' workers: ``child_pools``
+        module.ProcessPoolExecutor = process_pool_executor
 
 
 def _prepare(run: Any) -> Any:
@@ -223,7 +248,7 @@ PREPARES.append(_prepare)
 
 def process_pool_executor(*args: Any, **kwargs: Any) -> Any:
     """``ProcessPoolExecutor(...)``: workers of the run for a controlled caller, else the real executor."""
-    run = _controlled(1)
+    run = _controlled(1) or _in_child(1)  # a child's executor: workers of the run too (``child_pools``)
     if run is None:
         return RealProcessPoolExecutor(*args, **kwargs)
     return pools.ProcessPoolExecutor(run, *args, **kwargs)

@@ -34,6 +34,7 @@ _state = runtime.thread_state  # the calling thread's run and record (read and s
 _real_lock = runtime.real_allocate_lock
 
 RESOURCE = "processes"  # run.resources key of the run's ``Registry``
+ROUTED = "_racecheck_routed"  # the attribute of a routed method that holds the method it routes
 
 MEMORY = ("memory", "memory_point", "replace_memory", "merge_memory", "atomic")  # a child's memory messages
 
@@ -131,6 +132,7 @@ def routed(method: Callable[..., Any]) -> Callable[..., Any]:
             return link.call(self.mid, name, args, kwargs)
         return method(self, *args, **kwargs)
 
+    setattr(call, ROUTED, method)  # what a proxy calls directly (``children.direct``): it is never in a child
     return call
 
 
@@ -210,8 +212,10 @@ class Link:
         self.merges: list[tuple] = []
 
     def call(self, mid: str, method: str, args: tuple, kwargs: dict) -> Any:
-        plain = not kwargs and (not args or all(type(arg) in PLAIN for arg in args))  # a get, a put of a number
-        return self.request(("call", mid, method, args, kwargs, caller_line()), plain)
+        # plain: a get, a put of a number. The line is looked for from the frame above the caller, which is the
+        # engine's (a routed method, ``segments``' or the ranks' own call)
+        plain = not kwargs and (not args or all(map(PLAIN.__contains__, map(type, args))))
+        return self.request(("call", mid, method, args, kwargs, caller_line(3)), plain)
 
     def merge(self, message: tuple) -> None:
         """A memory access that joins the running step (``child_memory``): sent with the thread's next message."""
@@ -234,10 +238,20 @@ class Link:
         state = _state
         bound, rec = state.run, state.thread
         state.run = state.thread = None
+        boxes = self.boxes
         try:
-            self.send_ready(bound)
-            self.boxes.send(message, plain)
-            status, value = self.boxes.receive(getattr(rec, "tid", self.boxes.first))
+            # ``send_ready`` only when it has something to say: merged accesses, or parked waits whose answer may
+            # have changed (a child's run keeps them in ``pending``; another run is asked as before)
+            if self.merges or getattr(bound, "pending", True):
+                self.send_ready(bound)
+            if boxes.shared:
+                boxes.send(message, plain)
+                status, value = boxes.receive(getattr(rec, "tid", boxes.first))
+            elif plain:  # the child's only thread of the run: the wire is its own, to write and to read (no lock)
+                status, value = boxes.wire.round_trip(message)
+            else:
+                boxes.wire.send(message)
+                status, value = boxes.wire.recv()
         finally:
             state.run, state.thread = bound, rec
         if status == "ok":
@@ -256,9 +270,10 @@ class Link:
             runtime.bind(bound, rec)
 
 
-def caller_line() -> tuple[str, int, str] | None:
-    """Where the child's own code made the call (the first frame that is not the engine's), for the trace."""
-    frame = sys._getframe(2)
+def caller_line(depth: int = 2) -> tuple[str, int, str] | None:
+    """Where the child's own code made the call (the first frame that is not the engine's), for the trace; the walk
+    starts ``depth`` frames up (the caller of the caller by default)."""
+    frame = sys._getframe(depth)
     while frame is not None and frame.f_globals.get("__racecheck_engine__"):
         frame = frame.f_back
     if frame is None:

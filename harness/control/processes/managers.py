@@ -7,24 +7,27 @@ their id and each call is a request its proxy performs here, a scheduling point 
 ``d["n"] += 1`` from two children is a lost update pct and dpor find, and the manager's locks and events are the
 controlled sync stand-ins, ordering what they guard for the data-race report.
 
-What is served: ``dict``, ``list``, ``Value``, ``Namespace`` (``manager_data``), ``Queue``, ``JoinableQueue``,
-``Lock``, ``RLock``, ``Semaphore``, ``BoundedSemaphore``, ``Condition``, ``Event``, ``Barrier``. What is not
-(``Array``, ``Pool``, ``register``ed types, a ``BaseManager``/``SyncManager`` built directly) says so: the first
-two raise at the call, and a real manager's server started by a controlled thread is listed among the escapes
+What is served: ``dict``, ``list``, ``Value``, ``Namespace`` (``manager_data``), ``Array`` (``manager_array``),
+``Queue``, ``JoinableQueue``, ``Lock``, ``RLock``, ``Semaphore``, ``BoundedSemaphore``, ``Condition``, ``Event``,
+``Barrier``. What is not (``Pool``, ``register``ed types, a ``BaseManager``/``SyncManager`` built directly) says
+so: ``Pool`` raises at the call, ``register`` on a manager class made by a controlled thread names the type among
+the escapes, and a real manager's server started by a controlled thread is listed among the escapes
 (``started_for_real``), never run silently.
 """
 
 from __future__ import annotations
 
 import functools
+import multiprocessing.managers
 from collections.abc import Callable
 from typing import Any
 
 from racecheck import runtime
 from racecheck.control import processes_escape
 from racecheck.control.processes.link import routed
+from racecheck.control.processes.manager_array import ManagedArray
 from racecheck.control.processes.manager_data import ManagedDict, ManagedList, ManagedNamespace, ManagedValue
-from racecheck.control.processes.models import ProcessBarrier, ProcessEvent, Served, dumps, loads
+from racecheck.control.processes.models import ProcessBarrier, ProcessEvent, Served, ServedHeld, dumps, loads
 from racecheck.sync.conditions import ControlledCondition
 from racecheck.sync.events import ControlledBoundedSemaphore, ControlledSemaphore
 from racecheck.sync.locks import ControlledLock, ControlledRLock
@@ -33,86 +36,55 @@ from racecheck.sync.queues import ControlledQueue
 __racecheck_engine__ = True
 
 
-class ManagedLock(Served, ControlledLock):
+def _mgr_acquire(base: type) -> Any:
+    """``acquire(blocking, timeout)`` as a manager's lock proxy passes them to the server's ``threading`` lock."""
+
+    @routed
+    def acquire(self: Any, blocking: bool = True, timeout: float | None = None) -> bool:
+        if timeout is None:
+            return base.acquire(self, blocking)
+        return base.acquire(self, blocking, timeout)
+
+    return acquire
+
+
+class ManagedLock(ServedHeld, ControlledLock):
     """A manager's ``Lock()``: a ``threading.Lock`` in the server; ``acquire(blocking, timeout)`` as its proxy
     passes them, a release of an unlocked one a RuntimeError."""
 
     _kind = "mgr.Lock"
-
-    def __init__(self, run: Any) -> None:
-        ControlledLock.__init__(self, run)
-        self.enrol(run, self._name)
-
-    @routed
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        if timeout is None:
-            return ControlledLock.acquire(self, blocking)
-        return ControlledLock.acquire(self, blocking, timeout)
-
+    acquire = _mgr_acquire(ControlledLock)
     release = routed(ControlledLock.release)
 
-    def __enter__(self) -> bool:
-        return self.acquire()
 
-    def __exit__(self, *exc: Any) -> None:
-        self.release()
-
-
-class ManagedRLock(Served, ControlledRLock):
+class ManagedRLock(ServedHeld, ControlledRLock):
     """A manager's ``RLock()``: owned by the thread (of whichever process) that took it, as the server's thread per
     connection owns it."""
 
     _kind = "mgr.RLock"
-
-    def __init__(self, run: Any) -> None:
-        ControlledRLock.__init__(self, run)
-        self.enrol(run, self._name)
-
-    @routed
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        if timeout is None:
-            return ControlledRLock.acquire(self, blocking)
-        return ControlledRLock.acquire(self, blocking, timeout)
-
+    acquire = _mgr_acquire(ControlledRLock)
     release = routed(ControlledRLock.release)
-    __enter__ = ManagedLock.__enter__
-    __exit__ = ManagedLock.__exit__
 
 
-class ManagedSemaphore(Served, ControlledSemaphore):
+class ManagedSemaphore(ServedHeld, ControlledSemaphore):
     _kind = "mgr.Semaphore"
-
-    def __init__(self, run: Any, value: int = 1) -> None:
-        ControlledSemaphore.__init__(self, run, value)
-        self.enrol(run, self._name)
-
     acquire = routed(ControlledSemaphore.acquire)
     release = routed(ControlledSemaphore.release)
-    __enter__ = ManagedLock.__enter__
-    __exit__ = ManagedLock.__exit__
 
 
-class ManagedBoundedSemaphore(Served, ControlledBoundedSemaphore):
+class ManagedBoundedSemaphore(ServedHeld, ControlledBoundedSemaphore):
     _kind = "mgr.BoundedSemaphore"
-
-    def __init__(self, run: Any, value: int = 1) -> None:
-        ControlledBoundedSemaphore.__init__(self, run, value)
-        self.enrol(run, self._name)
-
     acquire = routed(ControlledBoundedSemaphore.acquire)
     release = routed(ControlledBoundedSemaphore.release)
-    __enter__ = ManagedLock.__enter__
-    __exit__ = ManagedLock.__exit__
 
 
-class ManagedCondition(Served, ControlledCondition):
+class ManagedCondition(ServedHeld, ControlledCondition):
     """A manager's ``Condition(lock)``: its lock a served one (an RLock by default), every call routed."""
 
     _kind = "mgr.Condition"
 
     def __init__(self, run: Any, lock: Any = None) -> None:
-        ControlledCondition.__init__(self, run, lock if lock is not None else ManagedRLock(run))
-        self.enrol(run, self._name)
+        super().__init__(run, lock if lock is not None else ManagedRLock(run))
 
     @routed
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
@@ -126,8 +98,6 @@ class ManagedCondition(Served, ControlledCondition):
     wait_for = routed(ControlledCondition.wait_for)
     notify = routed(ControlledCondition.notify)
     notify_all = routed(ControlledCondition.notify_all)
-    __enter__ = ManagedLock.__enter__
-    __exit__ = ManagedLock.__exit__
 
 
 class ManagedEvent(ProcessEvent):
@@ -176,8 +146,8 @@ class ManagedJoinableQueue(ManagedQueue):
 def _not_served(what: str) -> Callable[..., Any]:
     def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"racecheck: Manager().{what}() is not served by racecheck (a real one would run "
-                                  f"in the manager's server process, outside the run); dict, list, Value, Namespace, "
-                                  f"Queue, Lock, RLock, Semaphore, Condition, Event and Barrier are")
+                                  f"in the manager's server process, outside the run); dict, list, Value, Array, "
+                                  f"Namespace, Queue, Lock, RLock, Semaphore, Condition, Event and Barrier are")
 
     refuse.__name__ = what
     return refuse
@@ -217,6 +187,12 @@ class ServedManager(Served):
     def shutdown(self) -> None:
         """No server process to stop."""
 
+    def register(self, typeid: str, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(f"racecheck: register({typeid!r}) on a served Manager() is not supported (a type "
+                                  f"of its own would run in the manager's server process, outside the run): "
+                                  f"register it on a SyncManager subclass, whose real server racecheck names among "
+                                  f"the escapes")
+
     def __enter__(self) -> ServedManager:
         return self
 
@@ -239,13 +215,25 @@ class ServedManager(Served):
     Condition = _making(ManagedCondition)
     Event = _making(ManagedEvent)
     Barrier = _making(ManagedBarrier)
-    Array = _not_served("Array")
+    Array = _making(ManagedArray)
     Pool = _not_served("Pool")
 
 
 def manager(run: Any) -> ServedManager:
     """``multiprocessing.Manager()`` / ``ctx.Manager()`` for a controlled thread."""
     return ServedManager(run)
+
+
+_SYNC_TYPES = frozenset(multiprocessing.managers.SyncManager.__dict__.get("_registry", {}))
+
+
+def _registered(cls: type) -> str:
+    """The types registered on a manager class beyond ``SyncManager``'s own (", registered: Model"), read from the
+    classes' own dictionaries (no code of the program's runs)."""
+    names: dict[str, None] = {}
+    for klass in reversed(cls.__mro__):
+        names.update(dict.fromkeys(name for name in klass.__dict__.get("_registry", {}) if name not in _SYNC_TYPES))
+    return f", registered: {', '.join(names)}" if names else ""
 
 
 def started_for_real(real: Callable[..., Any]) -> Callable[..., Any]:
@@ -255,7 +243,7 @@ def started_for_real(real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
     def start(self: Any, *args: Any, **kwargs: Any) -> Any:
         if runtime.current_run() is not None and runtime.current_thread_record() is not None:
-            processes_escape.record(f"a manager's server process ({type(self).__name__})")
+            processes_escape.record(f"a manager's server process ({type(self).__name__}{_registered(type(self))})")
         return real(self, *args, **kwargs)
 
     start._racecheck_real = real  # type: ignore[attr-defined]

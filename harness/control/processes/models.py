@@ -53,6 +53,38 @@ class Served:
         return (rebuild, (type(self), self.mid))
 
 
+class ServedSync(Served):
+    """A served sync object (a lock, semaphore, condition, event, barrier, of ``multiprocessing`` or of a manager):
+    made as its stand-in is (the next class in its bases), then enrolled under its name."""
+
+    def __init__(self, run: RunContract, *args: Any, **kwargs: Any) -> None:
+        super().__init__(run, *args, **kwargs)
+        self.enrol(run, self._name)
+
+
+class ServedHeld(ServedSync):
+    """One a ``with`` block takes and gives, through its own (routed) ``acquire`` and ``release``."""
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+def mp_acquire(base: type) -> Any:
+    """``acquire(block, timeout)`` as ``multiprocessing``'s lock and rlock take them, on ``base``'s acquire."""
+
+    @routed
+    def acquire(self: Any, block: bool = True, timeout: float | None = None) -> bool:
+        wait = _mp_timeout(block, timeout)
+        if wait is None:
+            return base.acquire(self)
+        return base.acquire(self, True, wait) if wait > 0 else base.acquire(self, False)
+
+    return acquire
+
+
 def _mp_timeout(block: bool, timeout: float | None) -> float | None:
     """multiprocessing's waits: a negative timeout polls, never an error."""
     if not block:
@@ -126,21 +158,11 @@ class ProcessSimpleQueue(Served, ControlledSimpleQueue):
         """Nothing to release: the model has no pipe."""
 
 
-class ProcessLock(Served, ControlledLock):
+class ProcessLock(ServedHeld, ControlledLock):
     """``multiprocessing.Lock``: ``acquire(block, timeout)``; released too often, a ValueError, as the real one's."""
 
     _kind = "mp.Lock"
-
-    def __init__(self, run: RunContract) -> None:
-        ControlledLock.__init__(self, run)
-        self.enrol(run, self._name)
-
-    @routed
-    def acquire(self, block: bool = True, timeout: float | None = None) -> bool:
-        wait = _mp_timeout(block, timeout)
-        if wait is None:
-            return ControlledLock.acquire(self)
-        return ControlledLock.acquire(self, True, wait) if wait > 0 else ControlledLock.acquire(self, False)
+    acquire = mp_acquire(ControlledLock)
 
     @routed
     def release(self) -> None:
@@ -148,26 +170,10 @@ class ProcessLock(Served, ControlledLock):
             raise ValueError("semaphore or lock released too many times")
         ControlledLock.release(self)
 
-    def __enter__(self) -> bool:
-        return self.acquire()
 
-    def __exit__(self, *exc: Any) -> None:
-        self.release()
-
-
-class ProcessRLock(Served, ControlledRLock):
+class ProcessRLock(ServedHeld, ControlledRLock):
     _kind = "mp.RLock"
-
-    def __init__(self, run: RunContract, name: Any = None) -> None:
-        ControlledRLock.__init__(self, run, name)
-        self.enrol(run, self._name)
-
-    @routed
-    def acquire(self, block: bool = True, timeout: float | None = None) -> bool:
-        wait = _mp_timeout(block, timeout)
-        if wait is None:
-            return ControlledRLock.acquire(self)
-        return ControlledRLock.acquire(self, True, wait) if wait > 0 else ControlledRLock.acquire(self, False)
+    acquire = mp_acquire(ControlledRLock)
 
     @routed
     def release(self) -> None:
@@ -176,19 +182,9 @@ class ProcessRLock(Served, ControlledRLock):
         except RuntimeError:
             raise AssertionError("attempt to release recursive lock not owned by thread") from None
 
-    def __enter__(self) -> bool:
-        return self.acquire()
 
-    def __exit__(self, *exc: Any) -> None:
-        self.release()
-
-
-class ProcessEvent(Served, ControlledEvent):
+class ProcessEvent(ServedSync, ControlledEvent):
     _kind = "mp.Event"
-
-    def __init__(self, run: RunContract) -> None:
-        ControlledEvent.__init__(self, run)
-        self.enrol(run, self._name)
 
     is_set = routed(ControlledEvent.is_set)
     set = routed(ControlledEvent.set)
@@ -196,12 +192,8 @@ class ProcessEvent(Served, ControlledEvent):
     wait = routed(ControlledEvent.wait)
 
 
-class ProcessSemaphore(Served, ControlledSemaphore):
+class ProcessSemaphore(ServedHeld, ControlledSemaphore):
     _kind = "mp.Semaphore"
-
-    def __init__(self, run: RunContract, value: int = 1) -> None:
-        ControlledSemaphore.__init__(self, run, value)
-        self.enrol(run, self._name)
 
     @routed
     def acquire(self, block: bool = True, timeout: float | None = None) -> bool:
@@ -210,53 +202,29 @@ class ProcessSemaphore(Served, ControlledSemaphore):
 
     release = routed(ControlledSemaphore.release)
 
-    def __enter__(self) -> bool:
-        return self.acquire()
 
-    def __exit__(self, *exc: Any) -> None:
-        self.release()
-
-
-class ProcessBoundedSemaphore(Served, ControlledBoundedSemaphore):
+class ProcessBoundedSemaphore(ServedHeld, ControlledBoundedSemaphore):
     _kind = "mp.BoundedSemaphore"
-
-    def __init__(self, run: RunContract, value: int = 1) -> None:
-        ControlledBoundedSemaphore.__init__(self, run, value)
-        self.enrol(run, self._name)
-
     acquire = ProcessSemaphore.acquire
     release = routed(ControlledBoundedSemaphore.release)
-    __enter__ = ProcessSemaphore.__enter__
-    __exit__ = ProcessSemaphore.__exit__
 
 
-class ProcessCondition(Served, ControlledCondition):
+class ProcessCondition(ServedHeld, ControlledCondition):
     """``multiprocessing.Condition``: its lock is a served one, so a child that holds it holds it in the parent."""
 
     _kind = "mp.Condition"
 
     def __init__(self, run: RunContract, lock: Any = None) -> None:
-        ControlledCondition.__init__(self, run, lock if lock is not None else ProcessRLock(run))
-        self.enrol(run, self._name)
+        super().__init__(run, lock if lock is not None else ProcessRLock(run))
 
     wait = routed(ControlledCondition.wait)
     wait_for = routed(ControlledCondition.wait_for)
     notify = routed(ControlledCondition.notify)
     notify_all = routed(ControlledCondition.notify_all)
 
-    def __enter__(self) -> bool:
-        return self.acquire()
 
-    def __exit__(self, *exc: Any) -> None:
-        self.release()
-
-
-class ProcessBarrier(Served, ControlledBarrier):
+class ProcessBarrier(ServedSync, ControlledBarrier):
     _kind = "mp.Barrier"
-
-    def __init__(self, run: RunContract, parties: int, action: Any = None, timeout: float | None = None) -> None:
-        ControlledBarrier.__init__(self, run, parties, action, timeout)
-        self.enrol(run, self._name)
 
     wait = routed(ControlledBarrier.wait)
     reset = routed(ControlledBarrier.reset)
@@ -282,15 +250,16 @@ class ProcessValue(Served, Primitive):
 
     def _accesses(self) -> None:
         self._read, self._write = on(self._obj, READ), on(self._obj, WRITE)
+        self._ops = (f"read {self._name}", f"write {self._name}")  # a child's every read is one: made once
 
     @routed
     def get_value(self) -> Any:
-        self._run.schedule(f"read {self._name}", access=self._read)
+        self._run.schedule(self._ops[0], access=self._read)
         return self._c.value
 
     @routed
     def set_value(self, value: Any) -> None:
-        self._run.schedule(f"write {self._name}", access=self._write)
+        self._run.schedule(self._ops[1], access=self._write)
         self._c.value = value
 
     value = property(lambda self: self.get_value(), lambda self, value: self.set_value(value))
@@ -415,9 +384,15 @@ class ProcessConnection(Served, Primitive):
         self.holders.discard(calling_process(self._run))
         self._run.note(f"close {self._name}", access=self.peer.put_access)
 
+    def waitable(self, caller: str) -> tuple[tuple, Any]:
+        """For ``connection.wait`` by ``caller`` (``processes.waits``): the access of a look at this end and the
+        predicate of its readiness (data, or EOF), after the checks ``recv`` makes."""
+        self._check(caller, True)
+        return self._read, self._ready
+
     def fileno(self) -> int:
         raise OSError("racecheck: a served Pipe end has no descriptor (multiprocessing.connection.wait on it is "
-                      "not supported)")
+                      "served only beside other served ends and the run's processes' sentinels)")
 
     def __enter__(self) -> ProcessConnection:
         return self

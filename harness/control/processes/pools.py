@@ -22,6 +22,10 @@ from racecheck.sync.futures import Future
 
 __racecheck_engine__ = True
 
+# How a pool made by a thread of the run in a child gets its queues and collector (``child_pools.Collector``,
+# registered there: this module cannot import the grandchildren's side). Empty: a child's pool is not served.
+CHILD_POOLS: list[Any] = []
+
 
 class Tasks(Served):
     """A pool's futures by task number, settled by the workers (a request their proxies perform here)."""
@@ -36,13 +40,14 @@ class Tasks(Served):
         self.futures[self.made] = future
         return self.made
 
-    @routed
-    def settle(self, task: int, ok: bool, value: Any) -> None:
+    def resolve(self, task: int, ok: bool, value: Any) -> None:
         future = self.futures.pop(task)
         if ok:
             future.set_result(value)
         else:
             future.set_exception(value)
+
+    settle = routed(resolve)  # a worker's call, performed where the futures are (a child's pool: ``child_pools``)
 
 
 def work(tasks: Any, table: Tasks, initializer: Any, initargs: tuple) -> None:
@@ -70,19 +75,24 @@ class WorkerPool:
         self.run = run
         self.context = context if context is not None else multiprocessing.get_context()
         self.count = workers or os.cpu_count() or 1
-        self.tasks = ProcessQueue(run)
         self.table = Tasks(run)
+        # a child's pool: the root's queues, the futures here, settled by a collector thread (``CHILD_POOLS``)
+        self.collector = CHILD_POOLS[0](run, self.table) if getattr(run, "in_child", False) and CHILD_POOLS else None
+        self.tasks = ProcessQueue(run) if self.collector is None else self.collector.tasks
         self.initializer, self.initargs = initializer, tuple(initargs)
         self.workers: list[Any] = []
         self.closed = False
 
     def submit_task(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         if not self.workers:
+            settler = self.table if self.collector is None else self.collector.settler
             for _ in range(self.count):
-                worker = self.context.Process(target=work, args=(self.tasks, self.table, self.initializer,
+                worker = self.context.Process(target=work, args=(self.tasks, settler, self.initializer,
                                                                  self.initargs), daemon=True)
                 worker.start()
                 self.workers.append(worker)
+            if self.collector is not None:
+                self.collector.start()
         future = Future()
         self.tasks.put((self.table.add(future), fn, args, kwargs))
         return future
@@ -93,6 +103,12 @@ class WorkerPool:
         if wait:
             for worker in self.workers:
                 worker.join()
+            self.stop_collector()
+
+    def stop_collector(self) -> None:
+        """A child's pool whose workers are gone: its collector reads the end and stops."""
+        if self.collector is not None and self.workers:
+            self.collector.stop()
 
 
 class ProcessPoolExecutor(WorkerPool):
@@ -215,12 +231,14 @@ class Pool(WorkerPool):
         self.closed = True
         for worker in self.workers:
             worker.terminate()
+        self.stop_collector()
 
     def join(self) -> None:
         if not self.closed:
             raise ValueError("Pool is still running")
         for worker in self.workers:
             worker.join()
+        self.stop_collector()
 
     def __enter__(self) -> Pool:
         return self
