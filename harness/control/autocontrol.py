@@ -41,7 +41,11 @@ from racecheck.runtime import RunContract
 
 __racecheck_engine__ = True
 
-_STDLIB = frozenset(sys.stdlib_module_names)
+# typing_extensions is the standard library's typing, backported: covered like the standard library (hand-offs, not
+# rewriting). Watched, it made steps that follow the process's memory layout and history: its protocol metaclass's
+# ``__eq__`` runs when a set or dict lookup meets classes whose ids collide, and its protocol check iterates a set
+# of strings, so a token found in one process (a forked rank of pytest's) diverged in a fresh one.
+_STDLIB = frozenset(sys.stdlib_module_names) | {"typing_extensions"}
 # racecheck's own packages that are code under test like any other (docs/architecture.md: the clients)
 CLIENT_PACKAGES = ("racecheck.fixed_impl", "racecheck.scenarios")
 
