@@ -57,7 +57,7 @@ def shrunk(session: Session, run: Run, result: Result, work: WorkBudget | None =
     signature = run.failure.signature()  # type: ignore[union-attr]
 
     def probe(choices: list[int]) -> Probe | None:
-        replayer = Replayer(choices)
+        replayer = Replayer(choices, hand_over_spins=True)
         with capped(session, work, run):
             candidate = session.run_once(replayer)
         result.leaked_threads.extend(candidate.leaked)

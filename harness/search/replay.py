@@ -23,12 +23,18 @@ __racecheck_engine__ = True
 class Replayer(Chooser):
     """Feeds recorded choices back (past their end, 0: keep the current thread, no fault) and, given the recorded
     picks and steps, checks every decision against them. ``divergence`` is the first mismatch, as a sentence.
-    What it reads of the run is what ``begin`` hands it (``view``)."""
+    What it reads of the run is what ``begin`` hands it (``view``).
+
+    ``hand_over_spins``: past the end, hand over from a busy-waiting thread (``_past_the_end``). Only for runs that
+    make new choices there (shrink probes, the warm-up): a token's choices are trimmed of the zeros that end them,
+    which the run that recorded it made by keeping its thread, so a token's replay must keep it too."""
 
     def __init__(
-        self, choices: Sequence[int], picked: Sequence[int] | None = None, steps: Sequence[int] | None = None
+        self, choices: Sequence[int], picked: Sequence[int] | None = None, steps: Sequence[int] | None = None,
+        hand_over_spins: bool = False,
     ) -> None:
         self.made = (choices, picked, steps)
+        self.hand_over_spins = hand_over_spins
         self.view: RunView | None = None
         self.choices = list(choices)
         self.expected = None if not picked and not steps else list(picked or ())
@@ -45,15 +51,15 @@ class Replayer(Chooser):
         self.view = view
 
     def fresh(self) -> Replayer:
-        return Replayer(*self.made)
+        return Replayer(*self.made, hand_over_spins=self.hand_over_spins)
 
     def pick_thread(self, decision: Decision) -> int:
         enabled = decision.enabled
         position = self.position
         self.position += 1
-        if position >= len(self.choices):
+        if position >= len(self.choices) and self.hand_over_spins:
             return self._past_the_end(decision, position)
-        index = self.choices[position]
+        index = self._recorded(position)
         if self.divergence is None and not self._check_step(position):
             self._check_thread(position, enabled, index)
         if index >= len(enabled):

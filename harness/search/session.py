@@ -269,7 +269,7 @@ class Session:
         even when it brings code under watch (nothing of it is reported), and is the first learning run of sampled
         watching. Returns the run (None without memory watching), for an exploration to see that it hung."""
         if self.control.memory:
-            return self.run_once(Replayer(()), locate=False, learn=True)
+            return self.run_once(Replayer((), hand_over_spins=True), locate=False, learn=True)
         return None
 
     def run_batch(
