@@ -18,7 +18,7 @@ from typing import Any
 from racecheck.scenarios.manager_contract import consistent_ranks, rank_state
 from racecheck.scenarios.manager_leaks import no_leaked_threads
 from racecheck.scenarios.manager_sentinel import Sentinel
-from racecheck.scenarios.managers import KEEP_LAST_N, config
+from racecheck.scenarios.managers import KEEP_LAST_N, config, resumed
 
 WORLD_SIZE = 2
 
@@ -60,14 +60,7 @@ def manager_ranks(ctx: Any) -> None:
     finally:
         sentinel.stop()
     sentinel.check()
-    manager = ctx.new_manager(KEEP_LAST_N)
-    try:
-        try:
-            resumed = manager.resume()
-        except Exception as exc:  # noqa: BLE001 - a resume that raises is what the invariant forbids
-            raise AssertionError(f"resume() raised {type(exc).__name__}: {exc}") from None
-    finally:
-        manager.close()
-    step = None if resumed is None else consistent_ranks(resumed, WORLD_SIZE)
+    state = resumed(ctx)
+    step = None if state is None else consistent_ranks(state, WORLD_SIZE)
     if step != steps[-1]:
         raise AssertionError(f"after finalize() on every rank, resume() gives {step!r}; step {steps[-1]} was saved")

@@ -61,17 +61,22 @@ def watch(ctx: Any, errors: list[BaseException]) -> None:
             return
 
 
-def resumed_step(ctx: Any) -> int | None:
-    """What a restarted job resumes from: a fresh manager's ``resume()``, checked for consistency."""
+def resumed(ctx: Any) -> Any:
+    """What a restarted job's fresh manager ``resume()``s (None: nothing); a ``resume()`` that raises fails."""
     manager = ctx.new_manager(KEEP_LAST_N)
     try:
         try:
-            resumed = manager.resume()
+            return manager.resume()
         except Exception as exc:  # noqa: BLE001 - a resume that raises is what the invariant forbids
             raise AssertionError(f"resume() raised {type(exc).__name__}: {exc}") from None
     finally:
         manager.close()
-    return None if resumed is None else consistent_step(resumed)
+
+
+def resumed_step(ctx: Any) -> int | None:
+    """What a restarted job resumes from: a fresh manager's ``resume()``, checked for consistency."""
+    state = resumed(ctx)
+    return None if state is None else consistent_step(state)
 
 
 def run_saves(ctx: Any, watcher: bool) -> int:
