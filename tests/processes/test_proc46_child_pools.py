@@ -10,7 +10,11 @@ import pytest
 import racecheck
 
 
-@pytest.mark.parametrize("name", ["child_executor_json", "child_pool_json", "spawned_child_executor_json"])
+@pytest.mark.parametrize("name", [
+    "child_executor_json", "child_pool_json",
+    # a spawned child's executor: ~100 s on 2 cores (a fresh template per exploration, then every schedule's workers)
+    pytest.param("spawned_child_executor_json", marks=pytest.mark.slow),
+])
 def test_a_childs_pool_workers_are_processes_of_the_run(name):
     fn = getattr(programs, name)
     result = racecheck.explore(fn, strategy="pct", schedules=40, seed=1)
