@@ -27,7 +27,15 @@ from racecheck.control import processes_escape
 from racecheck.control.processes.link import routed
 from racecheck.control.processes.manager_array import ManagedArray
 from racecheck.control.processes.manager_data import ManagedDict, ManagedList, ManagedNamespace, ManagedValue
-from racecheck.control.processes.models import ProcessBarrier, ProcessEvent, Served, ServedHeld, dumps, loads
+from racecheck.control.processes.models import (
+    ProcessBarrier,
+    ProcessEvent,
+    Served,
+    ServedHeld,
+    ServedQueue,
+    dumps,
+    loads,
+)
 from racecheck.sync.conditions import ControlledCondition
 from racecheck.sync.events import ControlledBoundedSemaphore, ControlledSemaphore
 from racecheck.sync.locks import ControlledLock, ControlledRLock
@@ -108,15 +116,11 @@ class ManagedBarrier(ProcessBarrier):
     _kind = "mgr.Barrier"
 
 
-class ManagedQueue(Served, ControlledQueue):
+class ManagedQueue(ServedQueue):
     """A manager's ``Queue()``: a ``queue.Queue`` in the server (``queue.Empty``/``Full``, a negative timeout a
     ValueError), its items pickles."""
 
     _kind = "mgr.Queue"
-
-    def __init__(self, run: Any, maxsize: int = 0) -> None:
-        ControlledQueue.__init__(self, run, maxsize)
-        self.enrol(run, self._name)
 
     @routed
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
@@ -125,18 +129,6 @@ class ManagedQueue(Served, ControlledQueue):
     @routed
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         return loads(self._run, ControlledQueue.get(self, block, timeout))
-
-    def put_nowait(self, item: Any) -> None:
-        self.put(item, False)
-
-    def get_nowait(self) -> Any:
-        return self.get(False)
-
-    qsize = routed(ControlledQueue.qsize)
-    empty = routed(ControlledQueue.empty)
-    full = routed(ControlledQueue.full)
-    task_done = routed(ControlledQueue.task_done)
-    join = routed(ControlledQueue.join)
 
 
 class ManagedJoinableQueue(ManagedQueue):

@@ -92,24 +92,13 @@ def _mp_timeout(block: bool, timeout: float | None) -> float | None:
     return None if timeout is None else max(float(timeout), 0.0)
 
 
-class ProcessQueue(Served, ControlledQueue):
-    """``multiprocessing.Queue`` / ``JoinableQueue``: a put is seen at once (the real one's feeder thread may take a
-    while: a program that relies on ``empty()`` right after a ``put`` is wrong there and not caught here)."""
-
-    _kind = "mp.Queue"
+class ServedQueue(Served, ControlledQueue):
+    """What ``multiprocessing``'s queue and a manager's share: enrolled as made, the nowait forms through the
+    subclass's own ``put``/``get`` (each family blocks and times out its own way), the rest routed as they are."""
 
     def __init__(self, run: RunContract, maxsize: int = 0) -> None:
         ControlledQueue.__init__(self, run, maxsize)
         self.enrol(run, self._name)
-
-    @routed
-    def put(self, obj: Any, block: bool = True, timeout: float | None = None) -> None:
-        ControlledQueue.put(self, dumps(self._run, obj), True, _mp_timeout(block, timeout))
-
-    @routed
-    def get(self, block: bool = True, timeout: float | None = None) -> Any:
-        wait = _mp_timeout(block, timeout)
-        return loads(self._run, ControlledQueue.get(self, wait is None or wait > 0, wait if wait else None))
 
     def put_nowait(self, obj: Any) -> None:
         self.put(obj, False)
@@ -122,6 +111,22 @@ class ProcessQueue(Served, ControlledQueue):
     full = routed(ControlledQueue.full)
     task_done = routed(ControlledQueue.task_done)
     join = routed(ControlledQueue.join)
+
+
+class ProcessQueue(ServedQueue):
+    """``multiprocessing.Queue`` / ``JoinableQueue``: a put is seen at once (the real one's feeder thread may take a
+    while: a program that relies on ``empty()`` right after a ``put`` is wrong there and not caught here)."""
+
+    _kind = "mp.Queue"
+
+    @routed
+    def put(self, obj: Any, block: bool = True, timeout: float | None = None) -> None:
+        ControlledQueue.put(self, dumps(self._run, obj), True, _mp_timeout(block, timeout))
+
+    @routed
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        wait = _mp_timeout(block, timeout)
+        return loads(self._run, ControlledQueue.get(self, wait is None or wait > 0, wait if wait else None))
 
     def close(self) -> None:
         """The real one stops its feeder thread; this one has none."""
