@@ -11,6 +11,8 @@ for its own reasons (a switch there is one a strategy could make anyway), a larg
 
 from __future__ import annotations
 
+from typing import Any
+
 from racecheck.runtime.relation import LOOKS
 from racecheck.runtime.steps import ObjKind
 
@@ -24,3 +26,32 @@ def spinning(access: tuple) -> bool:
     """Whether a step touching ``access``, repeated with no other thread run between, is a busy-wait: it reads
     memory and changes nothing."""
     return bool(access) and all(one.kind in LOOKS and one.obj.kind is _MEMORY for one in access)
+
+
+class SpinWatch:
+    """The count a chooser keeps past its recorded or prefixed choices (a replay's, shrinking's bounded dfs): how
+    many decisions in a row kept one thread at one step while another could run."""
+
+    __slots__ = ("again", "repeats")
+
+    def __init__(self) -> None:
+        self.again: tuple | None = None  # the current thread and its next step, kept ...
+        self.repeats = 0  # ... at this many decisions in a row
+
+    def spins(self, decision: Any) -> bool:
+        """Whether, at ``decision``, the current thread has made the same read of memory ``SPIN`` times in a row
+        with another thread able to run: a busy-wait to hand over from (the count then starts again)."""
+        view = decision.view
+        running = None if view is None else view.running
+        if not decision.current_enabled or len(decision.enabled) < 2 or running is None:
+            self.again = None  # no one running, or no one else to run: the count starts again
+            return False
+        again = (decision.current, running.access)
+        if again != self.again:
+            self.again, self.repeats = again, 1
+            return False
+        self.repeats += 1
+        if self.repeats >= SPIN and spinning(running.access):
+            self.again, self.repeats = None, 0
+            return True
+        return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from racecheck.errors import ReplayDivergence
 from racecheck.runtime.chooser import Chooser
-from racecheck.search.busy_wait import SPIN, spinning
+from racecheck.search.busy_wait import SpinWatch
 from racecheck.search.strategy import Strategy
 
 __racecheck_engine__ = True
@@ -29,8 +29,7 @@ class DFSChooser(Chooser):
         self.prefix = prefix
         self.frames: list[_Frame] = []
         self.spins = spins  # past the prefix, hand over from a busy-waiting thread (``BoundedDFS.hand_over_spins``)
-        self.again: tuple | None = None  # past the prefix: the current thread and its next step, kept ...
-        self.repeats = 0  # ... at this many decisions in a row
+        self.watch = SpinWatch()  # past the prefix: how long the current thread has been kept at one step
 
     def _next(self, arity: int, costly: bool) -> int:
         position = len(self.frames)
@@ -52,28 +51,12 @@ class DFSChooser(Chooser):
 
     def pick_thread(self, decision):
         # Leaving a thread that could go on is a preemption, unless it yielded (CHESS's fairness: it waits anyway).
-        if self.spins and len(self.frames) >= len(self.prefix) and self._spinning(decision):
+        if self.spins and len(self.frames) >= len(self.prefix) and self.watch.spins(decision):
             # a busy-wait (``racecheck.search.busy_wait``): the next thread, as after a yield; this branch, like a
             # yield's, costs no preemption of the bound, and its "keep spinning" sibling is never run
             self.frames.append(_Frame(len(decision.enabled), 1, False))
             return 1
         return self._next(len(decision.enabled), decision.current_enabled and not decision.yielding)
-
-    def _spinning(self, decision) -> bool:
-        view = decision.view
-        running = None if view is None else view.running
-        if not decision.current_enabled or len(decision.enabled) < 2 or running is None:
-            self.again = None  # no one running, or no one else to run: the count starts again
-            return False
-        again = (decision.current, running.access)
-        if again != self.again:
-            self.again, self.repeats = again, 1
-            return False
-        self.repeats += 1
-        if self.repeats >= SPIN and spinning(running.access):
-            self.again, self.repeats = None, 0
-            return True
-        return False
 
     def pick_value(self, n, label):
         return self._next(n, False)

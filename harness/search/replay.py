@@ -14,7 +14,7 @@ from typing import Any
 from racecheck.runtime.chooser import Chooser, Decision, RunView
 from racecheck.runtime.scheduler import VALUE_PICK
 from racecheck.runtime.steps import RunEnd
-from racecheck.search.busy_wait import SPIN, spinning
+from racecheck.search.busy_wait import SpinWatch
 from racecheck.search.divergence import LIKELY_CAUSE, event_text
 
 __racecheck_engine__ = True
@@ -41,8 +41,7 @@ class Replayer(Chooser):
         self.expected_steps = list(steps) if steps else None
         self.position = 0
         self.divergence: str | None = None
-        self.again: tuple | None = None  # past the choices: the current thread and its next step, kept ...
-        self.repeats = 0  # ... at this many decisions in a row (``_past_the_end``)
+        self.watch = SpinWatch()  # past the choices: how long the current thread has been kept at one step
 
     def _recorded(self, position: int) -> int:
         return self.choices[position] if position < len(self.choices) else 0
@@ -70,23 +69,9 @@ class Replayer(Chooser):
         """Past the recorded choices the current thread is kept (0), unless it busy-waits (``busy_wait``: the same
         read of memory at ``SPIN`` decisions in a row): then the next thread runs, as after a yield, and a shrink
         probe that let a thread spin ends instead of running to its step cap."""
-        enabled = decision.enabled
-        index = 0
-        view = decision.view
-        running = None if view is None else view.running
-        if decision.current_enabled and len(enabled) > 1 and running is not None:
-            again = (decision.current, running.access)
-            if again == self.again:
-                self.repeats += 1
-                if self.repeats >= SPIN and spinning(again[1]):
-                    self.again, self.repeats = None, 0
-                    index = 1
-            else:
-                self.again, self.repeats = again, 1
-        else:
-            self.again = None  # no one running, or no one else to run: the count starts again
+        index = 1 if self.watch.spins(decision) else 0
         if self.divergence is None and not self._check_step(position):
-            self._check_thread(position, enabled, index)
+            self._check_thread(position, decision.enabled, index)
         return index
 
     def pick_value(self, n: int, label: str) -> int:
