@@ -6,13 +6,12 @@ planted mistake must fail the same comparison.
 
 Waits that would find nothing use a short real timeout (virtual under racecheck)."""
 
-import functools
 import multiprocessing
 
 import pytest
-import racecheck
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from manager_compare import compare_to_real
 from racecheck.control.processes.manager_data import ManagedList
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
@@ -201,31 +200,16 @@ class _Kept:
         return None
 
 
-@pytest.fixture(scope="module")
-def real_manager():
-    with multiprocessing.get_context("fork").Manager() as manager:
-        yield manager
-
-
-def _compare(program, ops, manager):
-    real: list = []
-    program(ops, real, manager)
-    served: list = []
-    result = racecheck.explore(functools.partial(program, ops, served), schedules=1, memory=False)
-    assert result.ok, result.failure
-    assert served[-1] == real[0], ops
-
-
 @SETTINGS
 @given(ops=OPS)
 def test_served_manager_proxies_match_a_real_manager_in_the_parent(real_manager, ops):
-    _compare(in_parent, ops, real_manager)
+    compare_to_real(in_parent, ops, real_manager)
 
 
 @CHILD_SETTINGS
 @given(ops=OPS)
 def test_served_manager_proxies_match_a_real_manager_in_a_child(real_manager, ops):
-    _compare(in_child, ops, real_manager)
+    compare_to_real(in_child, ops, real_manager)
 
 
 def test_a_planted_wrong_model_fails_the_comparison(real_manager, monkeypatch):
@@ -237,7 +221,7 @@ def test_a_planted_wrong_model_fails_the_comparison(real_manager, monkeypatch):
     @settings(SETTINGS, max_examples=200, phases=[Phase.generate])
     @given(OPS)
     def compared(ops):
-        _compare(in_parent, ops, real_manager)
+        compare_to_real(in_parent, ops, real_manager)
 
     with pytest.raises(AssertionError):
         compared()

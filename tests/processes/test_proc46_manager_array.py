@@ -4,13 +4,12 @@ operations (len, item and slice reads and writes, wrong types, iteration, str) o
 (results, and exception types) must be equal op for op. A planted mistake must fail the comparison."""
 
 import array
-import functools
 import multiprocessing
 
 import pytest
-import racecheck
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from manager_compare import compare_to_real
 from racecheck.control.processes.manager_array import ManagedArray
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None,
@@ -86,31 +85,16 @@ def in_child(ops, sink, manager=None):
     child.join()
 
 
-@pytest.fixture(scope="module")
-def real_manager():
-    with multiprocessing.get_context("fork").Manager() as manager:
-        yield manager
-
-
-def _compare(program, ops, manager):
-    real: list = []
-    program(ops, real, manager)
-    served: list = []
-    result = racecheck.explore(functools.partial(program, ops, served), schedules=1, memory=False)
-    assert result.ok, result.failure
-    assert served[-1] == real[0], ops
-
-
 @SETTINGS
 @given(ops=OPS)
 def test_a_served_managers_array_matches_a_real_one_in_the_parent(real_manager, ops):
-    _compare(in_parent, ops, real_manager)
+    compare_to_real(in_parent, ops, real_manager)
 
 
 @CHILD_SETTINGS
 @given(ops=OPS)
 def test_a_served_managers_array_matches_a_real_one_in_a_child(real_manager, ops):
-    _compare(in_child, ops, real_manager)
+    compare_to_real(in_child, ops, real_manager)
 
 
 def test_a_planted_wrong_array_fails_the_comparison(real_manager, monkeypatch):
@@ -121,7 +105,7 @@ def test_a_planted_wrong_array_fails_the_comparison(real_manager, monkeypatch):
     @settings(SETTINGS, max_examples=100, phases=[Phase.generate])
     @given(OPS)
     def compared(ops):
-        _compare(in_parent, ops, real_manager)
+        compare_to_real(in_parent, ops, real_manager)
 
     with pytest.raises(AssertionError):
         compared()
