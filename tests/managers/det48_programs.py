@@ -5,6 +5,7 @@ in a few dozen steps. Module-level functions only, so a child can reach them by 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 WORLD_SIZE = 2
 
@@ -39,3 +40,27 @@ def two_ranks(peek: bool = False) -> None:
 
 def two_ranks_peeking() -> None:
     two_ranks(peek=True)
+
+
+# --- issue 48 item 3: a manager that hands DCP its own storage_writer (DCP then asks isinstance(writer, AsyncStager),
+# a typing_extensions Protocol, which raised a TypeError under control after other explorations in one process) ---
+
+from racecheck.fixed_impl import DurableCheckpointManager  # noqa: E402
+from racecheck.scenarios.naive_managers import __racecheck_instrument__ as _naive_instrument  # noqa: E402
+
+__racecheck_instrument__ = ["racecheck.fixed_impl.checkpoint_manager", *_naive_instrument]
+
+
+class WriterArgManager(DurableCheckpointManager):
+    """The fixed manager, saving through ``dcp.async_save(..., storage_writer=FileSystemWriter(path))`` (DCP's
+    defaults otherwise, its fsyncs on)."""
+
+    def start_save(self, state: dict, path: str) -> Any:
+        import warnings
+
+        import torch.distributed.checkpoint as dcp
+
+        options: dict[str, Any] = {"no_dist": True} if self.world_size > 1 else {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return dcp.async_save(state, checkpoint_id=path, storage_writer=dcp.FileSystemWriter(path), **options)
