@@ -31,7 +31,7 @@ class DurableNoSyncManager(DurableCheckpointManager):
     real by ``dcp_state.PROOF_EXCLUDE`` cannot fsync a fake descriptor. (The fixed manager itself keeps DCP's
     default writer: handing ``async_save`` a ``storage_writer`` makes it ask ``isinstance(writer, AsyncStager)``
     of a typing_extensions Protocol, which raised a TypeError under control after other explorations in the same
-    process.)"""
+    process; gone since typing_extensions is unwatched: test_det48_replay.py.)"""
 
     def start_save(self, state: dict[str, Any], path: str) -> Any:
         return dcp_state.async_save(state, path, no_dist=self.world_size > 1, sync_files=False)

@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control.processes import segments, shares, spawned, warm
+from racecheck.control.processes import handles, segments, shares, spawned, warm
 from racecheck.control.processes.child_run import ONE_WAY, proxy_point
 from racecheck.control.processes.child_run import join as join_run
 from racecheck.control.processes.link import ROUTED, ChildEntry, portable, registry_of, uncontrolled
@@ -373,6 +373,7 @@ def start(process: Any, real_start: Any) -> None:
             else:
                 real_start(process)
         child.started = True
+        handles.name(process, label)
     finally:
         del process.run
         child_end.close()
