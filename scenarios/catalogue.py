@@ -39,8 +39,8 @@ _ALL = [
     define("manager-crash", managers.manager_crash, recovery=managers.manager_crash_recovery, semantics=_FAKE,
            small=False, takes="manager", why=_NO_CRASH),
     # the same saves by a manager on two ranks (forked processes of the run in one gloo group, modelled)
-    # memory=False: over files, synchronisation and collectives (memory watched costs ~7x a schedule, and a token
-    # can diverge when the warm-up fails early: docs/checkpoint-managers.md), unless the caller asks for memory=True
+    # memory=False: over files, synchronisation and collectives (memory watched costs ~7x a schedule:
+    # docs/checkpoint-managers.md), unless the caller asks for memory=True
     define("manager-ranks", manager_ranks.manager_ranks, semantics=_FAKE, small=False, takes="manager",
            why=_NO_INSTANT, memory=False),
 ]

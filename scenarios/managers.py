@@ -45,8 +45,8 @@ def config(ctx: Any) -> tuple[tuple[int, ...], int]:
 def small_config(scenario: Any, steps: tuple[int, ...] = (1, 2), watcher_checks: int = 1,
                  sentinel: bool = False) -> Any:
     """``scenario`` with fewer saves and watcher checks: a space dpor can exhaust. ``sentinel``: the instant check
-    at every step (``manager_sentinel``) in place of the watcher; for runs with ``memory=False`` (with memory
-    watched, a failure's token found with the sentinel may diverge on replay: docs/checkpoint-managers.md)."""
+    at every step (``manager_sentinel``) in place of the watcher (dpor's proofs keep the watcher: its checks
+    conflict with every step; docs/checkpoint-managers.md)."""
     return replace(scenario, extra={"steps": steps, "watcher_checks": watcher_checks, "sentinel": sentinel})
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import linecache
 import sys
 import types
@@ -205,6 +206,25 @@ class Watching(memory_discovery.Discovery):
         for fn in self.pending.pop(filename, ()):
             self._swap(fn, compiled)
         return compiled
+
+    def rewritten_between(self, start: int, end: int) -> tuple[str, ...]:
+        """The modules rewritten after the first ``start`` were reached and before the first ``end`` (``modules``
+        keeps the order they were reached in): what a run that began with ``end`` of them watched beyond a run that
+        began with ``start``."""
+        names = list(self.modules)[start:end]
+        return tuple(name for name in names if self.modules[name] is not None)
+
+    def bring(self, names: Iterable[str]) -> None:
+        """Bring the named modules under watch now, between runs, importing any not imported yet: what earlier
+        schedules of the exploration that recorded a token had brought, so its replay watches the same code.
+        ImportError when one cannot be imported here."""
+        for name in names:
+            module = sys.modules.get(name)
+            if module is None:
+                module = importlib.import_module(name)
+            namespace = module.__dict__
+            if _watchable(name, namespace, self.excluded):
+                self.module(name, namespace, namespace.get("__file__"))
 
     def _swap(self, fn: types.FunctionType, compiled: Compiled | None) -> None:
         code = fn.__code__

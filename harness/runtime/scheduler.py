@@ -84,6 +84,7 @@ class Run:
         self.watch: Any = None  # what watches its plain memory (``control.memory_names.Watch``), None: nothing
         # Code came under memory watch while this run went: some may have run unwatched, so it is run again
         self.stale = False
+        self.watched_modules = 0  # how many modules were under memory watch as it began (its token names the later)
         # The only thread that can run, as last seen: its memory accesses join its step until the run changes.
         self.alone: ThreadRecord | None = None
         # Plain memory accesses: a component whose entry points are the run's own (bound: no extra call per access)

@@ -109,6 +109,11 @@ def replay_database(
             continue
         if parsed.target != short_hash(session.target) or parsed.config != short_hash(session.config_key):
             continue  # another test or configuration sharing the key digest: leave it alone
+        try:
+            session.watch_modules(parsed.modules)
+        except TokenError:  # it watched a module this checkout no longer has
+            database.delete(key, text)
+            continue
         run, replayer = session.played(Replayer(parsed.choices, parsed.picked, parsed.steps))
         result.replayed += 1
         result.leaked_threads.extend(run.leaked)
@@ -149,6 +154,7 @@ def run_replay(fn: Callable[[], Any], token: str, cfg: Config, judge: bool = Fal
                 f"token was recorded with another configuration ({session.config_key!r} does not match)")
     with session.controlled():
         session.warm_up()
+        session.watch_modules(parsed.modules)
         run, replayer = session.played(Replayer(parsed.choices, parsed.picked, parsed.steps))
         divergence = replayer.divergence
         if divergence is None and shape_of(run.arities) != parsed.shape:

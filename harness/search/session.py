@@ -31,7 +31,14 @@ from racecheck.control import (
 from racecheck.control.memory_names import Watch, forget_local_classes
 from racecheck.control.processes import install as processes
 from racecheck.control.threads import controlled_thread_class
-from racecheck.errors import DataRaceError, InternalError, RacecheckError, ReplayDivergence, UserCallbackError
+from racecheck.errors import (
+    DataRaceError,
+    InternalError,
+    RacecheckError,
+    ReplayDivergence,
+    TokenError,
+    UserCallbackError,
+)
 from racecheck.runtime.affinity import OneCpu
 from racecheck.runtime.batch import Batch
 from racecheck.runtime.carrier import Carrier, trace_like_a_new_thread
@@ -141,6 +148,7 @@ class Session:
         self.target = _target_name(fn)
         self.config_key = config_key(parts, self.extensions)
         self.watching: Any = None  # the exploration's memory watch (its modules), once ``controlled`` began
+        self.warm_modules = 0  # how many of its modules the warm-up had reached (a token names those reached later)
         # sampled watching (random, pct, pos), and how the next run watches: "whole", "learn", "sampled" or
         # "warm-up" (it learns too)
         self.sampling: memory_sampling.Sampling | None = None
@@ -269,8 +277,19 @@ class Session:
         even when it brings code under watch (nothing of it is reported), and is the first learning run of sampled
         watching. Returns the run (None without memory watching), for an exploration to see that it hung."""
         if self.control.memory:
-            return self.run_once(Replayer((), hand_over_spins=True), locate=False, learn=True)
+            run = self.run_once(Replayer((), hand_over_spins=True), locate=False, learn=True)
+            self.warm_modules = len(self.watching.modules)
+            return run
         return None
+
+    def watch_modules(self, names: tuple[str, ...]) -> None:
+        """After the warm-up, the modules a token says its run watched beyond it (``Token.modules``); a one-line
+        TokenError for one that cannot be imported here."""
+        if names and self.watching is not None:
+            try:
+                self.watching.bring(names)
+            except ImportError as exc:
+                raise TokenError(f"the token's run watched a module that cannot be imported here: {exc}") from None
 
     def run_batch(
         self, next_chooser: Callable[[], Chooser | None], after: Callable[[Run], bool], locate: bool
@@ -323,6 +342,7 @@ class Session:
         run.locate = locate
         if self.control.memory:
             run.watch = Watch()
+            run.watched_modules = len(self.watching.modules)
             if self.sampling is not None:
                 if self.next_mode in ("learn", "warm-up"):
                     run.memory_steps.learning = []  # what its ``Learner`` sink learns from
@@ -465,7 +485,8 @@ class Session:
         """The token that replays ``run`` (its choices, trimmed, and what each decision picked and when), naming
         this test and configuration and the ``strategy``, ``seed`` and schedule ``index`` it came from."""
         choices = tuple(normalize(run.choices))
+        later = self.watching.rewritten_between(self.warm_modules, run.watched_modules) if self.watching else ()
         return Token(
             strategy, seed, index, short_hash(self.target), short_hash(self.config_key), shape_of(run.arities),
-            choices, tuple(run.picked), tuple(run.recorded_steps()),
+            choices, tuple(run.picked), tuple(run.recorded_steps()), later,
         ).encode()

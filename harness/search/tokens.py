@@ -1,6 +1,6 @@
 """Schedule tokens: a compact, versioned, copy-pasteable string that replays one schedule exactly.
 
-Layout: ``rc1.<strategy>.<seed>.<index>.<target>.<config>.<shape>.<choices>.<check>``
+Layout: ``rc1.<strategy>.<seed>.<index>.<target>.<config>.<shape>.<choices>[.<modules>].<check>``
 
 * ``rc1``       format version; anything else is refused.
 * strategy/seed/index say where the schedule came from (for humans and for reruns of the same exploration).
@@ -13,6 +13,11 @@ Layout: ``rc1.<strategy>.<seed>.<index>.<target>.<config>.<shape>.<choices>.<che
                 decision of the run which thread it picked (T<n> as n+1, 0 for a drawn value) and at which step,
                 and the run's last step, so a replay that takes another path says where: the step, the thread the
                 token expected and what ran instead.
+* modules       only when the run began with modules under memory watch that the warm-up had not reached (an
+                earlier schedule of the exploration brought them): base64url(zlib(their names, one per line)). A
+                replay brings them under watch after its warm-up, so its run watches what the recorded run watched
+                (which code a run watches decides its steps; what an exploration's earlier schedules reached is
+                not something a replay can redo).
 * check         8 hex of sha256 over everything before it, so a truncated or edited token is caught.
 """
 
@@ -95,6 +100,22 @@ def _decode_payload(text: str) -> tuple[list[int], list[int], list[int]]:
     return choices, picked, steps
 
 
+def _encode_modules(modules: tuple[str, ...]) -> str:
+    packed = zlib.compress("\n".join(modules).encode("utf-8"), 9)
+    return base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
+
+
+def _decode_modules(text: str) -> tuple[str, ...]:
+    try:
+        padded = text + "=" * (-len(text) % 4)
+        names = zlib.decompress(base64.urlsafe_b64decode(padded.encode("ascii"))).decode("utf-8").split("\n")
+    except Exception:
+        raise TokenError("malformed token: the watched-modules field does not decode") from None
+    if not all(part.isidentifier() for name in names for part in name.split(".")):
+        raise TokenError("malformed token: the watched-modules field holds something other than module names")
+    return tuple(names)
+
+
 @dataclass(frozen=True)
 class Token:
     strategy: str
@@ -106,6 +127,7 @@ class Token:
     choices: tuple[int, ...]
     picked: tuple[int, ...] = ()  # per decision: the thread that ran (tid + 1) or 0 for a drawn value
     steps: tuple[int, ...] = ()  # the step of every decision, then the run's last step (len(picked) + 1 values)
+    modules: tuple[str, ...] = ()  # watched as the run began, beyond what the warm-up brought under watch
 
     def encode(self) -> str:
         body = ".".join(
@@ -118,6 +140,7 @@ class Token:
                 self.config,
                 self.shape,
                 _encode_payload(list(self.choices), list(self.picked), list(self.steps)),
+                *([_encode_modules(self.modules)] if self.modules else []),
             ]
         )
         return f"{body}.{short_hash(body, 8)}"
@@ -136,9 +159,9 @@ def decode(text: object) -> Token:
         raise TokenError("not a racecheck token (it should start with 'rc1.')")
     if parts[0] != VERSION:
         raise TokenError(f"unsupported token version {parts[0]!r} (this racecheck reads {VERSION!r})")
-    if len(parts) != 9:
-        raise TokenError(f"malformed token: expected 9 dot-separated fields, got {len(parts)}")
-    version, strategy, seed, index, target, config, shape, payload, check = parts
+    if len(parts) not in (9, 10):
+        raise TokenError(f"malformed token: expected 9 or 10 dot-separated fields, got {len(parts)}")
+    version, strategy, seed, index, target, config, shape, payload, *watched, check = parts
     if not all(_FIELD.match(p) for p in parts):
         raise TokenError("malformed token: unexpected characters")
     body = ".".join(parts[:-1])
@@ -149,7 +172,9 @@ def decode(text: object) -> Token:
     except ValueError:
         raise TokenError("malformed token: seed and index must be integers") from None
     choices, picked, steps = _decode_payload(payload)
-    return Token(strategy, seed_value, index_value, target, config, shape, tuple(choices), tuple(picked), tuple(steps))
+    modules = _decode_modules(watched[0]) if watched else ()
+    return Token(strategy, seed_value, index_value, target, config, shape, tuple(choices), tuple(picked), tuple(steps),
+                 modules)
 
 
 def shape_of(arities: list[int]) -> str:

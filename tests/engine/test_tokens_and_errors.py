@@ -66,3 +66,27 @@ def test_token_errors_are_one_line():
     with pytest.raises(racecheck.TokenError) as info:
         racecheck.replay(classic_bugs.lost_update, "rc1.x")
     assert "\n" not in str(info.value)
+
+
+def test_a_token_names_the_modules_its_run_watched_beyond_the_warm_up():
+    """The optional tenth field: absent when empty (older tokens read as before), round-trips names, and a damaged
+    field is a one-line TokenError, never a traceback."""
+    from racecheck.errors import TokenError
+    from racecheck.search.tokens import Token, decode
+
+    plain = Token("pct", 0, 3, "abcd", "ef01", "2x0000", (1, 0), (1, 2), (4, 9, 12))
+    assert len(plain.encode().split(".")) == 9 and decode(plain.encode()).modules == ()
+    named = Token("pct", 0, 3, "abcd", "ef01", "2x0000", (1, 0), (1, 2), (4, 9, 12), ("torch._tensor", "a.b_c"))
+    text = named.encode()
+    assert len(text.split(".")) == 10 and decode(text) == named
+    parts = text.split(".")
+    from racecheck.search.tokens import short_hash
+
+    import base64
+    import zlib
+
+    junk = base64.urlsafe_b64encode(zlib.compress(b"not a module!")).decode().rstrip("=")
+    for damaged in ("AAAA", junk):  # not zlib at all; zlib of something that is not module names
+        body = ".".join([*parts[:8], damaged])
+        with pytest.raises(TokenError, match="watched-modules"):
+            decode(f"{body}.{short_hash(body, 8)}")

@@ -7,8 +7,8 @@ and a token's trace in a fresh process differed. A process of the run's sentinel
 (``P1.sentinel``, ``racecheck.control.processes.handles``). The first test fails without that (the first
 schedule's rerun differs at the pop); the second holds the token's replay, here and in a fresh process.
 
-Also: item 3 (a storage_writer handed to DCP), and the cause left open, as a strict xfail (the sentinel's token when
-the warm-up fails before reaching code a later schedule brings under watch)."""
+Also: item 3 (a storage_writer handed to DCP), and the sentinel's token when the warm-up fails before reaching code
+a later schedule brings under watch (the token names those modules: ``racecheck.search.tokens``)."""
 
 from __future__ import annotations
 
@@ -78,18 +78,37 @@ def test_a_storage_writer_handed_to_dcp_after_other_explorations():
         assert result.ok, result.failure
 
 
-@pytest.mark.xfail(strict=True, reason="open (det48): the warm-up failed before reaching torch._tensor, a later "
-                   "schedule brought it under watch, and pickle calls its __reduce_ex__ from C: the failing "
-                   "schedule's save had more steps than its replay's (docs/checkpoint-managers.md)")
+_FRESH_SENTINEL = """
+import json, sys
+import racecheck
+from racecheck import scenarios
+from racecheck.scenarios.managers import small_config
+scenario = small_config(scenarios.get("manager-retention"), steps=(1, 2, 3), watcher_checks=3, sentinel=True)
+prepared = scenario.build(scenarios.load_target("racecheck.scenarios.naive_managers:MegatronScanManager"), "posix")
+failure = racecheck.replay(prepared.fn, sys.stdin.read(), **prepared.explore_kwargs).failure
+print(json.dumps(None if failure is None else [failure.message, failure.trace]))
+"""
+
+
 def test_a_sentinel_token_replays_when_the_warm_up_fails_early():
-    """The one-rank sentinel with memory watched: MegatronScanManager's failure, replayed in the same process."""
+    """The one-rank sentinel with memory watched: MegatronScanManager's failure. The warm-up fails before the
+    manager's resume reaches ``torch.load``; a later schedule brings ``torch._tensor`` and others under watch (pickle
+    calls ``Tensor.__reduce_ex__`` from C: no run of the token reaches them itself), so the failing schedule's save
+    makes steps its replay would not make unless the token names those modules (``Token.modules``): replayed here
+    and in a fresh process to the same message and trace."""
     from racecheck import scenarios
     from racecheck.scenarios.managers import small_config
+    from racecheck.search.tokens import decode
 
     scenario = small_config(scenarios.get("manager-retention"), steps=(1, 2, 3), watcher_checks=3, sentinel=True)
     prepared = scenario.build(scenarios.load_target("racecheck.scenarios.naive_managers:MegatronScanManager"),
                               "posix")
     found = racecheck.explore(prepared.fn, strategy="pct", seed=0, shrink_budget=0, **prepared.explore_kwargs)
     assert found.failure is not None
+    assert "torch._tensor" in decode(found.failure.token).modules
     again = racecheck.replay(prepared.fn, found.failure.token, **prepared.explore_kwargs).failure
     assert again is not None and (again.message, again.trace) == (found.failure.message, found.failure.trace)
+    out = subprocess.run([sys.executable, "-c", _FRESH_SENTINEL], input=found.failure.token, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.splitlines()[-1]) == [found.failure.message, found.failure.trace]
