@@ -16,9 +16,10 @@ UPPER = ("racecheck.search", "racecheck.control", "racecheck.fakefs")
 
 # What the layers above the runtime may set on a run: its configuration before it starts (the session's
 # ``_prepare``: source lines, the memory watch and how many modules it held, where its threads run, how its memory
-# component watches) and the counters of the run contract that the control layer keeps during it (threads waiting outside; code that came
-# under watch meanwhile); and its outcome where a sink's finding fails the ended run (``data_races="fail"``), which
-# its chooser's ``RunEnd`` then says. A result is not among them: it stays on the sink that found it.
+# component watches) and the counters of the run contract that the control layer keeps during it (threads waiting
+# outside; code that came under watch meanwhile); and its outcome where a sink's finding fails the ended run
+# (``data_races="fail"``), which its chooser's ``RunEnd`` then says. A result is not among them: it stays on the
+# sink that found it.
 RUN_SETTINGS = frozenset({"locate", "watch", "watched_modules", "launch", "memory_steps.learning",
                           "memory_steps.sampled", "memory_steps.cold_codes", "outside", "stale", "failure"})
 EVENT_NAMES = frozenset({"event", "ev", "step", "row"})  # names that hold a trace event or a step in the engine
