@@ -80,10 +80,10 @@ def test_a_token_names_the_modules_its_run_watched_beyond_the_warm_up():
     text = named.encode()
     assert len(text.split(".")) == 10 and decode(text) == named
     parts = text.split(".")
-    from racecheck.search.tokens import short_hash
-
     import base64
     import zlib
+
+    from racecheck.search.tokens import short_hash
 
     junk = base64.urlsafe_b64encode(zlib.compress(b"not a module!")).decode().rstrip("=")
     for damaged in ("AAAA", junk):  # not zlib at all; zlib of something that is not module names

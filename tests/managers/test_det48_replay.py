@@ -22,9 +22,8 @@ import pytest
 pytest.importorskip("torch")
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled:UserWarning")
 
-import racecheck  # noqa: E402
-
 import det48_programs  # noqa: E402  (tests/managers is on sys.path)
+import racecheck  # noqa: E402
 
 OPTIONS = {"memory": True, "fs": "posix"}
 _FRESH = """
