@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import types
+import weakref
 from _thread import _local as _thread_local
 from collections import deque
 from typing import Any
@@ -97,10 +98,21 @@ def _identity_equality(value: Any) -> bool:
     return eq is object.__eq__ or isinstance(value, (type, types.ModuleType, types.FunctionType))
 
 
+class _Named(weakref.ref):
+    """A weak reference to a named object that knows the address it was named at."""
+
+    __slots__ = ("key",)
+
+
 class Watch:
     """One run's view of plain memory: object names and the accesses built on them.
 
-    Every object named is kept alive until the run ends, so no address is reused for another object within it.
+    A name does not keep its object alive where the object can be referred to weakly (instances of most classes):
+    it dies when the program drops it, inside the run, as it would uncontrolled, and its finalizer's accesses are
+    made there in every run, whichever code named it first (a sampled run whose unwatched code made an object and a
+    rerun watching everything agree on where it dies). Its name and the accesses built on it are forgotten then,
+    before its address can be another object's. The rest (dicts, lists, tuples: no finalizers of their own) are
+    kept until the run ends, so that no address of theirs is reused within it.
     """
 
     __slots__ = ("names", "counts", "memo", "lazy", "aliases", "walking", "home")
@@ -147,8 +159,23 @@ class Watch:
             number = self.counts.get(kind + within, 0) + 1
             self.counts[kind + within] = number
             name = f"{kind}#{number}{within}"
-        self.names[id(obj)] = (obj, name)
+        key = id(obj)
+        if type(obj).__weakrefoffset__:
+            named = _Named(obj, self.forget)
+            named.key = key
+            self.names[key] = (named, name)
+        else:
+            self.names[key] = (obj, name)
         return name
+
+    def forget(self, named: _Named) -> None:
+        """A named object died (its weak reference's callback): its address may be another object's next, so its
+        name goes, and the memo (a cache, built again for what is alive: a few deaths a schedule, so a whole clear
+        costs less than an index per address kept at every miss)."""
+        found = self.names.get(named.key)
+        if found is not None and found[0] is named:
+            del self.names[named.key]
+            self.memo.clear()
 
     def key_text(self, key: Any) -> str:
         """An item's key as a name: its repr where equal keys have equal reprs, else the key object's own name
