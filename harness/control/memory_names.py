@@ -105,6 +105,15 @@ class _Named(weakref.ref):
     __slots__ = ("key",)
 
 
+def _forgetter(watch: weakref.ref) -> Any:
+    def forget(named: _Named) -> None:
+        alive = watch()
+        if alive is not None:
+            alive.forget(named)
+
+    return forget
+
+
 class Watch:
     """One run's view of plain memory: object names and the accesses built on them.
 
@@ -116,12 +125,15 @@ class Watch:
     kept until the run ends, so that no address of theirs is reused within it.
     """
 
-    __slots__ = ("names", "counts", "memo", "lazy", "aliases", "walking", "home")
+    __slots__ = ("names", "counts", "memo", "lazy", "aliases", "walking", "home", "on_death", "__weakref__")
 
     def __init__(self, home: int = 0) -> None:
         # the thread whose objects are named without it (``dict#1``): the test's T0, or a child's first thread
         # (``control.processes.child_memory``), whose names its process label then prefixes (``P1.dict#1``)
         self.home = home
+        # the callback of every weak name: holds this watch weakly, so that names -> reference -> callback is no
+        # cycle and a run's watch goes with its run, not at the next collection
+        self.on_death = _forgetter(weakref.ref(self))
         self.names: dict[int, tuple[Any, str]] = {}  # id -> (object, its name in this run)
         self.counts: dict[str, int] = {}
         self.memo: dict[tuple[Any, ...], tuple[Access, ...]] = {}
@@ -162,7 +174,7 @@ class Watch:
             name = f"{kind}#{number}{within}"
         key = id(obj)
         if type(obj).__weakrefoffset__:
-            named = _Named(obj, self.forget)
+            named = _Named(obj, self.on_death)
             named.key = key
             self.names[key] = (named, name)
         else:

@@ -57,3 +57,17 @@ def test_objects_without_weak_references_are_kept_until_the_run_ends():
 def test_a_finalizer_runs_where_the_object_is_dropped_in_every_schedule():
     result = racecheck.explore(speed5_programs.finalizer_inside_the_run, schedules=20, memory=True)
     assert result.ok, result.summary()
+
+
+def test_a_watch_with_weak_names_goes_without_the_collector():
+    gc.disable()
+    try:
+        watch = Watch()
+        box = speed5_programs.Box()
+        watch.attribute(box, "value", WRITE)
+        gone = weakref.ref(watch)
+        del watch
+        assert gone() is None, "a reference cycle keeps the run's watch (and what it holds) until a collection"
+        del box  # its weak name's callback finds no watch: nothing to forget
+    finally:
+        gc.enable()
