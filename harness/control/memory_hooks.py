@@ -67,12 +67,10 @@ def _touch(run: Any, op: str, declared: Any, compute: Callable[..., Any], *args:
 
 
 def _read_attribute(run: Any, watch: Any, obj: Any, name: str) -> None:
-    declared = watch.attribute_declared(obj, name, READ)
+    declared, access = watch.read_attribute(obj, name)
     if declared is not None:
         _touch(run, "read", declared, watch.attribute, obj, name, READ)
-        return
-    access = watch.attribute(obj, name, READ)
-    if access is not None:
+    elif access is not None:
         run.memory("read", access, 1)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import types
+import weakref
 from _thread import _local as _thread_local
 from collections import deque
 from typing import Any
@@ -88,6 +89,7 @@ def forget_class_attribute(name: str) -> None:
 
 
 _MISSING = object()
+_MODULE = types.ModuleType  # module globals: a name a hook looks up at every access costs a bytecode less
 _HEX_DIGEST = re.compile(r"[0-9a-f]{16,}|[0-9A-F]{16,}")
 _SIMPLE_KEYS = (str, int, float, bool, bytes, type(None), complex)
 
@@ -97,18 +99,41 @@ def _identity_equality(value: Any) -> bool:
     return eq is object.__eq__ or isinstance(value, (type, types.ModuleType, types.FunctionType))
 
 
+class _Named(weakref.ref):
+    """A weak reference to a named object that knows the address it was named at."""
+
+    __slots__ = ("key",)
+
+
+def _forgetter(watch: weakref.ref) -> Any:
+    def forget(named: _Named) -> None:
+        alive = watch()
+        if alive is not None:
+            alive.forget(named)
+
+    return forget
+
+
 class Watch:
     """One run's view of plain memory: object names and the accesses built on them.
 
-    Every object named is kept alive until the run ends, so no address is reused for another object within it.
+    A name does not keep its object alive where the object can be referred to weakly (instances of most classes):
+    it dies when the program drops it, inside the run, as it would uncontrolled, and its finalizer's accesses are
+    made there in every run, whichever code named it first (a sampled run whose unwatched code made an object and a
+    rerun watching everything agree on where it dies). Its name and the accesses built on it are forgotten then,
+    before its address can be another object's. The rest (dicts, lists, tuples: no finalizers of their own) are
+    kept until the run ends, so that no address of theirs is reused within it.
     """
 
-    __slots__ = ("names", "counts", "memo", "lazy", "aliases", "walking", "home")
+    __slots__ = ("names", "counts", "memo", "lazy", "aliases", "walking", "home", "on_death", "__weakref__")
 
     def __init__(self, home: int = 0) -> None:
         # the thread whose objects are named without it (``dict#1``): the test's T0, or a child's first thread
         # (``control.processes.child_memory``), whose names its process label then prefixes (``P1.dict#1``)
         self.home = home
+        # the callback of every weak name: holds this watch weakly, so that names -> reference -> callback is no
+        # cycle and a run's watch goes with its run, not at the next collection
+        self.on_death = _forgetter(weakref.ref(self))
         self.names: dict[int, tuple[Any, str]] = {}  # id -> (object, its name in this run)
         self.counts: dict[str, int] = {}
         self.memo: dict[tuple[Any, ...], tuple[Access, ...]] = {}
@@ -147,8 +172,23 @@ class Watch:
             number = self.counts.get(kind + within, 0) + 1
             self.counts[kind + within] = number
             name = f"{kind}#{number}{within}"
-        self.names[id(obj)] = (obj, name)
+        key = id(obj)
+        if type(obj).__weakrefoffset__:
+            named = _Named(obj, self.on_death)
+            named.key = key
+            self.names[key] = (named, name)
+        else:
+            self.names[key] = (obj, name)
         return name
+
+    def forget(self, named: _Named) -> None:
+        """A named object died (its weak reference's callback): its address may be another object's next, so its
+        name goes, and the memo (a cache, built again for what is alive: a few deaths a schedule, so a whole clear
+        costs less than an index per address kept at every miss)."""
+        found = self.names.get(named.key)
+        if found is not None and found[0] is named:
+            del self.names[named.key]
+            self.memo.clear()
 
     def key_text(self, key: Any) -> str:
         """An item's key as a name: its repr where equal keys have equal reprs, else the key object's own name
@@ -178,7 +218,7 @@ class Watch:
         """An access to attribute ``name`` of ``obj`` (None: nothing to watch: a method, a property, a module
         global that nothing rebinds)."""
         cls = type(obj)
-        if cls is types.ModuleType or isinstance(obj, types.ModuleType):  # a module, a facade, a lazy module
+        if cls is _MODULE or isinstance(obj, _MODULE):  # a module, a facade, a lazy module
             module = obj.__name__
             return self.global_(module, name, kind) if write or name in rebound_of(module) else None
         if isinstance(obj, type):
@@ -194,16 +234,23 @@ class Watch:
                 return self._named(where, name, kind)
         return self._named(obj, name, kind)
 
-    def attribute_declared(self, obj: Any, name: str, kind: str) -> tuple[Access, ...] | None:
-        """What a read of an attribute may touch before the state it meets is known: None when that is exactly
-        what it touches (``attribute``), else both places it may be held (the instance, or its class until the
-        instance sets its own)."""
-        if isinstance(obj, (type, types.ModuleType)):
-            return None
-        where = where_attribute(type(obj), name)
-        if where is _INSTANCE or where is _SKIP or where is _PER_THREAD:
-            return None
-        return self._named(obj, name, kind) + self._named(where, name, kind)
+    def read_attribute(self, obj: Any, name: str) -> tuple[tuple[Access, ...] | None, tuple[Access, ...] | None]:
+        """A read of attribute ``name`` of ``obj``, as ``(declared, None)`` where what it touches depends on the
+        state it meets (both places the attribute may be held: the instance, or its class until the instance sets
+        its own; ``attribute`` tells which once the point is passed), else ``(None, attribute(obj, name, READ))``.
+        One call for the memory hooks' most frequent access, where two looked the attribute's home up twice."""
+        cls = type(obj)
+        if cls is _MODULE or isinstance(obj, _MODULE):  # a module, a facade, a lazy module
+            module = obj.__name__
+            return None, (self.global_(module, name, READ) if name in rebound_of(module) else None)
+        if isinstance(obj, type):
+            return None, self._named(obj, name, READ)
+        where = where_attribute(cls, name)
+        if where is _INSTANCE:
+            return None, self._named(obj, name, READ)
+        if where is _SKIP or where is _PER_THREAD:
+            return None, None
+        return self._named(obj, name, READ) + self._named(where, name, READ), None
 
     def _named(self, owner: Any, name: str, kind: str) -> tuple[Access, ...]:
         key = (id(owner), name, kind)
