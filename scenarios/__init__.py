@@ -36,7 +36,8 @@ NAIVE_MANAGER_TARGETS = tuple(f"racecheck.scenarios.naive_managers:{name}" for n
     "MegatronStyleManager", "MegatronScanManager", "SkyRLStyleManager", "KempnerStyleManager"))
 # the same over DCP's process-based async_save (the manager-ranks-process cell runs only these)
 PROCESS_MANAGER_TARGET = "racecheck.fixed_impl:ProcessCheckpointManager"
-NAIVE_PROCESS_MANAGER_TARGETS = ("racecheck.scenarios.process_managers:ProcessKempnerManager",)
+NAIVE_PROCESS_MANAGER_TARGETS = tuple(f"racecheck.scenarios.process_managers:{name}" for name in (
+    "ProcessKempnerManager", "ProcessBackToBackManager"))
 
 
 def get(name: str) -> Scenario:

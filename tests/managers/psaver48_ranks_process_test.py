@@ -2,7 +2,8 @@
 ranks, each rank's checkpoint daemon a grandchild of the run. The default test only checks which managers the cell
 takes (no process is started); the explorations are ``-m slow`` (a schedule starts two ranks and two daemons:
 seconds each after the first, which warms the templates): the fixed manager clean under pct, the KempnerForge-style
-one found with default options and its token replayed in a fresh process."""
+one found with default options and its token replayed in a fresh process, and back-to-back saves (two daemons on
+a rank) found with default options."""
 
 from __future__ import annotations
 
@@ -68,6 +69,18 @@ def test_kempner_over_the_daemon_token_replays_in_a_fresh_process(kempner_found)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith(("[", "null", '"'))]
     assert lines == [[failure.message, failure.trace]], (lines, out.stderr[-2000:])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_back_to_back_saves_over_the_daemon_are_found_on_two_ranks_with_default_options():
+    """The tracker is right; the daemons are not: a second save made while the first daemon starts starts
+    another (the one-daemon oracle), or one rank skips the port broadcast the other enters (a deadlock)."""
+    prepared = _prepared(scenarios.NAIVE_PROCESS_MANAGER_TARGETS[1])
+    result = racecheck.explore(prepared.fn, strategy="pct", **prepared.explore_kwargs)
+    failure = result.failure
+    assert failure is not None, f"pct found nothing in {result.schedules} schedules"
+    assert "checkpoint daemons in one process" in failure.message or "deadlock" in failure.message, failure.message
 
 
 @pytest.mark.slow
