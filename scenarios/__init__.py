@@ -34,6 +34,10 @@ DCP_WAITING_TARGET = "racecheck.scenarios.dcp:WaitingDcpAsyncCheckpointIO"
 MANAGER_TARGET = "racecheck.fixed_impl:DurableCheckpointManager"
 NAIVE_MANAGER_TARGETS = tuple(f"racecheck.scenarios.naive_managers:{name}" for name in (
     "MegatronStyleManager", "MegatronScanManager", "SkyRLStyleManager", "KempnerStyleManager"))
+# the same over DCP's process-based async_save (the manager-ranks-process cell runs only these)
+PROCESS_MANAGER_TARGET = "racecheck.fixed_impl:ProcessCheckpointManager"
+NAIVE_PROCESS_MANAGER_TARGETS = tuple(f"racecheck.scenarios.process_managers:{name}" for name in (
+    "ProcessKempnerManager", "ProcessBackToBackManager"))
 
 
 def get(name: str) -> Scenario:
@@ -61,6 +65,8 @@ __all__ = [
     "LEGACY_TARGET",
     "MANAGER_TARGET",
     "NAIVE_MANAGER_TARGETS",
+    "NAIVE_PROCESS_MANAGER_TARGETS",
+    "PROCESS_MANAGER_TARGET",
     "READERS",
     "SEMANTICS",
     "STOCK_TARGET",

@@ -5,7 +5,16 @@ Why a registry module of its own: ``racecheck.scenarios`` re-exports it, and add
 
 from __future__ import annotations
 
-from racecheck.scenarios import crash, faults, manager_ranks, managers, ordering, trainer, workload
+from racecheck.scenarios import (
+    crash,
+    faults,
+    manager_ranks,
+    manager_ranks_process,
+    managers,
+    ordering,
+    trainer,
+    workload,
+)
 from racecheck.scenarios.core import Scenario, define
 
 _FAKE = ("posix", "windows")
@@ -43,6 +52,10 @@ _ALL = [
     # docs/checkpoint-managers.md), unless the caller asks for memory=True
     define("manager-ranks", manager_ranks.manager_ranks, semantics=_FAKE, small=False, takes="manager",
            why=_NO_INSTANT, memory=False),
+    # the same with DCP's process-based async_save: each rank's checkpoint daemon a grandchild of the run; only
+    # managers declaring async_checkpointer = "process"; watchdog 10 s: a daemon's first start on a loaded machine
+    define("manager-ranks-process", manager_ranks_process.manager_ranks_process, semantics=_FAKE, small=False,
+           takes="manager", saver="process", why=_NO_INSTANT, memory=False, watchdog=10.0),
 ]
 
 CATALOGUE: dict[str, Scenario] = {s.name: s for s in _ALL}

@@ -261,10 +261,12 @@ class Scenario:
     extra: Any = field(default=None, repr=False, compare=False)  # scenario data, e.g. a generated workload
     reader: str = "target"
     takes: str = "io"  # a key of KINDS: what kind of target the workload drives
+    # a manager scenario for one saver only ("process": managers declaring ``async_checkpointer = "process"``)
+    saver: str | None = None
 
     def accepts(self, target: Target) -> bool:
         """Whether this scenario runs against ``target`` (a CheckpointIO scenario never takes a manager)."""
-        return target.kind == self.takes
+        return target.kind == self.takes and (self.saver is None or saver_of(target) == self.saver)
 
     @property
     def crash(self) -> bool:
@@ -285,6 +287,10 @@ class Scenario:
             reason = f" ({self.why})" if self.why else ""
             raise ScenarioError(f"scenario {self.name!r} does not run under {fs!r}; it runs under "
                                 f"{', '.join(self.semantics)}{reason}")
+        if target.kind == self.takes and not self.accepts(target):
+            raise ScenarioError(f"scenario {self.name!r} runs a manager whose saver is {self.saver!r} (a class "
+                                f"declaring async_checkpointer = {self.saver!r}); target {target.spec}'s is "
+                                f"{saver_of(target)!r}")
         if not self.accepts(target):
             raise ScenarioError(f"scenario {self.name!r} runs {KINDS[self.takes]}; target {target.spec} is "
                                 f"{KINDS[target.kind]}")
@@ -323,8 +329,10 @@ class Scenario:
         return Prepared(scenario=self, target=target, fs=fs, fn=scenario, explore_kwargs=kwargs)
 
 
-
-
+def saver_of(target: Target) -> str:
+    """How a manager target saves: what its class declares as ``async_checkpointer`` ("thread" unless it says)."""
+    said = getattr(target.io_class, "async_checkpointer", "thread")
+    return said if isinstance(said, str) else "thread"
 
 
 def define(name: str, workload: Callable[[Context], None], **options: Any) -> Scenario:

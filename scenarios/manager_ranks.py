@@ -48,6 +48,12 @@ def manager_ranks(ctx: Any) -> None:
     Reader: target. The tracker and each rank part's complete marker are read from the fake store by name; the
     checkpoint is loaded through a fresh instance of the manager (its resume) in the root process.
     """
+    two_ranks(ctx, rank_main)
+
+
+def two_ranks(ctx: Any, main: Any) -> None:
+    """``manager_ranks`` with ``main`` as each rank's body (``rank_main``'s arguments): the sentinel's instant
+    check while the ranks run, then the resume in the root process."""
     import torch.multiprocessing as tmp
 
     steps, _checks = config(ctx)
@@ -55,7 +61,7 @@ def manager_ranks(ctx: Any) -> None:
     sentinel = Sentinel(ctx.target.io_class, ctx.directory, WORLD_SIZE)
     sentinel.start()
     try:
-        tmp.start_processes(rank_main, args=(ctx.target.factory, ctx.directory, steps), nprocs=WORLD_SIZE,
+        tmp.start_processes(main, args=(ctx.target.factory, ctx.directory, steps), nprocs=WORLD_SIZE,
                             join=True, start_method="fork")
     finally:
         sentinel.stop()
