@@ -10,6 +10,7 @@ children read) point at a folder of this process's own, set before any test modu
 
 from __future__ import annotations
 
+import multiprocessing.util
 import os
 import shutil
 import tempfile
@@ -34,4 +35,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             os.environ.pop("TMPDIR", None)
         else:
             os.environ["TMPDIR"] = environ
-        shutil.rmtree(folder, ignore_errors=True)
+        # at exit, after multiprocessing's own finalizers (its pymp-* folder in ours goes at priority -100)
+        multiprocessing.util.Finalize(None, shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True},
+                                      exitpriority=-101)
