@@ -211,6 +211,14 @@ class ChildRun:
             self.link.alone = me.tid
         return bool(decided)
 
+    def thread_began(self) -> None:
+        """A thread of the run started in the child (at its start point): its memory is no longer one thread's."""
+        self.live += 1
+
+    def thread_ended(self) -> None:
+        """A thread of the run in the child ended: all its accesses are made (``_lone``)."""
+        self.live -= 1
+
     def _lone(self, access: tuple) -> bool:
         """Whether the calling thread, the child's one thread of the run that has not ended, makes ``access``
         without a point: memory no other thread of the run can reach then (``child_memory``'s lone threads)."""
