@@ -21,7 +21,25 @@ from racecheck.runtime.steps import Access, Obj
 __racecheck_engine__ = True
 
 KINDS = (*link.MEMORY, "merges")
+# Whether the one thread of the run left in a child makes its plain memory accesses without points (``private``),
+# as the parent tells each child it starts (``children``): on by default; off only to measure what it saves
+# (``benchmarks/bench_ranks.py --cut``). A token replays only with the setting it was found with.
+LONE_CUT = True
+# Objects whose memory another process may map too: a real ``mmap`` and views of buffers (a ``memoryview`` of one
+# or of a segment the child attached): their accesses stay points. The prefixes of their names (``Watch``).
+SHARED_PREFIXES = ("mmap#", "mmap@", "memoryview#", "memoryview@")
 ONE_WAY = ("replace_memory", "merge_memory", "atomic", "merges")
+
+
+def private(access: tuple[Access, ...]) -> bool:
+    """Whether ``access`` touches only memory of the child's own, which no other process reaches: then, while one
+    thread of the run is left in the child, no other thread can touch it before that thread's next point, and the
+    access joins its running step (its place in the trace and the data race finder unchanged) instead of making a
+    point of its own. Why this loses no interleaving: docs/control.md, "A child's lone thread"."""
+    for one in access:
+        if one.obj.name.startswith(SHARED_PREFIXES):
+            return False
+    return True
 
 
 def under(label: str, access: tuple[Access, ...]) -> tuple[Access, ...]:

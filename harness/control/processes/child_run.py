@@ -69,6 +69,10 @@ class ChildRun:
             self.memory_steps = child_memory.ChildSteps(self)
         self.stale = False
         self.threads: list[tuple[Any, ChildRecord]] = []  # (Thread, record) of the threads it started
+        # How many threads of the run the child has that have not ended (its first, and those it started: kept by
+        # ``child_threads``), and whether a lone one's plain memory makes no points (``child_memory.lone``)
+        self.live = 1
+        self.lone_cut = setting.get("lone", False)
         self.pending: dict[int, list] = {}  # tid -> [the wait's predicate, what the parent was last told]
         # ``os.getpid()`` inside the run: fixed, and its own (code that compares pids to notice a fork still can)
         self.logical_pid = 4242 + int(label[1:])
@@ -189,8 +193,10 @@ class ChildRun:
         if not self.mine():
             return
         me = runtime.thread_state.thread
-        if me.real_held or self.link.alone == me.tid:  # inside a real lock's critical section, or alone: no point
+        if me.real_held or self.link.alone == me.tid or self._lone(access):
+            # inside a real lock's critical section, alone in the run, or the one thread of the child: no point
             self.merge_memory(access)
+
         elif self.ask("memory", op, access, caller_line(), shown)[1]:
             self.link.alone = me.tid
 
@@ -198,10 +204,25 @@ class ChildRun:
         me = runtime.thread_state.thread
         if not self.mine() or me.real_held or self.link.alone == me.tid:
             return False
+        if self._lone(declared):
+            return False
         decided, alone = self.ask("memory_point", op, declared, caller_line(), shown)
         if alone:
             self.link.alone = me.tid
         return bool(decided)
+
+    def thread_began(self) -> None:
+        """A thread of the run started in the child (at its start point): its memory is no longer one thread's."""
+        self.live += 1
+
+    def thread_ended(self) -> None:
+        """A thread of the run in the child ended: all its accesses are made (``_lone``)."""
+        self.live -= 1
+
+    def _lone(self, access: tuple) -> bool:
+        """Whether the calling thread, the child's one thread of the run that has not ended, makes ``access``
+        without a point: memory no other thread of the run can reach then (``child_memory``'s lone threads)."""
+        return self.live == 1 and self.lone_cut and child_memory.private(access)
 
     def replace_memory(self, access: tuple) -> None:
         if self.mine():

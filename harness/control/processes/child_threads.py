@@ -39,6 +39,7 @@ def start_in_child(run: Any, thread: Any, real_start: Any, record: Any) -> None:
     where = code_location(getattr(thread, "_target", None) or type(thread).run)
     tid = run.ask("thread", thread.name, bool(thread.daemon), where)
     rec = record(run, tid)
+    run.thread_began()  # from its start point on, the child's memory is no longer one thread's
     setattr(thread, RECORD, rec)
     run.threads.append((thread, rec))
     body = thread.run
@@ -58,9 +59,11 @@ def start_in_child(run: Any, thread: Any, real_start: Any, record: Any) -> None:
             body()
         except BaseException as exc:  # noqa: BLE001 - a thread's exception is a finding, as in the parent
             rec.finished = True
+            run.thread_ended()
             _say(run, ("raised", portable(exc), traceback.format_exc()))
             return
         rec.finished = True
+        run.thread_ended()
         _say(run, ("exit",))
 
     thread.run = controlled

@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from racecheck import runtime
-from racecheck.control.processes import handles, segments, shares, spawned, warm
+from racecheck.control.processes import child_memory, handles, segments, shares, spawned, warm
 from racecheck.control.processes.child_run import ONE_WAY, proxy_point
 from racecheck.control.processes.child_run import join as join_run
 from racecheck.control.processes.link import ROUTED, ChildEntry, portable, registry_of, uncontrolled
@@ -201,7 +201,8 @@ class Child:
             resources[FILES] = disk
         resources.update(shares.for_child(self.run, self.label))
         return {"label": self.label, "config": self.run.config, "resources": resources, "install": chosen,
-                "home": self.home, "tid": self.rec.tid, "memory": self.run.watch is not None}
+                "home": self.home, "tid": self.rec.tid, "memory": self.run.watch is not None,
+                "lone": child_memory.LONE_CUT}
 
     def _point(self, message: tuple) -> tuple | None:
         """A point, note or question of the child's own stand-ins, made here; the answer, or None (one-way)."""
