@@ -40,6 +40,7 @@ def test_engine_counts_split_the_engine_from_the_workload():
     assert "engine, all" in out and "scheduler.py:" in out and "x this" in out
 
 
+@pytest.mark.slow  # ~30 s under valgrind; the benchmark tool itself, not a property of the engine
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="search_instructions counts under valgrind")
 def test_search_instructions_counts_both_strategies_on_the_futures_program():
     out = _run("search_instructions.py", "--no-scenarios", "--schedules", "4")
