@@ -52,25 +52,16 @@ class SharedMemory:
             access = event.access
             if not access:
                 continue
-            bit = 1 << event.tid
             for one in access:
                 obj = one.obj
                 if obj.kind is not _MEMORY or obj in shared:
                     continue
                 kinds = touched.get(obj)
                 if kinds is None:
-                    touched[obj] = {one.kind: bit}
-                    continue
-                kind = one.kind
-                mask = kinds.get(kind, 0)
-                if mask & bit:
-                    continue
-                kinds[kind] = mask | bit
-                for other, threads in kinds.items():
-                    if threads & ~bit and conflict[(kind, other)]:
-                        shared.add(obj)
-                        del touched[obj]  # a shared object is never asked about again
-                        break
+                    touched[obj] = {one.kind: 1 << event.tid}
+                elif _conflicts(kinds, event.tid, one.kind, conflict):
+                    shared.add(obj)
+                    del touched[obj]  # a shared object is never asked about again
 
     def _learn_seen(self, seen: Mapping[Any, Iterable[tuple[int, Any]]]) -> None:
         conflict = relation.active().conflict_rows[_MEMORY]
@@ -82,19 +73,10 @@ class SharedMemory:
             if kinds is None:
                 kinds = touched[obj] = {}
             for tid, kind in pairs:
-                bit = 1 << tid
-                mask = kinds.get(kind, 0)
-                if mask & bit:
-                    continue
-                kinds[kind] = mask | bit
-                for other, threads in kinds.items():
-                    if threads & ~bit and conflict[(kind, other)]:
-                        break
-                else:
-                    continue
-                shared.add(obj)
-                del touched[obj]
-                break
+                if _conflicts(kinds, tid, kind, conflict):
+                    shared.add(obj)
+                    del touched[obj]
+                    break
 
     def quiet(self, access: tuple[Access, ...]) -> bool:
         """Whether a step touching ``access`` commutes with every other thread's step, as far as the runs so far
@@ -107,3 +89,18 @@ class SharedMemory:
             if obj.kind is not _MEMORY or obj not in touched:
                 return False
         return True
+
+
+def _conflicts(kinds: dict[Any, int], tid: int, kind: Any, conflict: Mapping[Any, bool]) -> bool:
+    """Note that thread ``tid`` touched an object with ``kind`` (``kinds``: per kind, the mask of the threads seen
+    with it); whether that makes the object shared: another thread touched it with a kind that conflicts. What both
+    ways of learning (from a trace, from the finder's pairs) decide an object by."""
+    bit = 1 << tid
+    mask = kinds.get(kind, 0)
+    if mask & bit:
+        return False
+    kinds[kind] = mask | bit
+    for other, threads in kinds.items():
+        if threads & ~bit and conflict[(kind, other)]:
+            return True
+    return False
