@@ -4,26 +4,26 @@ child's own ``torch.distributed`` (``child``)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 
 from racecheck.control.processes.link import PREPARES, registry_of
-from racecheck.control.ranks import child, stores, world
+from racecheck.control.ranks import stores, swap, world
 from racecheck.runtime import RunContract
 
 __racecheck_engine__ = True
 
 
 def prepare(run: RunContract) -> Callable[[], None] | None:
-    """As a child of ``run`` starts, in the parent: where ``torch.distributed`` is in use, the run's model of the
-    ranks (made once per run) and what the child installs before its code runs."""
-    if run is None or "torch.distributed" not in sys.modules:
+    """As a child of ``run`` starts, in the parent: the run's model of the ranks (made once per run) and what the
+    child installs before its code runs: at once where ``torch.distributed`` is imported there, else when the
+    child's code imports it (a launcher that never imports torch itself, whose ranks do)."""
+    if run is None:
         return None
     models = registry_of(run).models
     if world.MID not in models:
         world.Ranks(run)
         stores.Stores(run)
-    return child.install
+    return swap.Install()
 
 
 PREPARES.append(prepare)

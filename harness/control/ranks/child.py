@@ -1,7 +1,7 @@
 """A rank's side: in a child process of the run, ``torch.distributed``'s process-group calls, collectives,
 point-to-point operations and stores become requests to the parent's model (``world.Ranks``, ``stores.Stores``).
 
-``install`` runs in every child of a run that may use ``torch.distributed`` (forked or spawned, before the
+``swap.install`` runs in every child of a run that may use ``torch.distributed`` (forked or spawned, before the
 process's code): it puts these functions in place of torch's in ``torch.distributed``, its ``distributed_c10d`` and
 every module that bound one of them by name. Tensors cross as ``torch.save`` bytes (never torch's shared-memory
 reducers), objects as pickles (as torch pickles them for the object collectives); each result is written into the
@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import os
 import pickle
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -463,36 +462,3 @@ MODELLED = (
 
 SWAPPED: dict[int, tuple[Any, Any]] = {}  # id of a torch function -> (it, its model), kept alive for the ids
 
-
-def install() -> None:
-    """In a child of the run, before its code: the model's functions in place of torch's, wherever bound."""
-    import torch.distributed as dist
-    import torch.distributed.distributed_c10d as c10d
-
-    # a process that served an earlier run starts this one as no rank; its requests come from this thread only
-    STATE.update(rank=None, size=None, backend=None, thread=threading.get_ident())
-    for fn in MODELLED:
-        for module in (dist, c10d):
-            real = module.__dict__.get(fn.__name__)
-            if real is not None and real is not fn:
-                SWAPPED[id(real)] = (real, fn)
-                setattr(module, fn.__name__, fn)
-    for name, module in list(sys.modules.items()):
-        namespace = getattr(module, "__dict__", None)
-        # asked of the namespace, never of the module: a module's __getattr__ is the program's code (see
-        # memory_install._wrapped_function), which would run on the child's thread only where torch.distributed is
-        if not namespace or not _may_bind(name) or namespace.get("__racecheck_engine__", False):
-            continue
-        for key, value in list(namespace.items()):
-            swap = SWAPPED.get(id(value))
-            if swap is not None and swap[0] is value:
-                namespace[key] = swap[1]
-
-
-def _may_bind(name: str) -> bool:
-    """Whether module ``name`` may hold torch's functions by name: the program's modules and torch.distributed's
-    (the rest of torch and the stdlib never do; skipping them keeps a child's start short)."""
-    top = name.partition(".")[0]
-    if top == "torch":
-        return name.startswith("torch.distributed")
-    return top not in sys.stdlib_module_names
