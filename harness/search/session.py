@@ -349,7 +349,9 @@ class Session:
                     run.memory_steps.learning = []  # what its ``Learner`` sink learns from
                     if self.next_mode == "learn":  # with source lines: the data races it reports need no rerun
                         run.locate = True
-                run.memory_steps.sampled = self.next_mode == "sampled"
+                if self.next_mode == "sampled":
+                    run.memory_steps.sampled = True
+                    run.memory_steps.recurring = self.sampling.recurring
                 if chooser.cold_codes is not None:  # a widening run: the sampled run's unwatched code
                     run.memory_steps.cold_codes = chooser.cold_codes
         if self.carriers is not None:
