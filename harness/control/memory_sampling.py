@@ -21,6 +21,11 @@ watched before it is reported (``racecheck.search.widening``), and only fully wa
 exhausted (``racecheck.search.coverage``). It engages only where it pays: when most of a learning run's accesses were
 made in code it can leave unwatched (``_WORTH``). LiteRace (Marino, Musuvathi, Narayanasamy, PLDI 2009) samples hot code
 for the same reason; here what is left out is decided by what the code touched, not by how often it ran.
+
+A sampled run also shows a strategy less of each thread's progress: a watched getter called from unwatched helpers
+again and again is one read at decision after decision, as a busy-wait is. The learning runs note such reads
+(``recurring_reads``) so that pct's busy-wait rule does not lower a thread that is making progress
+(``racecheck.search.busy_wait``).
 """
 
 from __future__ import annotations
