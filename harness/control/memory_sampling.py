@@ -21,6 +21,11 @@ watched before it is reported (``racecheck.search.widening``), and only fully wa
 exhausted (``racecheck.search.coverage``). It engages only where it pays: when most of a learning run's accesses were
 made in code it can leave unwatched (``_WORTH``). LiteRace (Marino, Musuvathi, Narayanasamy, PLDI 2009) samples hot code
 for the same reason; here what is left out is decided by what the code touched, not by how often it ran.
+
+A sampled run also shows a strategy less of each thread's progress: a watched getter called from unwatched helpers
+again and again is one read at decision after decision, as a busy-wait is. The learning runs note such reads
+(``recurring_reads``) so that pct's busy-wait rule does not lower a thread that is making progress
+(``racecheck.search.busy_wait``).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from racecheck.control import memory_discovery
 from racecheck.runtime.access import MEMORY_OBJ, Access
 from racecheck.runtime.relation import LOOKS
 from racecheck.runtime.sinks import Sink
-from racecheck.runtime.steps import Obj, RunEnd
+from racecheck.runtime.steps import Obj, ObjKind, RunEnd
 
 __racecheck_engine__ = True
 
@@ -88,6 +93,29 @@ def shared_codes(records: Iterable[tuple[Any, int, tuple[Access, ...], bool]]) -
     return seen, hot, count
 
 
+def recurring_reads(records: Iterable[tuple[Any, int, tuple[Access, ...], bool]], cold: frozenset[Any]) -> set[tuple]:
+    """The reads of watched code that one learning run saw a thread make again with only ``cold`` code's accesses
+    between (``mode = registry.mode`` in a getter that unwatched helpers call one after another). A sampled run
+    leaves those accesses out, so there the thread makes the read at decision after decision: what a busy-wait
+    looks like (``racecheck.search.busy_wait``), though it is making progress (``Sampling.recurring``)."""
+    last: dict[int, tuple[Access, ...]] = {}  # per thread, its last access in watched code ...
+    between: dict[int, bool] = {}  # ... and whether cold code made one since
+    found: set[tuple] = set()
+    for code, tid, accesses, _together in records:
+        if code in cold:
+            between[tid] = True
+            continue
+        if between.get(tid) and last.get(tid) == accesses and _reads(accesses):
+            found.add(accesses)
+        last[tid] = accesses
+        between[tid] = False
+    return found
+
+
+def _reads(accesses: tuple[Access, ...]) -> bool:
+    return bool(accesses) and all(one.kind in _READS and one.obj.kind is ObjKind.MEMORY for one in accesses)
+
+
 def _nested(code: types.CodeType) -> Iterable[types.CodeType]:
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
@@ -108,6 +136,10 @@ class Sampling:
         self.stopped = False  # no more sampled runs in this exploration (``stop``)
         self.out: list[tuple[types.FunctionType, types.CodeType, types.CodeType]] = []  # (fn, own code, twin)
         self.ran: set[Any] | None = None  # the code the last learning run's watched code called
+        # reads of hot code that a learning run saw made again with only cold code's accesses between: in a sampled
+        # run one made again at decision after decision is no busy-wait (``recurring_reads``), handed to its
+        # chooser through the run (``MemorySteps.recurring``)
+        self.recurring: frozenset[tuple] = frozenset()
 
     def begin_learning(self) -> None:
         """A learning run starts: the functions its watched code calls are noted too (``memory_discovery.called``),
@@ -128,6 +160,7 @@ class Sampling:
         cold = {code for code in self.seen - self.hot if code is not None}
         cold = {code for code in cold if all(inner not in self.hot for inner in _nested(code))}
         self.cold = frozenset(cold)
+        self.recurring = self.recurring.union(recurring_reads(records, self.cold))
         in_cold = sum(1 for record in records if record[0] in self.cold)
         self.engaged = not self.stopped and in_cold >= _WORTH and 2 * in_cold >= count
 

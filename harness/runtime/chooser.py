@@ -86,6 +86,12 @@ class RunView:
         return self._run.memory_steps.cold_point
 
     @property
+    def recurring(self) -> frozenset[tuple[Any, ...]]:
+        """In a sampled run, the reads its watched code makes again after accesses of the code it left unwatched:
+        repeated at decision after decision there, they are no busy-wait (``racecheck.search.busy_wait``)."""
+        return self._run.memory_steps.recurring
+
+    @property
     def real_sync(self) -> Sequence[tuple[int, int, int, int]] | None:
         """The takes and gives of real locks made before the run, so far ((thread, point, +1 / -1, lock id); None:
         none), for the data-race sink that orders by them as the run goes (``racecheck.search.race_clocks``)."""

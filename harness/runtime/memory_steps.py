@@ -54,6 +54,9 @@ class MemorySteps:
         self.cold_codes: Any = None
         self.cold_point = -1
         self.sampled = False  # the run left code unwatched that showed no shared access (a sampled run)
+        # ... and, for its chooser, the reads its watched code makes again after unwatched code's accesses
+        # (``racecheck.control.memory_sampling.recurring_reads``): one repeated at decision after decision is no spin
+        self.recurring: frozenset[tuple[Access, ...]] = frozenset()
         # (thread, point) of every access that was one atomic addition to a builtin container (``list.append``,
         # ``set.add``): two of them never make a data race by default (``racecheck.search.data_races``)
         self.atomic: set[tuple[int, int]] = set()

@@ -7,6 +7,14 @@ exploration, the whole post-failure budget for a shrink probe. Where a thread is
 in a row it is treated as a yielding one: PCT lowers it below everyone, a replay past its record hands over to the
 next thread. Any bound catches a spin; a small one also moves off a thread that reads one value a few times in a row
 for its own reasons (a switch there is one a strategy could make anyway), a large one costs each spin more steps.
+
+A sampled run sees only the accesses of the code it watches, so "the same read at decision after decision" there
+also describes a thread that calls a watched getter from unwatched code again and again, making progress between.
+Taken for a spin, the thread was lowered each time: torch.distributed's helpers read ``_World._default_pg`` through
+a watched property 10-16 times in a row in DCP's ``async_save``, so every sampled pct run lowered the trainer's
+thread below the executor's worker and the checkpoint daemon, and the preemption the two-daemon race needs never
+happened ("ok" after 1,000 schedules; watched whole, found at 2-5). Where the learning runs saw a read made again
+after unwatched code, a sampled run takes it for a spin only at ``SPIN_ACROSS_UNWATCHED`` repeats.
 """
 
 from __future__ import annotations
@@ -19,6 +27,12 @@ from racecheck.runtime.steps import ObjKind
 __racecheck_engine__ = True
 
 SPIN = 8
+# In a sampled run (``racecheck.control.memory_sampling``) a read that its learning runs saw made again after accesses
+# of the code the run leaves unwatched (``RunView.recurring``: a getter that unwatched helpers call one after another)
+# comes back at decision after decision with the helpers' work between unseen: it is taken for a busy-wait only at
+# this many repeats, far more than such helpers were seen to make in a row (16 in torch.distributed) and far below
+# the step limit, so that a real spin on such a read still ends.
+SPIN_ACROSS_UNWATCHED = 1024
 _MEMORY = ObjKind.MEMORY
 
 

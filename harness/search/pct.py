@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from racecheck.runtime.chooser import Chooser
-from racecheck.search.busy_wait import SPIN, spinning
+from racecheck.search.busy_wait import SPIN, SPIN_ACROSS_UNWATCHED, spinning
 from racecheck.search.shared_memory import SharedMemory
 from racecheck.search.strategy import Strategy
 
@@ -80,7 +80,7 @@ class PCTChooser(Chooser):
             elif decision.yielding:
                 # A yielding thread waits for someone else: below everyone, so a polling loop cannot starve them.
                 self._lower(current)
-            elif self.repeats >= SPIN and spinning(self.again):
+            elif self.repeats >= SPIN and spinning(self.again) and self._spins(decision):
                 # A busy-wait (``racecheck.search.busy_wait``): it waits for someone else as a yielding thread does.
                 # Left on top, a spinner whose lock holder a change point lowered spun to the step limit.
                 self.repeats = 0
@@ -94,6 +94,13 @@ class PCTChooser(Chooser):
             if tid in enabled:
                 return enabled.index(tid)
         raise AssertionError("PCT: an enabled thread has no priority")  # unreachable: every enabled tid is known
+
+    def _spins(self, decision) -> bool:
+        """At ``SPIN`` repeats of one read: a busy-wait, unless the run is sampled and its learning runs saw the
+        read made again after unwatched code (then only at ``SPIN_ACROSS_UNWATCHED``)."""
+        if not self.sampled or self.repeats >= SPIN_ACROSS_UNWATCHED:
+            return True
+        return self.again not in decision.view.recurring
 
     def pick_value(self, n, label):
         return self.rng.randrange(n)

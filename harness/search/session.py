@@ -30,7 +30,6 @@ from racecheck.control import (
 )
 from racecheck.control.memory_names import Watch, forget_local_classes
 from racecheck.control.processes import install as processes
-from racecheck.control.processes.link import processes_in
 from racecheck.control.threads import controlled_thread_class
 from racecheck.errors import (
     DataRaceError,
@@ -349,7 +348,9 @@ class Session:
                     run.memory_steps.learning = []  # what its ``Learner`` sink learns from
                     if self.next_mode == "learn":  # with source lines: the data races it reports need no rerun
                         run.locate = True
-                run.memory_steps.sampled = self.next_mode == "sampled"
+                if self.next_mode == "sampled":
+                    run.memory_steps.sampled = True
+                    run.memory_steps.recurring = self.sampling.recurring
                 if chooser.cold_codes is not None:  # a widening run: the sampled run's unwatched code
                     run.memory_steps.cold_codes = chooser.cold_codes
         if self.carriers is not None:
@@ -391,9 +392,6 @@ class Session:
         if run.leaked and run.locate:
             run.drop_locations()
         run.close_sinks()
-        if self.sampling is not None and run.memory_steps.learning is not None and processes_in(run) > 1:
-            # a learning run with processes of the run: sampled runs hid DCP's two-daemon race (tests/dcp), so none
-            self.sampling.stop()
         run.memory_steps.learning = None  # learned from (``memory_sampling.Learner``): a run kept must not hold it
         self._judge_races(run)
         chooser.end(run.ending())

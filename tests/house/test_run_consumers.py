@@ -21,7 +21,8 @@ UPPER = ("racecheck.search", "racecheck.control", "racecheck.fakefs")
 # (``data_races="fail"``), which its chooser's ``RunEnd`` then says. A result is not among them: it stays on the
 # sink that found it.
 RUN_SETTINGS = frozenset({"locate", "watch", "watched_modules", "launch", "memory_steps.learning",
-                          "memory_steps.sampled", "memory_steps.cold_codes", "outside", "stale", "failure"})
+                          "memory_steps.sampled", "memory_steps.recurring", "memory_steps.cold_codes", "outside",
+                          "stale", "failure"})
 EVENT_NAMES = frozenset({"event", "ev", "step", "row"})  # names that hold a trace event or a step in the engine
 
 
