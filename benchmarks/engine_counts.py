@@ -28,8 +28,11 @@ from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_engine  # noqa: E402 - the workloads live there, next to this file
+import racecheck  # noqa: E402
 
-ENGINE_DIR = os.sep + "harness" + os.sep
+# The engine's files: the racecheck package's own directory (``harness/`` in a checkout; another tree's package put
+# first on PYTHONPATH, to count a base against a branch, is counted as the engine too)
+ENGINE_DIR = os.path.dirname(os.path.abspath(racecheck.__file__)) + os.sep
 
 
 def count(workload, schedules: int, variant: str = "defaults",
