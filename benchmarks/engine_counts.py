@@ -1,6 +1,7 @@
 """Deterministic counts of what the engine executes per schedule: Python bytecodes and calls, engine against workload.
 
     python benchmarks/engine_counts.py [--schedules 50] [--workload micro|noop] [--top 25]
+        [--variant defaults|memory|off] [--by-file] [--plain 0]
 
 Wall-clock A/B runs on a shared VM cannot resolve a change worth a few percent of the engine's cost (a pair of the
 micro workload swings by +-20 points), so every performance pass also counted what does not vary from run to run:
@@ -27,12 +28,19 @@ from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_engine  # noqa: E402 - the workloads live there, next to this file
+import racecheck  # noqa: E402
 
-ENGINE_DIR = os.sep + "harness" + os.sep
+# The engine's files: the racecheck package's own directory (``harness/`` in a checkout; another tree's package put
+# first on PYTHONPATH, to count a base against a branch, is counted as the engine too)
+ENGINE_DIR = os.path.dirname(os.path.abspath(racecheck.__file__)) + os.sep
 
 
-def count(workload, schedules: int) -> tuple[collections.Counter, collections.Counter]:
-    """Bytecodes and calls per (file, function) over one exploration of ``schedules`` schedules (pct, seed 0)."""
+def count(workload, schedules: int, variant: str = "defaults",
+          plain: int = 0) -> tuple[collections.Counter, collections.Counter]:
+    """Bytecodes and calls per (file, function) over one exploration of ``schedules`` schedules (pct, seed 0),
+    watching what ``bench_engine.VARIANTS[variant]`` says, after ``plain`` uncontrolled runs of ``workload`` (as
+    each of ``bench_engine``'s pairs runs its plain loop first: what state the program's libraries keep across
+    runs can change what the exploration learns and runs, see docs/performance.md)."""
     bytecodes: collections.Counter = collections.Counter()
     calls: collections.Counter = collections.Counter()
 
@@ -47,15 +55,24 @@ def count(workload, schedules: int) -> tuple[collections.Counter, collections.Co
         frame.f_trace_opcodes = True
         return per_opcode
 
-    bench_engine.explore_workload(workload, schedules)  # warm: imports, caches, the carriers' first start
+    bench_engine.explore_workload(workload, schedules, variant=variant)  # warm: imports, caches, carriers
+    for _ in range(plain):
+        workload()
     threading.settrace(per_call)
     sys.settrace(per_call)
     try:
-        bench_engine.explore_workload(workload, schedules)
+        bench_engine.explore_workload(workload, schedules, variant=variant)
     finally:
         sys.settrace(None)
         threading.settrace(None)
     return bytecodes, calls
+
+
+def _by_file(counts: collections.Counter) -> collections.Counter:
+    tallied: collections.Counter = collections.Counter()
+    for (filename, _name), value in counts.items():
+        tallied[(filename, "*")] += value
+    return tallied
 
 
 def main() -> None:
@@ -63,9 +80,15 @@ def main() -> None:
     parser.add_argument("--schedules", type=int, default=50)
     parser.add_argument("--workload", choices=("micro", "noop"), default="micro")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--variant", choices=tuple(bench_engine.VARIANTS), default="defaults",
+                        help="what the exploration watches (bench_engine.VARIANTS; default: every default)")
+    parser.add_argument("--by-file", action="store_true", help="tally the engine's bytecodes per file, not function")
+    parser.add_argument("--plain", type=int, default=0,
+                        help="uncontrolled runs of the workload right before the counted exploration (bench_engine's "
+                             "pairs run 100; 1 is enough to leave the libraries' state as they do)")
     args = parser.parse_args()
-    if args.schedules < 1 or args.top < 0:
-        parser.error("--schedules must be >= 1 and --top >= 0")
+    if args.schedules < 1 or args.top < 0 or args.plain < 0:
+        parser.error("--schedules must be >= 1, --top and --plain >= 0")
     directory = tempfile.mkdtemp(prefix="racecheck-counts-")
     try:
         if args.workload == "micro":
@@ -74,11 +97,14 @@ def main() -> None:
         else:
             workload = bench_engine.noop_workload
         workload()
-        bytecodes, calls = count(workload, args.schedules)
+        bytecodes, calls = count(workload, args.schedules, args.variant, args.plain)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
     n = args.schedules
+    if args.by_file:
+        bytecodes = _by_file(bytecodes)
+        calls = _by_file(calls)
     engine = {key: value for key, value in bytecodes.items() if ENGINE_DIR in key[0]}
     engine_total = sum(engine.values()) / n
     other_total = (sum(bytecodes.values()) - sum(engine.values())) / n
@@ -86,7 +112,8 @@ def main() -> None:
     other_calls = (sum(calls.values()) / n) - engine_calls
 
     console = Console(width=140)
-    table = Table(title=f"per schedule of the {args.workload} workload ({n} schedules, pct): deterministic counts")
+    table = Table(title=f"per schedule of the {args.workload} workload ({n} schedules, pct, {args.variant}, "
+                        f"{args.plain} plain runs before): deterministic counts")
     for column in ("engine function", "bytecodes", "calls", "share of the engine"):
         table.add_column(column, justify="left" if column == "engine function" else "right")
     for (filename, name), value in sorted(engine.items(), key=lambda item: -item[1])[: args.top]:
