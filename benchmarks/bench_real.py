@@ -17,9 +17,10 @@ count, pybreaker's failure counter, TinyDB's read-modify-write of its JSON file)
 style of SCTBench's spin-lock tests, without marks: a test-and-set lock built from a plain flag, each thread
 busy-waiting on it (``while self.held: pass``) twice, so a schedule that lets a waiter spin runs long.
 
-Columns: racecheck's seconds to the find (and the schedule), to the report (found + shrunk + pair), the steps of the
-shrunk run and what the report left undone (``Failure.notes``), then frontrun's seconds to its report (its
-explanation and replays included) and the attempt it found it at. Wall-clock figures vary with the machine; nothing
+Columns: racecheck's seconds to the find (and the schedule), to the report (found + shrunk + pair; with the CPU
+seconds of the whole process, which another program's load moves less than the wall clock), the steps of the shrunk
+run and what the report left undone (``Failure.notes``), then frontrun's seconds to its report (its explanation and
+replays included; CPU seconds likewise) and the attempt it found it at. Wall-clock figures vary with the machine; nothing
 is asserted. Exit status 0, or 2 with a one-line error for bad arguments.
 """
 
@@ -92,12 +93,12 @@ def run_racecheck(name: str) -> dict:
     started = time.perf_counter()
     found = racecheck.explore(case.fn, shrink_budget=0, race_budget=0)
     find_seconds = time.perf_counter() - started
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     result = racecheck.explore(case.fn)
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
     failure = result.failure
     out: dict[str, Any] = {"find_seconds": find_seconds, "found_at": None if found.ok else found.failure.schedule_index,
-                           "seconds": seconds, "found": failure is not None}
+                           "seconds": seconds, "cpu_seconds": cpu_seconds, "found": failure is not None}
     if failure is not None:
         out.update(schedule=failure.schedule_index, steps=failure.steps, original_steps=failure.original_steps,
                    message=failure.message.splitlines()[0][:120], pair=str(failure.race) if failure.race else "",
@@ -136,14 +137,17 @@ def _row(name: str, rc: dict, fr: dict) -> list[str]:
         mine = ["error", rc["error"][:40], "", ""]
     elif rc["found"]:
         undone = "; ".join(note.split(":")[0].split(" (")[0] for note in rc["notes"]) or "-"
-        mine = [f"{rc['find_seconds']:.1f}s @{rc['found_at']}", f"{rc['seconds']:.1f}s @{rc['schedule']}",
+        mine = [f"{rc['find_seconds']:.2f}s @{rc['found_at']}",
+                f"{rc['seconds']:.2f}s ({rc['cpu_seconds']:.2f}s CPU) @{rc['schedule']}",
                 f"{rc['original_steps']} -> {rc['steps']}", ("pair named" if rc["pair"] else "no pair") + f"; {undone}"]
     else:
-        mine = [f"missed {rc['find_seconds']:.1f}s", f"{rc['seconds']:.1f}s", "", ""]
+        mine = [f"missed {rc['find_seconds']:.2f}s", f"{rc['seconds']:.2f}s", "", ""]
     if "error" in fr:
         theirs = ["error " + fr["error"][:40], ""]
     else:
-        theirs = [f"{fr['seconds']:.1f}s", f"@{fr['schedules']}" if fr.get("found") else f"missed ({fr['schedules']})"]
+        cpu = f" ({fr['cpu_seconds']:.2f}s CPU)" if "cpu_seconds" in fr else ""
+        theirs = [f"{fr['seconds']:.2f}s{cpu}", f"@{fr['schedules']}" if fr.get("found") else
+                  f"missed ({fr['schedules']})"]
     return [name, *mine, *theirs]
 
 

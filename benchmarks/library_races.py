@@ -531,16 +531,16 @@ def frontrun_explore(case: Case, strategy: str, schedules: int, seed: int = 0, t
     else:
         options.update(max_attempts=schedules, seed=seed)
     stub = case.stub() if case.stub is not None else contextlib.nullcontext()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with stub:
         result = frontrun.explore(setup=scenario, workers=[worker(i) for i in range(case.threads)],
                                   invariant=invariant, strategy=strategy, **options)
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
     found = result.property_holds is False
     return {"case": case.name, "strategy": strategy, "version": getattr(frontrun, "__version__", "?"),
             "found": found, "inconclusive": result.property_holds is None,
             "schedules": result.num_explored, "requested": schedules, "exhausted": result.exhausted,
-            "seconds": seconds,
+            "seconds": seconds, "cpu_seconds": cpu_seconds,
             "reproduced": f"{result.reproduction_successes}/{result.reproduction_attempts}" if found else None,
             "explanation": (result.explanation or "")[:2000] if found else None}
 

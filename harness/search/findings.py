@@ -24,26 +24,12 @@ from racecheck.search.race_candidates import checked_objects
 from racecheck.search.replay import Replayer
 from racecheck.search.result import Result, failure_of, outcome_line
 from racecheck.search.salvage import attempt
-from racecheck.search.shrink import Probe, fewest_preemptions, normalize, shrink
+from racecheck.search.shrink import Probe, minimal, normalize
 
 if TYPE_CHECKING:
     from racecheck.search.session import Session
 
 __racecheck_engine__ = True
-
-
-def _fewest_preemptions(session: Session, signature: tuple, found: int, budget: int,
-                        work: WorkBudget, original: Run) -> tuple[Probe | None, int]:
-    """The exhaustive pass of the shrinker (``shrink.fewest_preemptions``) over real runs of this session."""
-
-    def execute(chooser: Chooser) -> Probe | None:
-        with capped(session, work, original):
-            run = session.run_once(chooser)
-        if run.failure is not None and run.failure.signature() == signature:
-            return Probe(normalize(run.choices), (run.preemptions, run.steps), run)
-        return None
-
-    return fewest_preemptions(execute, found, budget, work.more)
 
 
 def shrunk(session: Session, run: Run, result: Result, work: WorkBudget | None = None) -> tuple[Run, int]:
@@ -66,13 +52,15 @@ def shrunk(session: Session, run: Run, result: Result, work: WorkBudget | None =
         key = (candidate.preemptions, candidate.steps)
         return Probe(normalize(candidate.choices), key, candidate)
 
-    best, probes = shrink(start, probe, budget=budget, more=work.more)
-    if best.key[0] > 0 and not work.cut:
-        fewer, spent = _fewest_preemptions(session, signature, best.key[0], budget, work, run)
-        probes += spent
-        if fewer is not None:
-            best, more = shrink(fewer, probe, budget=budget, more=work.more)
-            probes += more
+    def execute(chooser: Chooser) -> Probe | None:  # one schedule of the exhaustive pass
+        with capped(session, work, run):
+            candidate = session.run_once(chooser)
+        result.leaked_threads.extend(candidate.leaked)
+        if candidate.failure is not None and candidate.failure.signature() == signature:
+            return Probe(normalize(candidate.choices), (candidate.preemptions, candidate.steps), candidate)
+        return None
+
+    best, probes = minimal(start, probe, execute, budget, work.more)
     return best.payload, probes
 
 

@@ -106,7 +106,7 @@ def _boom(*args, **kwargs):
 
 
 @pytest.mark.parametrize("where,what", [
-    ("shrink", "shrinking"), ("search_pair", "naming the racing pair"),
+    ("minimal", "shrinking"), ("search_pair", "naming the racing pair"),
 ])
 def test_racechecks_own_error_after_a_failure_keeps_the_failure(monkeypatch, where, what):
     monkeypatch.setattr(findings, where, _boom)
