@@ -1,7 +1,10 @@
 """Known bug, kept visible: an exploration of ``manager-crash`` on a manager that writes with DCP terminates the
-whole process at pct seed 1 (C++ ``std::terminate``: torch's ``PyTorchStreamWriter`` destructor writes its end of
-file into a stream the crash's unwinding closed, between runs, during ``collect_between_runs``). Run in a child
-process so the abort cannot take the test worker with it; strict xfail until it is fixed."""
+whole process at pct seeds 0 and 1 (C++ ``std::terminate``): torch's ``PyTorchStreamWriter`` destructor writes its
+end of file into a stream that was closed as the thread was unwound, when the frames are collected between runs
+(``collect_between_runs``). Seen in a run stopped at the step limit: racecheck's ``Abort`` is raised at a write
+inside ``torch.save``, then again at the write of ``__exit__``'s ``write_end_of_file``, so the writer never marks
+itself finished. Run in a child process so the abort cannot take the test worker with it; a strict xfail until
+it is fixed."""
 
 import subprocess
 import sys
