@@ -3,6 +3,7 @@ the options of a run (``RunConfig``), and ``unwind``, which stops a thread of a 
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -70,9 +71,27 @@ class ThreadRecord:
 
 def unwind(rec: ThreadRecord) -> NoReturn:
     """Stop ``rec``'s code: its run is being stopped. ``rec.unwinding`` says it was told, so the line tracer, which
-    tells a thread of a stopped run at its next line point, tells each thread once (``racecheck.control.lines``)."""
+    tells a thread of a stopped run at its next line point, tells each thread once (``racecheck.control.lines``).
+
+    Told again while it unwinds, the thread's cleanup (an ``__exit__``, a ``finally``) was cut short too, and what
+    it left half done must never be finalized: the ``Abort`` and so every frame it unwinds are kept for the life of
+    the process (``keep_forever``), as a program stopped where it stood never finalizes them. torch's zip writer,
+    stopped inside ``torch.save`` and again at the write of ``__exit__``'s end of file, never marks itself finished,
+    and its C++ destructor writes that end again once collected, into the stream the unwinding closed: the error
+    thrown from a destructor is ``std::terminate``, the whole process gone (``manager-crash`` on a DCP-writing
+    manager, pct seeds 0 and 1). A thread stopped once, whose cleanup ran whole, is finalized as before."""
+    again = rec.unwinding
     rec.unwinding = True
-    raise Abort()
+    exc = Abort()
+    if again:
+        keep_forever(exc)
+    raise exc
+
+
+def keep_forever(obj: Any) -> None:
+    """One reference to ``obj`` that is never given back, not even as the interpreter shuts down (which clears
+    module globals, so a list there would finalize it then)."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 
 @dataclass
