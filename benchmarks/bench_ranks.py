@@ -75,7 +75,7 @@ def seconds_per_later_schedule(fn, schedules: int) -> float:
     more = _clock() - start
     if not result.ok:
         raise SystemExit(f"bench_ranks: the ordered twin failed: {result.failure.message}")
-    gaps = sorted(later - earlier for earlier, later in zip(ends, ends[1:]))
+    gaps = sorted(later - earlier for earlier, later in zip(ends, ends[1:], strict=False))
     print(f"  ({fn.__name__}, {result.max_steps_seen} steps: one schedule {one:.2f} s, {result.schedules} schedules "
           f"{more:.2f} s, so {(more - one) / (result.schedules - 1):.2f} s; later schedules "
           f"{', '.join(f'{gap:.2f}' for gap in gaps)} s; load {os.getloadavg()[0]:.1f})", flush=True)

@@ -19,9 +19,9 @@ busy-waiting on it (``while self.held: pass``) twice, so a schedule that lets a 
 
 Columns: racecheck's seconds to the find (and the schedule), to the report (found + shrunk + pair; with the CPU
 seconds of the whole process, which another program's load moves less than the wall clock), the steps of the shrunk
-run and what the report left undone (``Failure.notes``), then frontrun's seconds to its report (its explanation and
-replays included; CPU seconds likewise) and the attempt it found it at. Wall-clock figures vary with the machine; nothing
-is asserted. Exit status 0, or 2 with a one-line error for bad arguments.
+run and what the report left undone (``Failure.notes``), then frontrun's seconds to its report (its explanation
+and replays included; CPU seconds likewise) and the attempt it found it at. Wall-clock figures vary with the machine;
+nothing is asserted. Exit status 0, or 2 with a one-line error for bad arguments.
 """
 
 from __future__ import annotations

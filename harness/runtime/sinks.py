@@ -194,9 +194,9 @@ class StepLog(Sequence[Step]):
                    tuple(sink for sink in sinks if reads_events(sink)))
 
     def advance(self) -> None:
-        """Every event of the trace so far is final (the run is about to add a new step, or has ended): the sinks
-        that read events are told (``Sink.every`` events apart, and at the end); for those that take steps, their steps are made and fed. The events after the
-        last call begin with a step's event, so no note joins a step made (and fed) before."""
+        """Every event of the trace so far is final (the run is about to add a new step, or has ended): the sinks that
+        read events are told (``Sink.every`` events apart, and at the end); for those that take steps, their steps are
+        made and fed. The events after the last call begin with a step's event, so no note joins a step made before."""
         trace = self.source
         if len(trace) >= self.due:
             readers = self.readers

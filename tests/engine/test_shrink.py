@@ -8,13 +8,13 @@ global minimum number of preemptions, checked against brute force over every sch
 
 from __future__ import annotations
 
-import itertools
 import types
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from racecheck.runtime.chooser import Decision
 from racecheck.search.shrink import Probe, fewest_preemptions, normalize, shrink
+from shrink_cases import program_and_bug
 
 # ----- synthetic probes over bare choice lists ---------------------------------------------------------------------
 
@@ -213,16 +213,6 @@ def _ordered(events, constraints) -> bool:
     return all(where[a] < where[b] for a, b in constraints)
 
 
-programs = st.lists(st.integers(1, 3), min_size=2, max_size=3).map(tuple)
-
-
-@st.composite
-def program_and_bug(draw):
-    lengths = draw(programs)
-    events = [(t, s) for t, n in enumerate(lengths) for s in range(n)]
-    pairs = [(a, b) for a, b in itertools.permutations(events, 2) if a[0] != b[0]]
-    constraints = draw(st.lists(st.sampled_from(pairs), min_size=1, max_size=3, unique=True))
-    return lengths, constraints
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,10 +9,9 @@ import gc
 import weakref
 
 import racecheck
+import speed5_programs
 from racecheck.control.memory_names import Watch
 from racecheck.runtime.access import WRITE
-
-import speed5_programs
 
 
 def test_a_named_object_dies_when_the_program_drops_it():

@@ -9,12 +9,11 @@ pass losing the global minimum of preemptions.
 
 from __future__ import annotations
 
-import itertools
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from racecheck.runtime.chooser import Decision
 from racecheck.search.shrink import Probe, fewest_preemptions, minimal, normalize, shrink
+from shrink_cases import program_and_bug
 
 
 def run_threads(lengths: tuple[int, ...], chooser) -> tuple[list[tuple[int, int]], list[int], int]:
@@ -153,16 +152,6 @@ def test_a_tie_goes_to_the_fewer_and_lower_choices():
     assert best.choices == [0, 0, 0, 0, 1]
 
 
-programs = st.lists(st.integers(1, 3), min_size=2, max_size=3).map(tuple)
-
-
-@st.composite
-def program_and_bug(draw):
-    lengths = draw(programs)
-    events = [(t, s) for t, n in enumerate(lengths) for s in range(n)]
-    pairs = [(a, b) for a, b in itertools.permutations(events, 2) if a[0] != b[0]]
-    constraints = draw(st.lists(st.sampled_from(pairs), min_size=1, max_size=3, unique=True))
-    return lengths, constraints
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

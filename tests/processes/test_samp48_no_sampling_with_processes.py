@@ -17,8 +17,8 @@ import racecheck
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
 
-import sampled_programs  # noqa: E402
 import samp48_programs  # noqa: E402
+import sampled_programs  # noqa: E402
 
 
 def test_an_exploration_with_a_child_process_is_sampled_and_finds_the_race():

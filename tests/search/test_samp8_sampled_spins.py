@@ -14,7 +14,6 @@ import os
 import sys
 
 import pytest
-
 import racecheck
 from racecheck.control.memory_sampling import recurring_reads
 from racecheck.runtime.access import READ, WRITE, memory, on

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import threading
 
-import racecheck
 import pytest
+import racecheck
 from racecheck.runtime.access import READ, WRITE, memory, on
 from racecheck.search.busy_wait import spinning
 
