@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from racecheck.runtime.chooser import Decision
 from racecheck.search.shrink import Probe, fewest_preemptions, normalize, shrink
-from shrink_cases import program_and_bug
+from shrink_cases import program_and_bug, run_threads
 
 # ----- synthetic probes over bare choice lists ---------------------------------------------------------------------
 
@@ -142,32 +142,6 @@ def test_result_fails_is_no_worse_and_is_a_local_minimum(start, needed):
 # ----- a tiny simulated program for the exhaustive pass --------------------------------------------------------------
 
 
-def _simulate(lengths: tuple[int, ...], chooser) -> tuple[list[tuple[int, int]], list[int], int]:
-    """Run threads of the given numbers of steps one step at a time, asking ``chooser`` exactly where the scheduler
-    would (more than one thread can run) with the scheduler's option order (current first, then by id).
-    Thread 0 starts. Returns (events as (thread, step), choices, preemptions)."""
-    done = [0] * len(lengths)
-    current = 0
-    events: list[tuple[int, int]] = []
-    choices: list[int] = []
-    preemptions = 0
-    while True:
-        alive = done[current] < lengths[current]
-        others = [t for t in range(len(lengths)) if t != current and done[t] < lengths[t]]
-        candidates = ([current] if alive else []) + others
-        if not candidates:
-            return events, choices, preemptions
-        index = 0
-        if len(candidates) > 1:
-            index = chooser.pick_thread(Decision(candidates, alive, False, current if alive else None, 0, None))
-            choices.append(index)
-        if alive and index:
-            preemptions += 1
-        current = candidates[index]
-        events.append((current, done[current]))
-        done[current] += 1
-
-
 class _Replay:
     def __init__(self, choices: list[int]) -> None:
         self.choices = list(choices)
@@ -184,7 +158,7 @@ def _all_schedules(lengths: tuple[int, ...]):
     results = []
 
     def walk(prefix: list[int]) -> None:
-        events, choices, preemptions = _simulate(lengths, _Replay(prefix))
+        events, choices, preemptions = run_threads(lengths, _Replay(prefix))
         results.append((choices, events, preemptions))
         # branch at every decision past the prefix: find arities by re-simulating with a recording replay
         arities = _arities(lengths, choices)
@@ -204,7 +178,7 @@ def _arities(lengths, choices):
             seen.append(len(decision.enabled))
             return super().pick_thread(decision)
 
-    _simulate(lengths, Recording(choices))
+    run_threads(lengths, Recording(choices))
     return seen
 
 
@@ -227,7 +201,7 @@ def test_exhaustive_pass_finds_the_global_minimum(case):
     worst = max(p for p, _ in failing)
 
     def execute(chooser) -> Probe | None:
-        events, choices, preemptions = _simulate(lengths, chooser)
+        events, choices, preemptions = run_threads(lengths, chooser)
         if _ordered(events, constraints):
             return Probe(normalize(choices), (preemptions, len(events)), payload=events)
         return None
@@ -246,7 +220,7 @@ def _two_by_two(constraints):
     lengths = (2, 2)
 
     def execute(chooser) -> Probe | None:
-        events, choices, preemptions = _simulate(lengths, chooser)
+        events, choices, preemptions = run_threads(lengths, chooser)
         if _ordered(events, constraints):
             return Probe(normalize(choices), (preemptions, len(events)), payload=events)
         return None
@@ -285,7 +259,7 @@ def test_exhaustive_pass_respects_its_budget():
 
     def execute(chooser) -> Probe | None:
         calls.append(1)
-        _simulate((3, 3, 3), chooser)
+        run_threads((3, 3, 3), chooser)
         return None
 
     found, spent = fewest_preemptions(execute, 3, budget=17)
@@ -304,7 +278,7 @@ def test_every_chooser_a_single_run_may_rerun_makes_a_fresh_copy():
 
     dfs = BoundedDFS(0, preemption_bound=1)
     first = dfs.new_execution(0)
-    _simulate((2, 2), first)
+    run_threads((2, 2), first)
     dfs.end_execution(first, 0)
     made = [dfs.new_execution(1), Replayer([1, 0, 1]), Widening([1, 0], [2, 1], frozenset()),
             SwapChooser([((1, 0, 0), "op")], [0]), *probes()]

@@ -13,28 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from racecheck.runtime.chooser import Decision
 from racecheck.search.shrink import Probe, fewest_preemptions, minimal, normalize, shrink
-from shrink_cases import program_and_bug
-
-
-def run_threads(lengths: tuple[int, ...], chooser) -> tuple[list[tuple[int, int]], list[int], int]:
-    """Threads of ``lengths`` steps run one step at a time from thread 0, ``chooser`` asked wherever more than one
-    can run (the current thread first, then the others by id): (events as (thread, step), choices, preemptions)."""
-    done = [0] * len(lengths)
-    current, events, choices, preemptions = 0, [], [], 0
-    while True:
-        alive = done[current] < lengths[current]
-        enabled = ([current] if alive else []) + [t for t in range(len(lengths)) if t != current and
-                                                  done[t] < lengths[t]]
-        if not enabled:
-            return events, choices, preemptions
-        index = 0
-        if len(enabled) > 1:
-            index = chooser.pick_thread(Decision(enabled, alive, False, current if alive else None, 0, None))
-            choices.append(index)
-        preemptions += 1 if alive and index else 0
-        current = enabled[index]
-        events.append((current, done[current]))
-        done[current] += 1
+from shrink_cases import program_and_bug, run_threads
 
 
 class Replay:
