@@ -7,7 +7,7 @@ import importlib.abc
 import importlib.util
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from racecheck.control.ranks import binding
@@ -16,18 +16,30 @@ from racecheck.control.ranks.child import MODELLED, STATE, SWAPPED
 __racecheck_engine__ = True
 
 
-def reals() -> dict[int, Any]:
-    """torch's functions the model replaces, by id: as this process's ``torch.distributed`` holds them, and those
-    it swapped out already (a rank starting a child of its own)."""
+def held_by_torch() -> Iterator[tuple[Any, Any, Any]]:
+    """(module, the model's function, torch's) for each modelled function ``torch.distributed`` or its
+    ``distributed_c10d`` still holds in place of the model's."""
     import torch.distributed as dist
     import torch.distributed.distributed_c10d as c10d
 
-    found = {key: real for key, (real, _) in SWAPPED.items()}
     for fn in MODELLED:
         for module in (dist, c10d):
             real = module.__dict__.get(fn.__name__)
             if real is not None and real is not fn:
-                found[id(real)] = real
+                yield module, fn, real
+
+
+def swapped_out() -> dict[int, Any]:
+    """torch's functions this process swapped out already, by id."""
+    return {key: real for key, (real, _) in SWAPPED.items()}
+
+
+def reals() -> dict[int, Any]:
+    """torch's functions the model replaces, by id: as this process's ``torch.distributed`` holds them, and those
+    it swapped out already (a rank starting a child of its own)."""
+    found = swapped_out()
+    for _module, _fn, real in held_by_torch():
+        found[id(real)] = real
     return found
 
 
@@ -79,19 +91,13 @@ def install(places: tuple[tuple[str, str], ...] | None, thread: int) -> None:
     """In a child of the run: the model's functions in place of torch's in ``torch.distributed``, its
     ``distributed_c10d`` and ``places`` (every module's binding of one, found here when None); the rank's requests
     come from ``thread``, the child's."""
-    import torch.distributed as dist
-    import torch.distributed.distributed_c10d as c10d
-
     # a process that served an earlier run starts this one as no rank; its requests come from this thread only
     STATE.update(rank=None, size=None, backend=None, thread=thread)
-    for fn in MODELLED:
-        for module in (dist, c10d):
-            real = module.__dict__.get(fn.__name__)
-            if real is not None and real is not fn:
-                SWAPPED[id(real)] = (real, fn)
-                setattr(module, fn.__name__, fn)
+    for module, fn, real in held_by_torch():
+        SWAPPED[id(real)] = (real, fn)
+        setattr(module, fn.__name__, fn)
     if places is None:
-        places = binding.places({key: real for key, (real, _) in SWAPPED.items()})
+        places = binding.places(swapped_out())
     for module_name, key in places:
         namespace = sys.modules[module_name].__dict__
         value = namespace.get(key)
