@@ -37,28 +37,25 @@ def shrunk(session: Session, run: Run, result: Result, work: WorkBudget | None =
     (``post_budget``; its ``cut`` says whether it stopped the shrink)."""
     work = work or unbounded()
     budget = session.search.shrink_budget
-    start = Probe(normalize(run.choices), (run.preemptions, run.steps), run)
+
+    def as_probe(candidate: Run) -> Probe:
+        return Probe(normalize(candidate.choices), (candidate.preemptions, candidate.steps), candidate)
+
+    start = as_probe(run)
     if budget <= 0:
         return run, 0
     signature = run.failure.signature()  # type: ignore[union-attr]
 
-    def probe(choices: list[int]) -> Probe | None:
-        replayer = Replayer(choices, hand_over_spins=True)
-        with capped(session, work, run):
-            candidate = session.run_once(replayer)
-        result.leaked_threads.extend(candidate.leaked)
-        if candidate.failure is None or candidate.failure.signature() != signature:
-            return None
-        key = (candidate.preemptions, candidate.steps)
-        return Probe(normalize(candidate.choices), key, candidate)
-
-    def execute(chooser: Chooser) -> Probe | None:  # one schedule of the exhaustive pass
+    def execute(chooser: Chooser) -> Probe | None:  # one run under ``chooser``: a probe if it fails the same way
         with capped(session, work, run):
             candidate = session.run_once(chooser)
         result.leaked_threads.extend(candidate.leaked)
-        if candidate.failure is not None and candidate.failure.signature() == signature:
-            return Probe(normalize(candidate.choices), (candidate.preemptions, candidate.steps), candidate)
-        return None
+        if candidate.failure is None or candidate.failure.signature() != signature:
+            return None
+        return as_probe(candidate)
+
+    def probe(choices: list[int]) -> Probe | None:  # a choice sequence replayed (past it: hand over from spinners)
+        return execute(Replayer(choices, hand_over_spins=True))
 
     best, probes = minimal(start, probe, execute, budget, work.more)
     return best.payload, probes

@@ -99,7 +99,7 @@ class Exhaustive:
     every schedule it ran that did not fail the same way. A run is a function of its decisions, so a schedule met
     again at a higher bound (the dfs of bound b holds every schedule of the bounds below it) is not run again: its
     recorded decisions stand in for the run, and the search goes on as if it had been made. ``ran`` also names
-    those schedules for the greedy descent (``shrink``'s ``tried``): a dfs schedule is a choice sequence a replay
+    those schedules for the greedy descent (``shrink``'s ``seen``): a dfs schedule is a choice sequence a replay
     would follow the same way (past its prefix both keep the current thread and hand over from a spinner)."""
 
     def __init__(self, execute: Callable[[Chooser], Probe | None]) -> None:
